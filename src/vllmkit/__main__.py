@@ -1,0 +1,3 @@
+from vllmkit.cli.app import main
+
+main()

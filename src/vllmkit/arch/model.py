@@ -1,0 +1,120 @@
+"""The model architecture as vLLM sees it (text part), read from config.json."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pydantic import BaseModel, Field
+
+
+class LayerKind(str, Enum):
+    FULL = "full"  # full attention, KV cache grows with the sequence
+    SLIDING = "sliding"  # sliding-window attention
+    CHUNKED = "chunked"  # chunked local attention (Llama-4)
+    MLA = "mla"  # multi-head latent attention (DeepSeek-V2/V3)
+    MAMBA = "mamba"  # constant-size recurrent state (mamba1/mamba2/GDN/linear attention)
+    CROSS = "cross"  # cross attention (encoder-decoder); KV bounded by encoder length
+    NONE = "none"  # a layer with no cache (e.g. MLP-only in Nemotron-H)
+
+
+DTYPE_BYTES: dict[str, int] = {
+    "float32": 4,
+    "float": 4,
+    "float16": 2,
+    "half": 2,
+    "bfloat16": 2,
+    "fp8": 1,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+    "fp8_inc": 1,
+    "fp8_ds_mla": 1,
+}
+
+
+class MLAFacts(BaseModel):
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    q_lora_rank: int | None = None
+
+
+class MambaFacts(BaseModel):
+    """Raw parameters of the recurrent state; per-rank shapes are computed in estimate/."""
+
+    variant: str  # "mamba1" | "mamba2" | "gdn" | "linear_attention" | "short_conv"
+    # mamba1 / mamba2
+    intermediate_size: int | None = None
+    state_size: int | None = None  # d_state
+    conv_kernel: int | None = None  # d_conv
+    n_groups: int | None = None
+    num_heads: int | None = None
+    head_dim: int | None = None
+    # gated delta net (Qwen3-Next / Qwen3.5)
+    num_k_heads: int | None = None
+    num_v_heads: int | None = None
+    k_head_dim: int | None = None
+    v_head_dim: int | None = None
+    # dtypes of the two states ("auto" -> model dtype)
+    conv_dtype: str = "auto"
+    ssm_dtype: str = "auto"
+
+
+class MoEFacts(BaseModel):
+    num_experts: int
+    experts_per_token: int
+    moe_intermediate_size: int | None = None
+    num_shared_experts: int = 0
+    shared_expert_intermediate_size: int | None = None
+    dense_layers: int = 0  # leading dense layers (DeepSeek first_k_dense_replace)
+
+
+class QuantFacts(BaseModel):
+    method: str  # awq, gptq, fp8, compressed-tensors, mxfp4, bitsandbytes, modelopt, ...
+    bits: int | None = None
+    group_size: int | None = None
+    kv_cache_scheme: str | None = None  # "fp8" when the checkpoint declares a quantized KV cache
+    weight_format: str | None = None  # e.g. "float-quantized", "pack-quantized", "e4m3"
+    raw: dict = Field(default_factory=dict)
+
+
+class ModelArch(BaseModel):
+    model_type: str
+    architectures: list[str] = Field(default_factory=list)
+    text_model_type: str | None = None  # model_type of the nested text_config, when any
+    dtype: str = "bfloat16"  # torch_dtype / dtype as declared by the checkpoint
+    hidden_size: int
+    intermediate_size: int | None = None
+    vocab_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int  # vLLM's get_head_size() (MLA: kv_lora_rank + qk_rope_head_dim)
+    head_dim_v: int | None = None  # separate value head size where it differs
+    layer_kinds: list[LayerKind]
+    sliding_window: int | None = None
+    attention_chunk_size: int | None = None
+    mla: MLAFacts | None = None
+    mamba: MambaFacts | None = None
+    moe: MoEFacts | None = None
+    quantization: QuantFacts | None = None
+    native_max_model_len: int
+    native_max_model_len_key: str
+    rope_scaling: dict | None = None
+    tie_word_embeddings: bool = False
+    trust_remote_code: bool = False  # config carries auto_map
+    is_multimodal: bool = False
+    is_encoder_decoder: bool = False
+    warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def kv_layer_count(self) -> int:
+        return sum(1 for k in self.layer_kinds if k not in (LayerKind.NONE, LayerKind.MAMBA))
+
+    @property
+    def is_hybrid(self) -> bool:
+        return len({k for k in self.layer_kinds if k is not LayerKind.NONE}) > 1
+
+    @property
+    def dtype_bytes(self) -> int:
+        return DTYPE_BYTES.get(self.dtype, 2)

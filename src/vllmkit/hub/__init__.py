@@ -1,0 +1,1 @@
+"""Model sources: Hugging Face Hub, ModelScope, local folders and the bundled catalog."""

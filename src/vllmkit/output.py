@@ -1,0 +1,137 @@
+"""The only place that prints. Rich tables for people, one JSON envelope for machines.
+
+Human output: tables on stdout, progress and hints on stderr, no colour when not a TTY.
+Machine output (`--json`): exactly one envelope on stdout, also for errors:
+{"vllmkit_result_version": 1, "command": ..., "status": "ok"|"error", "exit_code": ...,
+ "data": ..., "errors": [{"code", "message", "hint"}]}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+from rich.console import Console
+
+from vllmkit.errors import VllmkitError
+
+RESULT_VERSION = 1
+GIB = 1 << 30
+
+
+def _is_tty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def console(stderr: bool = False) -> Console:
+    """A console bound to the *current* sys.stdout/sys.stderr (CliRunner swaps them)."""
+    stream = sys.stderr if stderr else sys.stdout
+    tty = _is_tty(stream)
+    no_color = (not tty) or bool(os.environ.get("NO_COLOR"))
+    return Console(
+        file=stream,
+        no_color=no_color,
+        highlight=False,
+        soft_wrap=not tty,
+        width=None if tty else 160,
+        force_terminal=False if not tty else None,
+        emoji=False,
+    )
+
+
+def to_jsonable(data: Any) -> Any:
+    if isinstance(data, BaseModel):
+        return data.model_dump(mode="json")
+    if isinstance(data, dict):
+        return {k: to_jsonable(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [to_jsonable(v) for v in data]
+    return data
+
+
+def envelope(
+    command: str,
+    data: Any = None,
+    *,
+    exit_code: int = 0,
+    errors: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    return {
+        "vllmkit_result_version": RESULT_VERSION,
+        "command": command,
+        "status": "ok" if exit_code == 0 else "error",
+        "exit_code": int(exit_code),
+        "data": to_jsonable(data),
+        "errors": errors or [],
+    }
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def emit(
+    command: str,
+    data: Any,
+    *,
+    json_mode: bool,
+    render: Callable[[Console, Any], None] | None = None,
+    exit_code: int = 0,
+    errors: list[dict[str, Any]] | None = None,
+) -> None:
+    """Print a command's result: the envelope with --json, else the human view."""
+    if json_mode:
+        print_json(envelope(command, data, exit_code=exit_code, errors=errors))
+        return
+    if render is not None:
+        render(console(), data)
+    for err in errors or []:
+        error_line(err["message"], err.get("hint"))
+
+
+def error_line(message: str, hint: str | None = None) -> None:
+    err = console(stderr=True)
+    err.print(f"error: {message}", markup=False)
+    if hint:
+        err.print(f"hint: {hint}", markup=False)
+
+
+def emit_error(command: str, exc: VllmkitError, *, json_mode: bool, data: Any = None) -> None:
+    if json_mode:
+        print_json(
+            envelope(
+                command,
+                data,
+                exit_code=int(exc.exit_code),
+                errors=[{"code": exc.code, "message": exc.message, "hint": exc.hint}],
+            )
+        )
+    else:
+        error_line(exc.message, exc.hint)
+
+
+def info(message: str) -> None:
+    """Progress / notes for people: stderr, never mixed into --json stdout."""
+    console(stderr=True).print(message, markup=False)
+
+
+def warn(message: str) -> None:
+    console(stderr=True).print(f"warning: {message}", markup=False)
+
+
+def gib(n_bytes: int | float | None, digits: int = 2) -> str:
+    if n_bytes is None:
+        return "-"
+    return f"{n_bytes / GIB:.{digits}f} GiB"
+
+
+def thousands(n: int | None) -> str:
+    return "-" if n is None else f"{n:,}"

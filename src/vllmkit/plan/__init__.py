@@ -1,0 +1,1 @@
+"""The plan: model + GPU + vLLM version -> parallelism, precision, context, KV capacity, flags."""
