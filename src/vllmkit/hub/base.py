@@ -17,6 +17,8 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 class FileInfo(BaseModel):
     name: str  # path inside the repository
     size: int | None = None  # bytes
+    # GGUF only: quantization type ("Q4_K_M", ...) from the GGUF header or the file name
+    quant_type: str | None = None
 
 
 class ModelMetadata(BaseModel):
@@ -30,6 +32,8 @@ class ModelMetadata(BaseModel):
     # bytes of tensor data (sum over tensors of numel*itemsize), from headers or index total_size
     tensor_bytes: int | None = None
     index_total_size: int | None = None
+    # the weight files vLLM (0.32 DefaultModelLoader._prepare_weights) loads, when known
+    loaded_weight_files: list[str] | None = None
     generation_config: dict | None = None
     tokenizer_config: dict | None = None
     has_chat_template: bool | None = None

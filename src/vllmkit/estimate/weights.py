@@ -1,0 +1,83 @@
+"""Weight bytes per rank, split the way vLLM shards a checkpoint over TP and PP.
+
+The total comes from the repository (tensor bytes from safetensors headers or the index's
+total_size, else weight-file sizes): that is what vLLM's "Model loading took X GiB" reports on one
+GPU. Splitting: vocabulary-parallel embedding and lm_head are divided by TP and live on the first /
+last PP stage; decoder layers are divided by TP and spread over stages by get_pp_indices;
+K/V projections are replicated when the model has fewer KV heads than TP ranks.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from vllmkit.arch.model import ModelArch
+from vllmkit.estimate.specs import pp_layer_ranges
+
+# bytes per parameter for the non-quantized parts of a checkpoint
+_EMBED_BYTES = 2
+
+
+class WeightSplit(BaseModel):
+    total_bytes: int
+    embedding_bytes: int
+    lm_head_bytes: int
+    per_layer_bytes: int
+    skipped_bytes: int  # e.g. MTP layers vLLM does not load without speculative decoding
+    per_stage_bytes: list[int]  # one rank of each PP stage (after TP split)
+
+    @property
+    def max_rank_bytes(self) -> int:
+        return max(self.per_stage_bytes)
+
+
+def estimate_param_bytes(arch: ModelArch) -> int:
+    """Rough checkpoint size from the config, used only when the source has no sizes."""
+    h, n = arch.hidden_size, arch.num_hidden_layers
+    hd = arch.head_dim
+    attn = h * arch.num_attention_heads * hd * 2 + h * arch.num_kv_heads * hd * 2
+    inter = arch.intermediate_size or 4 * h
+    if arch.moe is not None:
+        moe_inter = arch.moe.moe_intermediate_size or inter
+        mlp = 3 * h * moe_inter * (arch.moe.num_experts + arch.moe.num_shared_experts)
+    else:
+        mlp = 3 * h * inter
+    embed = arch.vocab_size * h * (1 if arch.tie_word_embeddings else 2)
+    bytes_per_param = 2
+    if arch.quantization is not None and arch.quantization.bits:
+        bytes_per_param = max(arch.quantization.bits, 4) / 8  # packed weights
+    layer_bytes = int((attn + mlp) * bytes_per_param)
+    return n * layer_bytes + embed * _EMBED_BYTES
+
+
+def split_weights(arch: ModelArch, total_bytes: int, *, tp: int, pp: int, mtp_layers: int = 0) -> WeightSplit:
+    embed = arch.vocab_size * arch.hidden_size * _EMBED_BYTES
+    lm_head = 0 if arch.tie_word_embeddings else embed
+    n = arch.num_hidden_layers
+    body = max(total_bytes - embed - lm_head, 0)
+    per_layer = body // max(n + mtp_layers, 1)
+    skipped = per_layer * mtp_layers
+    # K/V projections replicated on every rank when kv heads < TP (vLLM QKVParallelLinear)
+    kv_proj = 2 * arch.hidden_size * arch.num_kv_heads * arch.head_dim * _EMBED_BYTES
+    replicated_extra = 0
+    if arch.mla is None and arch.num_kv_heads < tp:
+        per_rank_kv = 2 * arch.hidden_size * arch.head_dim * _EMBED_BYTES  # one head per rank
+        replicated_extra = max(per_rank_kv - kv_proj // tp, 0)
+    stages = pp_layer_ranges(n, pp)
+    per_stage: list[int] = []
+    for i, layers in enumerate(stages):
+        b = len(layers) * per_layer // tp + len(layers) * replicated_extra
+        if i == 0:
+            b += embed // tp
+        if i == len(stages) - 1:
+            # a tied lm_head still needs the embedding matrix on the last stage under PP
+            b += (lm_head if lm_head else (embed if pp > 1 else 0)) // tp
+        per_stage.append(b)
+    return WeightSplit(
+        total_bytes=total_bytes - skipped,
+        embedding_bytes=embed,
+        lm_head_bytes=lm_head,
+        per_layer_bytes=per_layer,
+        skipped_bytes=skipped,
+        per_stage_bytes=per_stage,
+    )

@@ -1,0 +1,278 @@
+"""Hugging Face Hub source, through huggingface_hub (its HTTP client, URLs and error classes).
+
+Requests per model (no cache): 1 model_info (files with sizes, `?blobs=true`), 1 GET per small
+file present (config.json, index, generation_config.json, tokenizer_config.json), and 1 range read
+per safetensors shard (see remote.py for the range policy).
+
+Why not hf_hub_download for the small files: it sends HEAD + GET per file and retries 5xx with its
+own long backoff; a single GET through the same client keeps the request count and the retry
+budget under our control (VLLMKIT_HUB_RETRIES / VLLMKIT_HUB_TIMEOUT) and writes nothing into the
+user's HF cache. HF_HOME is still honoured: for the token file, and offline (HF_HUB_OFFLINE=1 or
+no connection) a complete snapshot in the HF cache is read like a local folder.
+
+huggingface_hub reads HF_ENDPOINT, HF_TOKEN and HF_HUB_OFFLINE into `constants` at import time, so
+we pass endpoint and token explicitly on every call, computed from the env mapping of the command.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from huggingface_hub import HfApi, hf_hub_url
+from huggingface_hub.errors import (
+    DisabledRepoError,
+    EntryNotFoundError,
+    GatedRepoError,
+    HfHubHTTPError,
+    OfflineModeIsEnabled,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
+from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+from vllmkit.errors import ModelSourceError
+from vllmkit.hub.base import FileInfo, ModelMetadata
+from vllmkit.hub.errors import Failure, HubContext, HubUnreachableError, retry_after_seconds, retrying, to_error
+from vllmkit.hub.local import read_folder
+from vllmkit.hub.remote import build_metadata
+from vllmkit.hub.settings import HubSettings
+
+MAX_SMALL_FILE_BYTES = 64 * 1024 * 1024  # a config/index above this is not a config
+_COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
+
+
+def classify(exc: BaseException) -> Failure | None:
+    """huggingface_hub / httpx2 exceptions -> Failure. Order matters: subclasses first."""
+    if isinstance(exc, OfflineModeIsEnabled):
+        return Failure("offline", detail="HF_HUB_OFFLINE is set")
+    if isinstance(exc, GatedRepoError):
+        return Failure("gated", status=_status(exc))
+    if isinstance(exc, RevisionNotFoundError):
+        return Failure("revision_not_found", status=_status(exc))
+    if isinstance(exc, EntryNotFoundError):
+        return Failure("entry_not_found", status=_status(exc) if isinstance(exc, HfHubHTTPError) else None)
+    if isinstance(exc, RepositoryNotFoundError):
+        return Failure("not_found", status=_status(exc))
+    if isinstance(exc, DisabledRepoError):
+        return Failure("http", status=_status(exc), detail="the repository is disabled")
+    if isinstance(exc, HfHubHTTPError):
+        return _from_status(_status(exc), exc.response)
+    if isinstance(exc, httpx2.HTTPStatusError):
+        return _from_status(exc.response.status_code, exc.response)
+    if isinstance(exc, httpx2.ConnectTimeout):
+        return Failure("unreachable", detail="connection timed out")
+    if isinstance(exc, httpx2.TimeoutException):
+        return Failure("timeout")
+    if isinstance(exc, (httpx2.ConnectError, httpx2.UnsupportedProtocol)):
+        return Failure("unreachable", detail=_short(exc))
+    if isinstance(exc, (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError)):
+        return Failure("server", detail=_short(exc))
+    if isinstance(exc, (ValueError, TypeError, KeyError, AttributeError)):
+        # r.json() on a broken body, or a payload of the wrong shape in ModelInfo(**data)
+        return Failure("bad_response", detail=f"{type(exc).__name__}: {_short(exc)}")
+    return None
+
+
+def _status(exc: HfHubHTTPError) -> int | None:
+    response = getattr(exc, "response", None)
+    return getattr(response, "status_code", None)
+
+
+def _from_status(status: int | None, response: Any) -> Failure:
+    if status in (401, 403):
+        return Failure("gated", status=status)
+    if status == 404:
+        return Failure("not_found", status=status)
+    if status == 429:
+        headers = getattr(response, "headers", {}) or {}
+        return Failure("rate_limited", status=status, retry_after=retry_after_seconds(headers.get("Retry-After")))
+    if status is not None and status >= 500:
+        return Failure("server", status=status)
+    return Failure("http", status=status)
+
+
+def _short(exc: BaseException) -> str:
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+class _HfRepo:
+    """RemoteRepo for one Hugging Face repository at one revision."""
+
+    def __init__(self, settings: HubSettings, repo_id: str, revision: str | None) -> None:
+        self.settings = settings
+        self.repo_id = repo_id
+        self.revision = revision
+        self.commit: str | None = None
+        self.ctx = HubContext(
+            hub="Hugging Face",
+            endpoint=settings.hf_endpoint,
+            repo_id=repo_id,
+            revision=revision,
+            token_var="HF_TOKEN",
+            token_origin=settings.hf_token_origin,
+            mirror_hint="set HF_ENDPOINT to a mirror (e.g. https://hf-mirror.com)",
+        )
+        self.api = HfApi(endpoint=settings.hf_endpoint, token=settings.hf_token or False)
+
+    def _retry(self, call: Any, what: str, suggest: Any = None) -> Any:
+        return retrying(call, classify, settings=self.settings, ctx=self.ctx, what=what, suggest=suggest)
+
+    def _headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        return build_hf_headers(token=self.settings.hf_token or False, library_name="vllmkit", headers=extra)
+
+    def list_files(self) -> tuple[list[FileInfo], str | None]:
+        def call() -> Any:
+            return self.api.model_info(
+                self.repo_id, revision=self.revision, files_metadata=True, timeout=self.settings.timeout_s
+            )
+
+        info = self._retry(call, "model info", suggest=lambda: suggest_ids(self.settings, self.repo_id))
+        siblings = info.siblings
+        if siblings is None:
+            raise to_error(Failure("bad_response", detail="no file list (siblings)"), self.ctx, what="model info")
+        files = [FileInfo(name=s.rfilename, size=s.size) for s in siblings]
+        self.commit = info.sha if isinstance(info.sha, str) and _COMMIT_RE.match(info.sha) else None
+        return files, self.commit
+
+    def file_url(self, path: str) -> str:
+        # pin to the commit model_info reported, so every file comes from the same snapshot
+        return hf_hub_url(self.repo_id, path, revision=self.commit or self.revision, endpoint=self.settings.hf_endpoint)
+
+    def get_small(self, path: str) -> bytes:
+        def call() -> bytes:
+            return _get_bytes(self.file_url(path), self._headers(), limit=MAX_SMALL_FILE_BYTES,
+                              timeout=self.settings.timeout_s)
+
+        return self._retry(call, path)
+
+    def read_range(self, path: str, start: int, length: int) -> bytes:
+        headers = self._headers({"Range": f"bytes={start}-{start + length - 1}", "Accept-Encoding": "identity"})
+
+        def call() -> bytes:
+            return _get_bytes(self.file_url(path), headers, limit=length, timeout=self.settings.timeout_s,
+                              skip=start)
+
+        return self._retry(call, f"the header of {path}")
+
+
+def _get_bytes(url: str, headers: dict[str, str], *, limit: int, timeout: float, skip: int = 0) -> bytes:
+    """GET at most `limit` bytes, then close: a server that ignores Range (200 instead of 206)
+    still costs only the bytes we wanted. `skip` is the range start, dropped from a 200 body."""
+    with get_session().stream("GET", url, headers=headers, timeout=timeout) as response:
+        if response.status_code >= 400:
+            response.read()
+            hf_raise_for_status(response)
+        if response.status_code != 206:
+            limit += skip  # full body from byte 0: read through the range, then drop the prefix
+        else:
+            skip = 0
+        buf = bytearray()
+        for chunk in response.iter_bytes():
+            buf.extend(chunk)
+            if len(buf) >= limit:
+                break
+    return bytes(buf[skip:limit])
+
+
+def suggest_ids(settings: HubSettings, repo_id: str) -> list[str]:
+    """Close names for a model that was not found (one search request, best effort)."""
+    name = repo_id.split("/")[-1]
+    query = name.rsplit("-", 1)[0] if "-" in name else name
+    found = search_models(settings, query, limit=50)
+    return close_names(repo_id, found)
+
+
+def close_names(repo_id: str, candidates: list[str]) -> list[str]:
+    lowered = {c.lower(): c for c in candidates}
+    ranked = difflib.get_close_matches(repo_id.lower(), list(lowered), n=3, cutoff=0.6)
+    return [lowered[r] for r in ranked]
+
+
+def search_models(settings: HubSettings, query: str, *, author: str | None = None, limit: int = 100) -> list[str]:
+    """Model ids matching `query` (GET /api/models?search=...), most downloaded first.
+
+    A direct GET through huggingface_hub's session: HfApi.list_models takes no timeout."""
+    params: dict[str, Any] = {"search": query, "sort": "downloads", "direction": -1, "limit": limit}
+    if author:
+        params["author"] = author
+    headers = build_hf_headers(token=settings.hf_token or False, library_name="vllmkit")
+    response = get_session().get(
+        f"{settings.hf_endpoint}/api/models", params=params, headers=headers, timeout=settings.timeout_s
+    )
+    hf_raise_for_status(response)
+    items = response.json()
+    if not isinstance(items, list):
+        raise ValueError("model search did not return a list")
+    return [str(i.get("id") or i.get("modelId")) for i in items if isinstance(i, dict) and (i.get("id") or i.get("modelId"))]
+
+
+def hf_cache_snapshot(settings: HubSettings, repo_id: str, revision: str | None) -> Path | None:
+    """A snapshot folder of `repo_id` in the HF cache ($HF_HUB_CACHE) that holds config.json and
+    weights, or None."""
+    repo_dir = settings.hf_hub_cache / f"models--{repo_id.replace('/', '--')}"
+    rev = revision or "main"
+    commit = rev if _COMMIT_RE.match(rev) else None
+    if commit is None:
+        try:
+            commit = (repo_dir / "refs" / rev).read_text().strip()
+        except OSError:
+            return None
+    snapshot = repo_dir / "snapshots" / commit
+    if not (snapshot / "config.json").is_file():
+        return None
+    return snapshot
+
+
+def metadata_from_cache_folder(folder: Path, *, source: str, repo_id: str, revision: str | None,
+                               note: str) -> ModelMetadata | None:
+    """Read a hub-cache snapshot as a local folder; None when it lacks the weights vLLM loads."""
+    try:
+        meta = read_folder(folder, revision=revision)
+    except ModelSourceError:
+        return None
+    loaded = meta.loaded_weight_files or []
+    sizes = {f.name: f.size for f in meta.files}
+    if not loaded or any(sizes.get(n) is None for n in loaded):
+        return None
+    meta.id = repo_id
+    meta.source = source  # type: ignore[assignment]
+    meta.provenance["files"] = f"{note} ({folder})"
+    meta.notes.append(note)
+    return meta
+
+
+class HfSource:
+    """The Hugging Face Hub (or a mirror through HF_ENDPOINT)."""
+
+    name = "hf"
+
+    def __init__(self, settings: HubSettings | None = None) -> None:
+        self.settings = settings or HubSettings.from_env()
+
+    def fetch(self, model_id: str, revision: str | None = None, *, refresh: bool = False) -> ModelMetadata:
+        repo = _HfRepo(self.settings, model_id, revision)
+        if self.settings.hf_offline:
+            return self._from_hf_cache(repo, Failure("offline", detail="HF_HUB_OFFLINE is set"))
+        try:
+            return build_metadata(repo, source="hf", repo_id=model_id, revision=revision)
+        except HubUnreachableError as exc:
+            return self._from_hf_cache(repo, None, error=exc)
+
+    def _from_hf_cache(self, repo: _HfRepo, failure: Failure | None,
+                       error: ModelSourceError | None = None) -> ModelMetadata:
+        snapshot = hf_cache_snapshot(self.settings, repo.repo_id, repo.revision)
+        if snapshot is not None:
+            meta = metadata_from_cache_folder(
+                snapshot, source="hf", repo_id=repo.repo_id, revision=repo.revision,
+                note="offline: read from the Hugging Face cache",
+            )
+            if meta is not None:
+                return meta
+        if error is not None:
+            raise error
+        assert failure is not None
+        raise to_error(failure, repo.ctx, what="model info")

@@ -1,0 +1,207 @@
+"""Evaluate one deployment candidate (model variant x TP x PP x context) on one GPU type.
+
+Pure: takes an architecture, byte counts and settings; returns the budget and the KV capacity
+exactly as vLLM would log them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vllmkit.arch.model import LayerKind, ModelArch
+from vllmkit.engine.versions import VersionRules
+from vllmkit.estimate.kv import KVCapacity, KVGroup, group_layers, kv_capacity, project_groups
+from vllmkit.estimate.memory import (
+    MemoryBudget,
+    MemoryTerm,
+    estimate_activation,
+    estimate_cudagraph,
+    estimate_non_torch,
+    kv_budget,
+)
+from vllmkit.estimate.specs import ModelSpecs, build_specs, pp_layer_ranges
+from vllmkit.estimate.weights import WeightSplit, split_weights
+
+GIB = 1 << 30
+# CPU backend: memory the worker process holds besides weights and KV (torch, oneDNN, tokenizer)
+CPU_RUNTIME_OVERHEAD = int(1.5 * GIB)
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    device: str  # cuda | rocm | cpu
+    vendor: str
+    total_bytes: int
+    gpu_memory_utilization: float
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    kv_cache_dtype: str
+    block_size: int | None
+    enforce_eager: bool
+    prefix_caching: bool
+    kv_cache_memory_bytes: int | None
+    compute_capability: float | None = None
+    cpu_amx: bool = False
+    calibrated: dict[str, MemoryTerm] = field(default_factory=dict)
+
+
+@dataclass
+class Evaluation:
+    tp: int
+    pp: int
+    max_model_len: int
+    specs: ModelSpecs
+    groups: list[KVGroup]
+    weights: WeightSplit
+    budgets: list[MemoryBudget]  # one per PP stage
+    capacity: KVCapacity
+    tightest_stage: int
+    in_flight_tokens: int
+
+    @property
+    def budget(self) -> MemoryBudget:
+        return self.budgets[self.tightest_stage]
+
+    @property
+    def fits(self) -> bool:
+        return self.capacity.fits and self.capacity.num_blocks > 0
+
+
+def valid_tp_sizes(arch: ModelArch, limit: int) -> list[int]:
+    """TP sizes vLLM accepts: attention heads divisible by TP; KV heads divisible by TP or
+    replicated (TP divisible by KV heads); recurrent heads divisible too."""
+    sizes = []
+    tp = 1
+    while tp <= limit:
+        ok = arch.num_attention_heads % tp == 0
+        if arch.mla is None and ok:
+            kv = arch.num_kv_heads
+            ok = kv % tp == 0 or tp % kv == 0
+        if ok and arch.mamba is not None:
+            m = arch.mamba
+            heads = m.num_heads or m.num_v_heads
+            ok = heads is None or heads % tp == 0
+        if ok:
+            sizes.append(tp)
+        tp *= 2
+    return sizes
+
+
+def in_flight_tokens(rules: VersionRules, settings: EngineSettings, pp: int) -> int:
+    """vLLM max_in_flight_tokens = max_concurrent_batches * max_num_batched_tokens.
+    Async scheduling (GPU default, off on CPU and with PP in the V1 runner) doubles it."""
+    if not rules.sliding_in_flight_uses_concurrent_batches:
+        return settings.max_num_batched_tokens
+    if settings.device == "cpu":
+        batches = pp
+    else:
+        batches = 2 if pp == 1 else pp
+    return batches * settings.max_num_batched_tokens
+
+
+def evaluate(
+    arch: ModelArch,
+    weight_total_bytes: int,
+    weights_source: str,
+    *,
+    tp: int,
+    pp: int,
+    max_model_len: int,
+    auto_fit: bool,
+    settings: EngineSettings,
+    rules: VersionRules,
+    mtp_layers: int = 0,
+) -> Evaluation:
+    specs = build_specs(
+        arch,
+        tp=tp,
+        kv_cache_dtype=settings.kv_cache_dtype,
+        device=settings.device,
+        block_size=settings.block_size,
+        prefix_caching=settings.prefix_caching,
+        compute_capability=settings.compute_capability,
+        cpu_amx=settings.cpu_amx,
+    )
+    groups = group_layers(list(specs.specs))
+    split = split_weights(arch, weight_total_bytes, tp=tp, pp=pp, mtp_layers=mtp_layers)
+    stages = pp_layer_ranges(arch.num_hidden_layers, pp)
+    budgets: list[MemoryBudget] = []
+    worker_groups: list[list[KVGroup]] = []
+    worker_avail: list[int] = []
+    for s, layers in enumerate(stages):
+        layer_set = set(layers)
+        kv_positions = {i for i, layer_id in enumerate(specs.layer_ids) if layer_id in layer_set}
+        worker_groups.append(project_groups(groups, kv_positions))
+        budget = stage_budget(arch, split.per_stage_bytes[s], weights_source, len(layers), tp, pp, settings, rules)
+        budgets.append(budget)
+        worker_avail.append(budget.kv_cache.bytes)
+    cap = kv_capacity(
+        groups,
+        worker_groups,
+        worker_avail,
+        max_model_len,
+        in_flight_tokens(rules, settings, pp),
+        auto_fit=auto_fit,
+    )
+    tightest = min(range(len(budgets)), key=lambda i: budgets[i].kv_cache.bytes)
+    return Evaluation(
+        tp=tp,
+        pp=pp,
+        max_model_len=cap.max_model_len,
+        specs=specs,
+        groups=groups,
+        weights=split,
+        budgets=budgets,
+        capacity=cap,
+        tightest_stage=tightest,
+        in_flight_tokens=in_flight_tokens(rules, settings, pp),
+    )
+
+
+def stage_budget(
+    arch: ModelArch,
+    weight_bytes: int,
+    weights_source: str,
+    layers_on_stage: int,
+    tp: int,
+    pp: int,
+    settings: EngineSettings,
+    rules: VersionRules,
+) -> MemoryBudget:
+    weights = MemoryTerm(
+        bytes=weight_bytes,
+        source=weights_source if (tp == 1 and pp == 1) else ("derived" if weights_source == "measured" else weights_source),
+        note="repository weight bytes" + (f" split over TP={tp} PP={pp}" if tp * pp > 1 else ""),
+    )
+    zero = MemoryTerm(bytes=0, source="derived", note="")
+    if settings.device == "cpu":
+        non_torch = MemoryTerm(bytes=CPU_RUNTIME_OVERHEAD, source="estimated", note="CPU worker runtime (RSS besides weights)")
+        return kv_budget(
+            total_bytes=settings.total_bytes,
+            utilization=settings.gpu_memory_utilization,
+            weights=weights,
+            non_torch=non_torch,
+            activation=zero.model_copy(update={"note": "counted in the worker RSS on CPU"}),
+            cudagraph=zero.model_copy(update={"note": "no CUDA graphs on CPU"}),
+            kv_cache_memory_bytes=settings.kv_cache_memory_bytes,
+        )
+    non_torch = settings.calibrated.get("non_torch") or estimate_non_torch(tp, pp, settings.vendor)
+    activation = settings.calibrated.get("activation") or estimate_activation(
+        arch, tp=tp, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs
+    )
+    if settings.enforce_eager:
+        cudagraph = MemoryTerm(bytes=0, source="derived", note="--enforce-eager: no CUDA graphs")
+    elif not rules.cudagraph_counted:
+        cudagraph = MemoryTerm(bytes=0, source="derived", note=f"vLLM {rules.version} does not count CUDA-graph memory")
+    else:
+        layers = sum(1 for k in arch.layer_kinds if k is not LayerKind.NONE) * layers_on_stage // max(arch.num_hidden_layers, 1)
+        cudagraph = settings.calibrated.get("cudagraph") or estimate_cudagraph(layers)
+    return kv_budget(
+        total_bytes=settings.total_bytes,
+        utilization=settings.gpu_memory_utilization,
+        weights=weights,
+        non_torch=non_torch,
+        activation=activation,
+        cudagraph=cudagraph,
+        kv_cache_memory_bytes=settings.kv_cache_memory_bytes,
+    )

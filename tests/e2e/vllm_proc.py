@@ -1,0 +1,152 @@
+"""Start the real vLLM CPU build on a model folder, capture its log, always reap the process group."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Printed by vLLM >= 0.30 (CPU build: "CPU KV cache size"); see shared/reference/vllm-memory.md §4.
+CAPACITY_RE = re.compile(
+    r"(?:CPU|GPU|XPU) KV cache size: ([\d,]+) tokens, Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x"
+)
+ESTIMATED_LEN_RE = re.compile(r"the estimated maximum model length is (\d+)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def vllm_python() -> str:
+    return os.environ.get("VLLMKIT_TEST_VLLM_PYTHON", sys.executable)
+
+
+def server_argv(model_dir: Path | str, args: Sequence[str], port: int) -> list[str]:
+    return [
+        vllm_python(),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model_dir),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        *args,
+    ]
+
+
+def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
+                "DO_NOT_TRACK": "1", "TOKENIZERS_PARALLELISM": "false"})
+    env.update(extra or {})
+    return env
+
+
+def kill_group(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace)
+
+
+@dataclass
+class VllmServer:
+    proc: subprocess.Popen[bytes]
+    port: int
+    log_path: Path
+    url: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.url + "/health", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def wait(self, until: str, timeout: float) -> None:
+        """until: capacity (log line printed) | healthy (/health 200) | exit (process ended)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return
+            if until == "capacity" and CAPACITY_RE.search(self.log_text()):
+                return
+            if until == "healthy" and self.healthy():
+                return
+            time.sleep(0.5)
+        raise TimeoutError(f"vLLM did not reach {until!r} in {timeout}s; log tail:\n{self.log_text()[-3000:]}")
+
+
+@contextlib.contextmanager
+def start_vllm(
+    model_dir: Path | str, args: Sequence[str] = (), *, port: int | None = None, env: dict[str, str] | None = None
+) -> Iterator[VllmServer]:
+    port = port or free_port()
+    log_fd, log_name = tempfile.mkstemp(prefix="vllm-", suffix=".log")
+    with os.fdopen(log_fd, "wb") as log:
+        proc = subprocess.Popen(
+            server_argv(model_dir, args, port),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=server_env(env),
+            start_new_session=True,
+        )
+    server = VllmServer(proc=proc, port=port, log_path=Path(log_name))
+    try:
+        yield server
+    finally:
+        kill_group(proc)
+
+
+@dataclass
+class VllmRun:
+    returncode: int | None
+    log: str
+
+    def capacity(self) -> tuple[int, int, float] | None:
+        m = CAPACITY_RE.search(self.log)
+        if not m:
+            return None
+        return int(m.group(1).replace(",", "")), int(m.group(2).replace(",", "")), float(m.group(3))
+
+    def estimated_max_model_len(self) -> int | None:
+        m = ESTIMATED_LEN_RE.search(self.log)
+        return int(m.group(1)) if m else None
+
+
+def run_vllm_until(
+    model_dir: Path | str, args: Sequence[str] = (), *, until: str = "capacity", timeout: float = 300
+) -> VllmRun:
+    with start_vllm(model_dir, args) as server:
+        server.wait(until, timeout)
+        code = server.proc.poll()
+        text = server.log_text()
+    return VllmRun(returncode=code, log=text)
