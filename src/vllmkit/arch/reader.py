@@ -36,6 +36,20 @@ MLA_MODEL_TYPES = {
     "mistral_large_3",
 }
 
+# transformers class defaults for fields that published configs of these families omit
+# (transformers 5.x configuration_gemma3.py / configuration_gemma2.py); vLLM sees the defaults.
+FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {
+        "vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+        "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+        "max_position_embeddings": 131_072, "sliding_window": 4096, "tie_word_embeddings": True,
+    },
+    "gemma2": {
+        "vocab_size": 256_000, "head_dim": 256, "max_position_embeddings": 8192, "sliding_window": 4096,
+        "tie_word_embeddings": True,
+    },
+}
+
 # nested configs that hold the language model of a multimodal / wrapper checkpoint
 _TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config", "thinker_config")
 
@@ -381,6 +395,11 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
     cfg, where = text_config(config)
     top_type = str(config.get("model_type") or "")
     model_type = str(cfg.get("model_type") or top_type or "unknown")
+    if where and model_type == top_type == "gemma3":
+        model_type = "gemma3_text"  # the nested text config of Gemma3ForConditionalGeneration
+    defaults = FAMILY_DEFAULTS.get(model_type)
+    if defaults:
+        cfg = {**defaults, **{k: v for k, v in cfg.items() if v is not None or k not in defaults}}
     architectures = [str(a) for a in (config.get("architectures") or cfg.get("architectures") or [])]
     warnings: list[str] = []
     if not top_type and not architectures:

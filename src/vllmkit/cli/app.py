@@ -14,6 +14,11 @@ app = typer.Typer(
     add_completion=False,
 )
 
+@app.callback()
+def _root() -> None:
+    """Plan, launch and diagnose vLLM deployments."""
+
+
 # Each module exposes register(app). Order = order in --help.
 _COMMAND_MODULES = (
     "plan",

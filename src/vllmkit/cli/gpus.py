@@ -32,7 +32,9 @@ def gpus_service(
     env: dict[str, str],
 ) -> dict[str, Any]:
     if vendor is not None and vendor not in _VENDORS:
-        raise UsageError(f"unknown vendor '{vendor}'", f"use one of: {', '.join(_VENDORS)}", code="bad-vendor")
+        raise UsageError(
+            f"unknown vendor '{vendor}'", f"use one of: {', '.join(_VENDORS)}", code="bad-vendor"
+        )
     extra_dirs = [*profile_dirs_from_env(env), *profiles_dirs]
     profiles = load_profiles(extra_dirs, env=env)
     if name is not None:
@@ -101,7 +103,10 @@ def _render_one(console: Console, data: dict[str, Any]) -> None:
         ("vendor / runtime", f"{gpu['vendor']} / {gpu['runtime']}"),
         ("architecture", gpu["architecture"]),
         ("compute capability", gpu["compute_capability"] or "-"),
-        ("memory (torch)", _memory(gpu) + ("" if gpu["memory_bytes"] is None else f" ({gpu['memory_bytes']:,} bytes)")),
+        (
+            "memory (torch)",
+            _memory(gpu) + ("" if gpu["memory_bytes"] is None else f" ({gpu['memory_bytes']:,} bytes)"),
+        ),
         ("memory source", gpu["memory_source"]),
         ("bandwidth", f"{_num(gpu['memory_bandwidth_gbps'])} GB/s"),
         (
@@ -112,9 +117,15 @@ def _render_one(console: Console, data: dict[str, Any]) -> None:
         ("interconnect", "-" if link is None else f"{link['name']} ({_num(link['bandwidth_gbps'])} GB/s)"),
         ("GPUs per node", str(gpu["gpus_per_node"])),
         ("BF16", _yes(supports["bf16"])),
-        ("FP8 (native)", _yes(supports["fp8"]) + (f" ({supports['fp8_format']})" if supports["fp8_format"] else "")),
+        (
+            "FP8 (native)",
+            _yes(supports["fp8"]) + (f" ({supports['fp8_format']})" if supports["fp8_format"] else ""),
+        ),
         ("Marlin INT4", _yes(supports["int4_marlin"] and gpu["runtime"] == "cuda")),
-        ("FP4", _yes(supports["fp4"]) + (f" ({', '.join(supports['fp4_formats'])})" if supports["fp4"] else "")),
+        (
+            "FP4",
+            _yes(supports["fp4"]) + (f" ({', '.join(supports['fp4_formats'])})" if supports["fp4"] else ""),
+        ),
         ("quantization", ", ".join(supports["quantization_methods"]) or "-"),
         ("specs source", gpu["specs_source"] or "-"),
     ]
@@ -139,7 +150,9 @@ def register(app: typer.Typer) -> None:
     @app.command("gpus")
     @boundary("gpus")
     def gpus_cmd(
-        name: str | None = typer.Argument(None, help="Show one GPU (any name, alias or nvidia-smi/rocm-smi name)."),
+        name: str | None = typer.Argument(
+            None, help="Show one GPU (any name, alias or nvidia-smi/rocm-smi name)."
+        ),
         vendor: str | None = typer.Option(None, "--vendor", help="Only this vendor: nvidia, amd or cpu."),
         profiles_dir: list[Path] = typer.Option(  # noqa: B008
             [],

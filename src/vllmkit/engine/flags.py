@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from vllmkit.engine.launcher import InstalledVllm
+from vllmkit.engine.detect import VllmInstall
 
 PROBE_MARK = "VLLMKIT_FLAGS_JSON="
 
@@ -168,14 +168,14 @@ def cache_dir(env: Mapping[str, str]) -> Path:
     return (Path(home) if home else Path.home()) / ".cache" / "vllmkit"
 
 
-def _cache_file(env: Mapping[str, str], installed: InstalledVllm) -> Path | None:
+def _cache_file(env: Mapping[str, str], installed: VllmInstall) -> Path | None:
     if not installed.version:
         return None  # no version -> nothing stable to key on
     safe = re.sub(r"[^A-Za-z0-9_.+-]", "_", f"{installed.dist or 'vllm'}-{installed.version}")
     return cache_dir(env) / "flags" / f"{safe}.json"
 
 
-def probe_flags(installed: InstalledVllm, env: Mapping[str, str], *, timeout_s: float = 180) -> KnownFlags | None:
+def probe_flags(installed: VllmInstall, env: Mapping[str, str], *, timeout_s: float = 180) -> KnownFlags | None:
     """Run the probe in the vLLM interpreter. None when the parser cannot be built (then the caller
     passes the flags unchecked, with a warning)."""
     # `python -c` puts the working directory first on sys.path; run from our cache folder so a
@@ -213,7 +213,7 @@ def probe_flags(installed: InstalledVllm, env: Mapping[str, str], *, timeout_s: 
     )
 
 
-def known_flags(installed: InstalledVllm, env: Mapping[str, str], *, refresh: bool = False) -> KnownFlags | None:
+def known_flags(installed: VllmInstall, env: Mapping[str, str], *, refresh: bool = False) -> KnownFlags | None:
     """The installed vLLM's serve options, from the cache when this version was probed before."""
     path = _cache_file(env, installed)
     if path is not None and path.is_file() and not refresh:

@@ -231,6 +231,7 @@ def kv_capacity(
     in_flight_tokens: int,
     *,
     auto_fit: bool = False,
+    tokens_from_concurrency: bool = True,
 ) -> KVCapacity:
     """Capacity as vLLM logs it, given the available KV bytes of every worker (PP stage).
 
@@ -274,13 +275,19 @@ def kv_capacity(
     num_blocks = max(min(blocks), 0) if blocks else 0
     ppr = pages_per_request(groups, max_model_len, in_flight_tokens)
     concurrency = num_blocks / ppr if ppr else 0.0
+    if tokens_from_concurrency:
+        tokens = int(concurrency * max_model_len)  # vLLM >= 0.21 get_kv_cache_capacity
+    else:
+        # vLLM <= 0.20: num_blocks // num_groups * min block size
+        min_block = min((g.specs[0].block_size for g in groups if g.specs), default=0)
+        tokens = num_blocks // max(len(groups), 1) * min_block
     return KVCapacity(
         bytes_per_block=bytes_per_block(worker_groups[0]) if worker_groups else 0,
         num_blocks=num_blocks,
         pages_per_request=ppr,
         max_model_len=max_model_len,
         max_concurrency=concurrency,
-        tokens=int(concurrency * max_model_len),
+        tokens=tokens,
         needed_bytes=needed_bytes(worker_groups[0], max_model_len, in_flight_tokens) if worker_groups else 0,
         fits=fits,
         no_memory=no_memory,

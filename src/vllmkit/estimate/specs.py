@@ -167,7 +167,10 @@ def build_specs(
     prefix_caching: bool = True,
     compute_capability: float | None = None,
     cpu_amx: bool = False,
+    ssm_dtype_override: str | None = None,
 ) -> ModelSpecs:
+    """ssm_dtype_override: the platform's forced SSM state dtype (vLLM's CPU platform stores SSM
+    state in float32 when the CPU has AVX512-BF16, platforms/cpu.py check_and_update_config)."""
     dtype_bytes = kv_dtype_bytes(kv_cache_dtype, arch)
     token_bytes = attention_token_bytes(arch, tp, dtype_bytes)
     if block_size is None:
@@ -179,7 +182,10 @@ def build_specs(
     pages = 1
     has_attention = any(k in arch.layer_kinds for k in KV_LAYER_KINDS if k is not LayerKind.MAMBA)
     if arch.mamba is not None and LayerKind.MAMBA in arch.layer_kinds:
-        state = mamba_state_bytes(arch.mamba, tp, arch.dtype_bytes)
+        mamba = arch.mamba
+        if ssm_dtype_override is not None:
+            mamba = mamba.model_copy(update={"ssm_dtype": ssm_dtype_override})
+        state = mamba_state_bytes(mamba, tp, arch.dtype_bytes)
         pages = mamba_pages_per_request(arch.mamba, prefix_caching)
         if has_attention:
             aligned = align_hybrid_block_size(bs, token_bytes, state, device)

@@ -54,9 +54,11 @@ def split_weights(arch: ModelArch, total_bytes: int, *, tp: int, pp: int, mtp_la
     embed = arch.vocab_size * arch.hidden_size * _EMBED_BYTES
     lm_head = 0 if arch.tie_word_embeddings else embed
     n = arch.num_hidden_layers
-    body = max(total_bytes - embed - lm_head, 0)
+    # an MTP (next-token-prediction) layer carries its own embedding, head and eh_proj (2h -> h)
+    mtp_extra = mtp_layers * (embed + (lm_head or embed) + 2 * arch.hidden_size * arch.hidden_size * _EMBED_BYTES)
+    body = max(total_bytes - embed - lm_head - mtp_extra, 0)
     per_layer = body // max(n + mtp_layers, 1)
-    skipped = per_layer * mtp_layers
+    skipped = per_layer * mtp_layers + mtp_extra
     # K/V projections replicated on every rank when kv heads < TP (vLLM QKVParallelLinear)
     kv_proj = 2 * arch.hidden_size * arch.num_kv_heads * arch.head_dim * _EMBED_BYTES
     replicated_extra = 0

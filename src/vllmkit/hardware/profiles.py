@@ -229,14 +229,18 @@ def _parse_yaml(text: str, source: str) -> list[dict[str, Any]]:
     return _entries_from_document(doc, source)
 
 
-def _validation_message(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    loc = ".".join(str(part) for part in first["loc"]) or "(profile)"
-    extra = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"field '{loc}': {first['msg']}{extra}"
+def _validation_message(exc: ValidationError, shown: int = 3) -> str:
+    parts = []
+    for error in exc.errors()[:shown]:
+        loc = ".".join(str(part) for part in error["loc"]) or "(profile)"
+        parts.append(f"field '{loc}': {error['msg']}")
+    more = exc.error_count() - shown
+    return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
 
 
-def _build_profile(entry: dict[str, Any], source: str, index: int, known: Mapping[str, GpuProfile]) -> GpuProfile:
+def _build_profile(
+    entry: dict[str, Any], source: str, index: int, known: Mapping[str, GpuProfile]
+) -> GpuProfile:
     label = f"profile #{index + 1}" + (f" ({entry['name']})" if isinstance(entry.get("name"), str) else "")
     data = dict(entry)
     base_name = data.pop("extends", None)
@@ -285,7 +289,9 @@ def _user_files(folder: Path) -> list[Path]:
     found: list[Path] = []
     for candidate in (folder, folder / "gpus"):
         if candidate.is_dir():
-            found.extend(sorted(p for p in candidate.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()))
+            found.extend(
+                sorted(p for p in candidate.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+            )
     return found
 
 

@@ -36,7 +36,14 @@ from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_st
 
 from vllmkit.errors import ModelSourceError
 from vllmkit.hub.base import FileInfo, ModelMetadata
-from vllmkit.hub.errors import Failure, HubContext, HubUnreachableError, retry_after_seconds, retrying, to_error
+from vllmkit.hub.errors import (
+    Failure,
+    HubContext,
+    HubUnreachableError,
+    retry_after_seconds,
+    retrying,
+    to_error,
+)
 from vllmkit.hub.local import read_folder
 from vllmkit.hub.remote import build_metadata
 from vllmkit.hub.settings import HubSettings

@@ -22,7 +22,7 @@ from vllmkit.errors import ModelSourceError
 from vllmkit.hub import gguf
 from vllmkit.hub.base import FileInfo, ModelMetadata, SourceName
 from vllmkit.hub.errors import HubContext
-from vllmkit.hub.safetensors import SafetensorsHeader, parse_prefix
+from vllmkit.hub.safetensors import LENGTH_PREFIX_BYTES, SafetensorsHeader, header_length, parse_prefix
 from vllmkit.hub.weights import (
     CHAT_TEMPLATE_NAMES,
     CONFIG_NAME,
@@ -89,7 +89,7 @@ def build_metadata(repo: RemoteRepo, *, source: SourceName, repo_id: str, revisi
     tensor_bytes: int | None = None
     shards = [n for n in loaded if n.endswith(".safetensors")]
     if shards:
-        headers = _read_headers(repo, shards, sizes, weight_map)
+        headers = _read_headers(repo, repo_id, shards, sizes, weight_map)
         params_by_dtype, tensor_bytes = sum_headers(headers)
         provenance["params_by_dtype"] = f"safetensors headers of {len(shards)} file(s) (HTTP range reads)"
 
@@ -143,10 +143,14 @@ def _optional_json(repo: RemoteRepo, names: list[str], name: str, repo_id: str, 
 
 
 def _read_headers(
-    repo: RemoteRepo, shards: list[str], sizes: dict[str, int | None], weight_map: dict[str, str] | None
+    repo: RemoteRepo,
+    repo_id: str,
+    shards: list[str],
+    sizes: dict[str, int | None],
+    weight_map: dict[str, str] | None,
 ) -> list[SafetensorsHeader]:
     def one(shard: str) -> SafetensorsHeader:
-        return read_remote_header(repo.read_range, shard, sizes.get(shard), weight_map)
+        return read_remote_header(repo.read_range, shard, sizes.get(shard), weight_map, label=f"{repo_id}/{shard}")
 
     if len(shards) == 1:
         return [one(shards[0])]
@@ -159,19 +163,25 @@ def read_remote_header(
     shard: str,
     size: int | None,
     weight_map: dict[str, str] | None,
+    *,
+    label: str | None = None,
 ) -> SafetensorsHeader:
+    """Read one shard's header: one range request, a second only for a longer header."""
+    name = label or shard
     probe = header_probe_bytes(shard, weight_map, default=HEADER_PROBE_BYTES)
     if size is not None:
+        if size < LENGTH_PREFIX_BYTES:
+            header_length(b"", name=name, file_size=size)  # raises: too short to be safetensors
         probe = min(probe, size)
     buf = read_range(shard, 0, probe)
-    parsed = parse_prefix(buf, name=shard, file_size=size)
+    parsed = parse_prefix(buf, name=name, file_size=size)
     if isinstance(parsed, int):
         rest = read_range(shard, len(buf), parsed - len(buf))
         buf += rest
-        parsed = parse_prefix(buf, name=shard, file_size=size)
+        parsed = parse_prefix(buf, name=name, file_size=size)
         if isinstance(parsed, int):
             raise ModelSourceError(
-                f"{shard}: invalid safetensors header: the file ends inside the header",
+                f"{name}: invalid safetensors header: the file ends inside the header",
                 "the file is damaged or truncated on the hub; check the repository",
                 code="bad-safetensors-header",
             )

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import subprocess
 import threading
@@ -45,7 +44,7 @@ def health_timeout_s(weights_bytes: int | None, *, remote: bool, base_s: float =
     return min(base_s + per_gib * gib, 7200.0)
 
 
-class StopRequested(Exception):  # noqa: N818 - a control-flow signal, not an error
+class StopRequested(Exception):
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
@@ -92,7 +91,7 @@ class Supervisor:
     def start(self, cwd: str | None = None) -> int:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(  # noqa: S603 - argv built by launch.command
+            self.proc = subprocess.Popen(
                 self.argv,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -288,7 +287,6 @@ __all__ = [
     "forward_signals",
     "health_timeout_s",
     "is_port_free",
-    "os",
     "pid_exists",
     "process_env",
     "read_log",

@@ -42,6 +42,7 @@ class EngineSettings:
     kv_cache_memory_bytes: int | None
     compute_capability: float | None = None
     cpu_amx: bool = False
+    cpu_avx512_bf16: bool = False
     calibrated: dict[str, MemoryTerm] = field(default_factory=dict)
 
 
@@ -121,6 +122,7 @@ def evaluate(
         prefix_caching=settings.prefix_caching,
         compute_capability=settings.compute_capability,
         cpu_amx=settings.cpu_amx,
+        ssm_dtype_override="float32" if settings.device == "cpu" and settings.cpu_avx512_bf16 else None,
     )
     groups = group_layers(list(specs.specs))
     split = split_weights(arch, weight_total_bytes, tp=tp, pp=pp, mtp_layers=mtp_layers)
@@ -142,6 +144,7 @@ def evaluate(
         max_model_len,
         in_flight_tokens(rules, settings, pp),
         auto_fit=auto_fit,
+        tokens_from_concurrency=rules.tokens_from_concurrency,
     )
     tightest = min(range(len(budgets)), key=lambda i: budgets[i].kv_cache.bytes)
     return Evaluation(

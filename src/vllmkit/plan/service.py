@@ -119,13 +119,25 @@ def _host_memory_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def _cpu_has_amx() -> bool:
-    """vLLM's CPU MLA uses AMX kernels (block size 128) when torch sees AMX tiles."""
+def _cpu_flags() -> set[str]:
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
-            return any("amx_tile" in line for line in fh if line.startswith("flags"))
+            for line in fh:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
     except OSError:
-        return False
+        pass
+    return set()
+
+
+def _cpu_has_amx() -> bool:
+    """vLLM's CPU MLA uses AMX kernels (block size 128) when torch sees AMX tiles."""
+    return "amx_tile" in _cpu_flags()
+
+
+def _cpu_has_avx512_bf16() -> bool:
+    """vLLM's CPU platform then stores SSM state in float32 (accelerated GDN backend)."""
+    return "avx512_bf16" in _cpu_flags()
 
 
 def _resolve_gpu(req: PlanRequest, env: Mapping[str, str]):  # -> GpuProfile
@@ -137,9 +149,10 @@ def _resolve_gpu(req: PlanRequest, env: Mapping[str, str]):  # -> GpuProfile
     )
     from vllmkit.hardware.profiles import cpu_profile as make_cpu_profile
 
-    extra = [Path(req.profiles_dir)] if req.profiles_dir else []
-    extra += profile_dirs_from_env(env)
-    profiles = load_profiles(extra)
+    extra = profile_dirs_from_env(env)
+    if req.profiles_dir:
+        extra.append(Path(req.profiles_dir))  # the flag wins over $VLLMKIT_PROFILES_DIR
+    profiles = load_profiles(extra, env=env)
     wants_cpu = req.device == "cpu" or (req.gpu or "").lower() == "cpu"
     if wants_cpu:
         mem = req.gpu_memory or _host_memory_bytes()
@@ -213,6 +226,7 @@ def _engine_settings(req: PlanRequest, profile, rules: VersionRules, world_size:
         kv_cache_memory_bytes=req.kv_cache_memory_bytes,
         compute_capability=cc,
         cpu_amx=_cpu_has_amx() if profile.vendor == "cpu" else False,
+        cpu_avx512_bf16=_cpu_has_avx512_bf16() if profile.vendor == "cpu" else False,
     )
 
 

@@ -279,7 +279,7 @@ def test_granite_micro_count_implies_tied_embeddings() -> None:
     assert fp8_bytes / GIB == pytest.approx(3.4244, rel=0.01)
 
 
-def test_glm45_air_weights_exclude_the_mtp_layer() -> None:
+def test_glm45_air_weights_are_the_full_checkpoint_with_the_mtp_layer() -> None:
     entry = _load("zai-org/GLM-4.5-Air")
     config = entry["config"]
     hidden, vocab = config["hidden_size"], config["vocab_size"]
@@ -299,7 +299,8 @@ def test_glm45_air_weights_exclude_the_mtp_layer() -> None:
     mtp = moe_layer + 2 * hidden + 2 * hidden * hidden + hidden + 2 * vocab * hidden
     assert main == 106_852_251_264
     assert main + mtp == 110_468_824_832  # the Hub's safetensors.total (debaditc/kvfit registry)
-    assert entry["weights_bytes"] == 2 * main
+    # catalog policy: the whole repository; the planner drops the MTP layer vLLM does not load
+    assert entry["weights_bytes"] == 2 * (main + mtp)
 
 
 def test_llama3_8b_weights_match_the_vllm_log() -> None:

