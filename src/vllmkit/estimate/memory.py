@@ -21,14 +21,14 @@ MIB = 1 << 20
 GIB = 1 << 30
 
 # -- estimated terms (see benchmarks/accuracy.py for their error on public logs) --------------
-NON_TORCH_BASE = 300 * MIB  # CUDA context, cuBLAS/cuDNN workspaces seen as non-torch memory
-NON_TORCH_NCCL = 600 * MIB  # NCCL / custom all-reduce buffers when TP > 1
+NON_TORCH_BASE = 350 * MIB  # CUDA context, cuBLAS/cuDNN workspaces seen as non-torch memory
+NON_TORCH_NCCL = 256 * MIB  # NCCL / custom all-reduce buffers when TP > 1
 NON_TORCH_ROCM_EXTRA = 256 * MIB  # HIP runtime / hipBLASLt workspaces
-ACT_HIDDEN_FACTOR = 6  # live hidden-size buffers (residual, norm out, attn out, qkv …) in the profile run
-ACT_INTER_FACTOR = 2  # gate/up projection output (2 x intermediate) per token
-SAMPLER_BYTES = 4  # fp32 logits in the dummy sampler run over max_num_seqs rows
+ACT_HIDDEN_FACTOR = 4  # live hidden-size bf16 buffers (residual, norm out, attn out …) per token
+ACT_INTER_FACTOR = 3  # gate_up output (2 x intermediate) + activation output (1 x) per token, bf16
+SAMPLER_BYTES = 6  # fp32 logits + half-size temporaries per (sequence, vocab) in the sampler dummy run
 CUDAGRAPH_BASE = 150 * MIB
-CUDAGRAPH_PER_LAYER = 6 * MIB
+CUDAGRAPH_PER_LAYER = 4 * MIB
 
 
 class MemoryTerm(BaseModel):
@@ -66,7 +66,8 @@ def estimate_non_torch(tp: int, pp: int, vendor: str) -> MemoryTerm:
 
 
 def estimate_activation(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int) -> MemoryTerm:
-    """Peak of the profile run: one forward over max_num_batched_tokens plus the sampler dummy run."""
+    """Peak of the profile run: the larger of one forward over max_num_batched_tokens and the
+    sampler dummy run over max_num_seqs rows (they run one after the other)."""
     inter = arch.intermediate_size or 4 * arch.hidden_size
     if arch.moe is not None and arch.moe.moe_intermediate_size:
         # fused-MoE: routed tokens x top-k through the expert MLP
@@ -76,7 +77,7 @@ def estimate_activation(arch: ModelArch, *, tp: int, max_num_batched_tokens: int
     inter_part = max_num_batched_tokens * inter_rank * 2 * ACT_INTER_FACTOR
     sampler = min(max_num_seqs, max_num_batched_tokens) * arch.vocab_size * SAMPLER_BYTES
     return MemoryTerm(
-        bytes=hidden_part + inter_part + sampler,
+        bytes=max(hidden_part + inter_part, sampler),
         source="estimated",
         note=f"profile run over {max_num_batched_tokens} batched tokens + sampler over {max_num_seqs} sequences",
     )

@@ -68,7 +68,7 @@ def split_weights(arch: ModelArch, total_bytes: int, *, tp: int, pp: int, mtp_la
     stages = pp_layer_ranges(n, pp)
     per_stage: list[int] = []
     for i, layers in enumerate(stages):
-        b = len(layers) * per_layer // tp + len(layers) * replicated_extra
+        b = body * len(layers) // max(n + mtp_layers, 1) // tp + len(layers) * replicated_extra
         if i == 0:
             b += embed // tp
         if i == len(stages) - 1:

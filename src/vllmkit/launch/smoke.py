@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import requests
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 CheckStatus = Literal["pass", "fail", "skip"]
 CHAT_TEMPLATE_MARKERS = ("default chat template is no longer allowed", "chat template")
@@ -50,6 +50,7 @@ class SmokeReport(BaseModel):
     checks: list[SmokeCheck] = Field(default_factory=list)
     reachable: bool = True
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def ok(self) -> bool:
         return all(c.status != "fail" for c in self.checks)

@@ -91,6 +91,16 @@ def make_variant(meta: ModelMetadata, rules: VersionRules) -> Variant:
     return Variant(_variant_label(meta, arch), meta, arch, total, src)
 
 
+def _online_fp8(variant: Variant) -> Variant:
+    """--quantization fp8 on a 16-bit checkpoint: vLLM quantizes the linear layers to 1 byte per
+    weight at load; embeddings, lm_head and norms stay 16-bit."""
+    arch = variant.arch
+    embed = arch.vocab_size * arch.hidden_size * 2
+    head = 0 if arch.tie_word_embeddings else embed
+    body = max(variant.weight_bytes - embed - head, 0)
+    return Variant("fp8", variant.meta, arch, embed + head + body // 2, "derived")
+
+
 def _sibling_variants(meta: ModelMetadata, rules: VersionRules) -> list[Variant]:
     """Quantized (or full-precision) siblings of the model from the bundled catalog."""
     if meta.source == "local":
@@ -289,6 +299,8 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
     profile = _resolve_gpu(req, env)
     meta = resolve_model(req.model, source=req.source, revision=req.revision, refresh=req.refresh, env=env)
     base = make_variant(meta, rules)
+    if req.quantization in ("fp8", "ptpc_fp8") and base.arch.quantization is None and base.weight_source == "measured":
+        base = _online_fp8(base)
     arch = base.arch
     warnings = list(arch.warnings) + [n for n in meta.notes if n.startswith("offline")]
 

@@ -1,0 +1,188 @@
+"""Accuracy of the planner against real vLLM startup logs from public sources.
+
+Runs `build_plan` for every case in benchmarks/data/public-startup-logs.jsonl that names a model in
+the bundled catalog and a known GPU, with the flags the log shows, and prints per case and in
+summary the error of:
+  - weights per GPU (vs "Model loading took X GiB" / V0 "Loading model weights took X GB"),
+  - available KV memory (vs "Available KV cache memory: X GiB"),
+  - KV tokens computed from the *measured* available KV memory (vs "KV cache size: N tokens") —
+    this isolates the exact KV accounting from the estimated non-KV terms.
+
+Usage: .venv/bin/python benchmarks/accuracy.py [--json] [--data FILE]
+Each row of the data file cites its source (GitHub issue / PR / repository file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from vllmkit.arch import read_arch
+from vllmkit.engine.versions import rules_for
+from vllmkit.estimate.kv import group_layers, kv_capacity
+from vllmkit.estimate.specs import build_specs
+from vllmkit.hub.catalog import find_entry
+from vllmkit.plan.models import PlanRequest
+from vllmkit.plan.service import build_plan
+
+GIB = 1 << 30
+DATA = Path(__file__).parent / "data" / "public-startup-logs.jsonl"
+
+# How each log's GPU text maps to a profile (or a measured total when the log prints it).
+GPU_MAP = {
+    "ibm-codeengine-granite4-micro-l40s": {"gpu": "l40s"},
+    "blog-a800-qwen25vl-7b-tp4-lora": {"gpu": "a800", "gpu_memory": int(79.33 * GIB)},
+    "vllm-12330-llama3-8b-a100-40g": {"gpu": "a100-40gb-sxm", "gpu_memory": int(39.50 * GIB)},
+    "vllm-13061-r1-distill-qwen14b-2x4090": {"gpu": "rtx-4090"},
+    "blog-rtxpro6000-qwen3-32b-tp2": {"gpu": "rtx-pro-6000", "gpu_memory": int(95.01 * GIB)},
+    "barkla-qwen3-coder-30b-a3b-80gb": {"gpu": "h100"},
+    "vllm-11230-qwen25-72b-gptq-int4-48gb": {"gpu": "l40s", "gpu_memory": int(47.74 * GIB)},
+}
+# vLLM version assumed when the log does not print it (the row's engine note gives the era)
+VERSION_ASSUMED = {
+    "vllm-12330-llama3-8b-a100-40g": "0.6.5",
+    "vllm-13061-r1-distill-qwen14b-2x4090": "0.7.2",
+    "barkla-qwen3-coder-30b-a3b-80gb": "0.11.0",
+}
+
+
+@dataclass
+class Row:
+    id: str
+    model: str
+    engine: str
+    weights_pred: float | None = None
+    weights_meas: float | None = None
+    kv_pred: float | None = None
+    kv_meas: float | None = None
+    tokens_pred: int | None = None
+    tokens_meas: int | None = None
+    note: str = ""
+
+    @staticmethod
+    def err(pred: float | None, meas: float | None) -> float | None:
+        if pred is None or meas is None or meas == 0:
+            return None
+        return (pred - meas) / meas * 100
+
+
+def _version(row: dict) -> str:
+    raw = row.get("vllm_version") or VERSION_ASSUMED.get(row["id"]) or "0.11.0"
+    digits = raw.split("+")[0].split(".post")[0]
+    return digits
+
+
+def _weights_measured(row: dict) -> float | None:
+    if row.get("weights_gib") is not None:
+        return float(row["weights_gib"])
+    if row.get("weights_gb_v0"):
+        return float(str(row["weights_gb_v0"]).split()[0])
+    return None
+
+
+def tokens_from_measured_kv(entry, row: dict, version: str) -> int | None:
+    """KV tokens from the log's own available-KV figure (rounded to 0.01 GiB): exact KV maths only."""
+    if row.get("available_kv_gib") is None or not row.get("max_model_len"):
+        return None
+    arch = read_arch(entry.config)
+    rules = rules_for(version)
+    kv_dtype = row.get("kv_cache_dtype") or "auto"
+    specs = build_specs(arch, tp=row.get("tp") or 1, kv_cache_dtype=kv_dtype, device="cuda", block_size=row.get("block_size"))
+    groups = group_layers(list(specs.specs))
+    cap = kv_capacity(groups, [groups], [int(row["available_kv_gib"] * GIB)], int(row["max_model_len"]),
+                      2 * 8192, tokens_from_concurrency=rules.tokens_from_concurrency)
+    return cap.tokens
+
+
+def evaluate_row(row: dict) -> Row | None:
+    key = row.get("model_family_key")
+    if row["id"] not in GPU_MAP or not key:
+        return None
+    model_id = key
+    quant = (row.get("quantization") or "").lower()
+    if "gptq" in quant and find_entry(key + "-GPTQ-Int4"):
+        model_id = key + "-GPTQ-Int4"
+    entry = find_entry(model_id)
+    if entry is None:
+        return None
+    gpu = GPU_MAP[row["id"]]
+    version = _version(row)
+    req = PlanRequest(
+        model=model_id,
+        source="catalog",
+        gpu=gpu["gpu"],
+        gpu_memory=gpu.get("gpu_memory"),
+        vllm_version=version,
+        tensor_parallel_size=row.get("tp") or 1,
+        pipeline_parallel_size=row.get("pp") or 1,
+        max_model_len=row.get("max_model_len"),
+        gpu_memory_utilization=row.get("gpu_memory_utilization"),
+        kv_cache_dtype=row.get("kv_cache_dtype") or "auto",
+        quantization="fp8" if quant == "fp8" else None,
+        enforce_eager=bool(row.get("enforce_eager")),
+        max_num_batched_tokens=row.get("max_num_batched_tokens"),
+    )
+    plan = build_plan(req, {"HF_HUB_OFFLINE": "1"})
+    out = Row(id=row["id"], model=model_id, engine=str(row.get("engine") or ""))
+    out.weights_pred = plan.memory.weights_bytes / GIB
+    out.weights_meas = _weights_measured(row)
+    out.kv_pred = plan.memory.kv_cache_bytes / GIB
+    out.kv_meas = row.get("available_kv_gib")
+    out.tokens_meas = row.get("kv_cache_tokens") or row.get("kv_cache_tokens_derived")
+    out.tokens_pred = tokens_from_measured_kv(entry, row, version)
+    out.note = f"vLLM {version}, TP={req.tensor_parallel_size}, {gpu['gpu']}"
+    return out
+
+
+def summarise(rows: list[Row]) -> dict:
+    def stats(values: list[float]) -> dict:
+        vals = [abs(v) for v in values]
+        return {"n": len(vals), "median_abs_pct": round(statistics.median(vals), 2) if vals else None,
+                "max_abs_pct": round(max(vals), 2) if vals else None}
+
+    w = [e for r in rows if (e := Row.err(r.weights_pred, r.weights_meas)) is not None]
+    kv_v1 = [e for r in rows if "V1" in r.engine and (e := Row.err(r.kv_pred, r.kv_meas)) is not None]
+    kv_all = [e for r in rows if (e := Row.err(r.kv_pred, r.kv_meas)) is not None]
+    tok = [e for r in rows if (e := Row.err(r.tokens_pred, r.tokens_meas)) is not None]
+    return {"weights": stats(w), "available_kv_v1": stats(kv_v1), "available_kv_all": stats(kv_all),
+            "tokens_from_measured_kv": stats(tok)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    rows = []
+    for line in args.data.read_text().splitlines():
+        if line.strip():
+            result = evaluate_row(json.loads(line))
+            if result is not None:
+                rows.append(result)
+    summary = summarise(rows)
+    if args.json:
+        print(json.dumps({"cases": [r.__dict__ for r in rows], "summary": summary}, indent=2))
+        return 0
+
+    def fmt(v: float | None, digits: int = 2) -> str:
+        return "-" if v is None else f"{v:.{digits}f}"
+
+    print(f"{'case':42} {'weights GiB pred/meas':>24} {'err%':>7} {'avail KV GiB pred/meas':>24} {'err%':>7} "
+          f"{'tokens (from meas. KV) pred/meas':>34} {'err%':>7}")
+    for r in rows:
+        print(f"{r.id:42} {fmt(r.weights_pred):>11}/{fmt(r.weights_meas):<12} {fmt(Row.err(r.weights_pred, r.weights_meas)):>7} "
+              f"{fmt(r.kv_pred):>11}/{fmt(r.kv_meas):<12} {fmt(Row.err(r.kv_pred, r.kv_meas)):>7} "
+              f"{r.tokens_pred if r.tokens_pred is not None else '-':>16}/{r.tokens_meas if r.tokens_meas is not None else '-':<17} "
+              f"{fmt(Row.err(r.tokens_pred, r.tokens_meas)):>7}   {r.engine[:12]} {r.note}")
+    print()
+    for name, s in summary.items():
+        print(f"{name:26} n={s['n']:<3} median |err| {s['median_abs_pct']}%  max |err| {s['max_abs_pct']}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

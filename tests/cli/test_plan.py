@@ -1,0 +1,158 @@
+"""`vllmkit plan` through the CLI: JSON envelope, human view, exit codes, bad input.
+
+Offline: HF_HUB_OFFLINE=1 makes the auto source fall back to the bundled catalog."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from vllmkit.cli.app import app
+
+GIB = 1 << 30
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    # isolated config/cache dirs; offline so the catalog answers
+    values = {
+        "HF_HUB_OFFLINE": "1",
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "VLLMKIT_CACHE_DIR": str(tmp_path / "vk-cache"),
+        "HF_HOME": str(tmp_path / "hf"),
+    }
+    for k, v in values.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("VLLM_USE_MODELSCOPE", raising=False)
+    return values
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def envelope(result) -> dict:
+    return json.loads(result.stdout)
+
+
+def test_plan_json_envelope_has_documented_fields(env) -> None:
+    res = run("plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--json")
+    assert res.exit_code == 0, res.stderr
+    doc = envelope(res)
+    assert doc["vllmkit_result_version"] == 1 and doc["command"] == "plan" and doc["status"] == "ok"
+    d = doc["data"]
+    for path in ("model.id", "model.source", "gpu.name", "gpu.count", "vllm_version",
+                 "parallel.tensor_parallel_size", "parallel.pipeline_parallel_size", "memory.total_bytes",
+                 "memory.requested_bytes", "memory.weights_bytes", "memory.activation_bytes",
+                 "memory.non_torch_bytes", "memory.cudagraph_bytes", "memory.kv_cache_bytes", "memory.sources",
+                 "kv_cache.bytes_per_token", "kv_cache.block_size", "kv_cache.num_blocks", "kv_cache.tokens",
+                 "kv_cache.max_model_len", "kv_cache.max_concurrency", "fits", "serve_command", "alternatives"):
+        node = d
+        for part in path.split("."):
+            assert part in node, path
+            node = node[part]
+    assert d["model"]["source"] == "catalog"
+    # Qwen3-8B: 36 layers x 8 kv heads x (128 + 128) x 2 bytes = 147,456 B/token (config.json)
+    assert d["kv_cache"]["bytes_per_token"] == 36 * 8 * 256 * 2
+    # H100 SXM as torch reports it: 79.19 GiB (vLLM logs); weights = index total 16,381,470,720 B
+    assert round(d["memory"]["total_bytes"] / GIB, 2) == 79.19
+    assert d["memory"]["weights_bytes"] == 16_381_470_720
+    assert d["memory"]["sources"]["weights"] == "measured"
+    assert d["memory"]["sources"]["activation"] == "estimated"
+    assert d["serve_command"][:3] == ["vllm", "serve", "Qwen/Qwen3-8B"]
+
+
+def test_kv_cache_memory_bytes_fixes_the_budget(env) -> None:
+    # 20 GiB of KV for Qwen3-8B at block 16: 147,456 B/token -> 16 * 147,456 = 2,359,296 B per block;
+    # 20 GiB // 2,359,296 = 9,102 blocks; at L=32768 each request needs 2,048 blocks -> 4.44x
+    res = run("plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--kv-cache-memory-bytes", "20GiB",
+              "--max-model-len", "32768", "--json")
+    d = envelope(res)["data"]
+    assert d["kv_cache"]["num_blocks"] == (20 * GIB) // (16 * 147_456)
+    assert d["kv_cache"]["tokens"] == int(9102 / 2048 * 32768)
+    assert d["memory"]["sources"]["kv_cache"] == "given"
+
+
+def test_tensor_parallel_halves_kv_heads_and_weights(env) -> None:
+    one = envelope(run("plan", "Qwen/Qwen3-32B", "--gpu", "h100", "-tp", "1", "--max-model-len", "8192", "--json"))["data"]
+    two = envelope(run("plan", "Qwen/Qwen3-32B", "--gpu", "h100", "-tp", "2", "--max-model-len", "8192", "--json"))["data"]
+    assert two["kv_cache"]["bytes_per_token"] * 2 == one["kv_cache"]["bytes_per_token"]
+    assert abs(two["memory"]["weights_bytes"] * 2 - one["memory"]["weights_bytes"]) < 2 * 10**6
+
+
+def test_does_not_fit_exits_3_with_estimate(env) -> None:
+    res = run("plan", "Qwen/Qwen3-8B", "--gpu", "rtx-4090", "--max-model-len", "40960", "-tp", "1",
+              "--kv-cache-memory-bytes", "1GiB", "--json")
+    doc = envelope(res)
+    assert res.exit_code == 3 and doc["status"] == "error"
+    assert doc["data"]["fits"] is False
+    est = doc["data"]["estimated_max_model_len"]
+    # 1 GiB // 2,359,296 B = 455 blocks, one reserved -> 454 blocks x 16 = 7,264 tokens
+    assert est == 7264
+    assert doc["errors"][0]["code"] == "does-not-fit" and "7264" in doc["errors"][0]["hint"]
+
+
+def test_human_output_shows_breakdown_and_command(env) -> None:
+    res = run("plan", "Qwen/Qwen3-8B", "--gpu", "NVIDIA H100 80GB HBM3")
+    assert res.exit_code == 0
+    assert "KV cache:" in res.stdout and "vllm serve" in res.stdout and "estimated" in res.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "needle"),
+    [
+        (["plan", "Qwen/Qwen3-8B", "--gpu", "h1000"], 5, "unknown GPU"),
+        (["plan", "Qwen/Qwen3-8B"], 2, "no GPU given"),
+        (["plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--max-model-len", "lots"], 2, "max-model-len"),
+        (["plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--max-model-len", "1000000"], 2, "native context"),
+        (["plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--gpu-memory-utilization", "1.5"], 2, "utilization"),
+        (["plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--kv-cache-memory-bytes", "-3"], 2, "kv-cache-memory-bytes"),
+        (["plan", "nobody/NoSuchModel-7B", "--gpu", "h100"], 4, "not in the bundled catalog"),
+        (["plan", "/definitely/not/here", "--gpu", "h100"], 4, ""),
+    ],
+)
+def test_bad_input_one_line_error_and_exit_code(env, args, code, needle) -> None:
+    res = run(*args)
+    assert res.exit_code == code, res.stdout + res.stderr
+    assert res.stderr.startswith("error: ")
+    assert needle in res.stderr
+    assert "Traceback" not in res.stderr + res.stdout
+    js = run(*args, "--json")
+    doc = envelope(js)
+    assert doc["status"] == "error" and doc["exit_code"] == code and doc["errors"][0]["message"]
+
+
+def test_local_folder_with_broken_config(tmp_path, env) -> None:
+    (tmp_path / "config.json").write_text('{"model_type": "llama", "hidden_size": 64}')
+    res = run("plan", str(tmp_path), "--gpu", "h100")
+    assert res.exit_code == 4
+    assert "num_hidden_layers" in res.stderr or "num_attention_heads" in res.stderr or "vocab_size" in res.stderr
+
+
+def test_save_writes_yaml_plan(tmp_path, env) -> None:
+    out = tmp_path / "plan.yaml"
+    res = run("plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--save", str(out))
+    assert res.exit_code == 0
+    import yaml
+
+    doc = yaml.safe_load(out.read_text())
+    assert doc["plan"]["model"]["id"] == "Qwen/Qwen3-8B" and doc["request"]["gpu"] == "h100"
+
+
+def test_mi300x_prefers_fp8_sibling(env) -> None:
+    d = envelope(run("plan", "Qwen/Qwen3-32B", "--gpu", "mi300x", "--json"))["data"]
+    assert d["model"]["id"] == "Qwen/Qwen3-32B-FP8"
+    assert any(a["precision"] == "bf16" for a in d["alternatives"])
+
+
+def test_small_model_keeps_bf16_on_a_fitting_gpu(env) -> None:
+    d = envelope(run("plan", "Qwen/Qwen3-8B", "--gpu", "l40s", "--json"))["data"]
+    assert d["model"]["id"] == "Qwen/Qwen3-8B"
+
+
+def test_fp8_not_recommended_without_native_fp8(env) -> None:
+    d = envelope(run("plan", "Qwen/Qwen3-32B", "--gpu", "a100-80gb-sxm", "--json"))["data"]
+    assert d["model"]["id"] != "Qwen/Qwen3-32B-FP8"
