@@ -173,8 +173,9 @@ class HubServer:
             rec.api = "cdn"
             repo_q, rev, file_q = path[len("/cdn/"):].split("/", 2)
             rec.repo, rec.file = unquote(repo_q), unquote(file_q)
-            files = self._files(self.repos[rec.repo], unquote(rev))
-            return self._bytes(h, method, rec, files[rec.file], {})
+            repo = self.repos[rec.repo]
+            files = self._files(repo, unquote(rev))
+            return self._bytes(h, method, rec, files[rec.file], {}, honour_range=repo.behaviour != "norange")
         if "/resolve/" in path:
             rec.api = "hf-resolve"
             return self._hf_resolve(h, method, rec, path)
@@ -223,8 +224,8 @@ class HubServer:
         return False
 
     def _bytes(self, h: BaseHTTPRequestHandler, method: str, rec: Record, blob: bytes,
-               headers: dict[str, str]) -> None:
-        span = _parse_range(h.headers.get("Range"), len(blob))
+               headers: dict[str, str], *, honour_range: bool = True) -> None:
+        span = _parse_range(h.headers.get("Range") if honour_range else None, len(blob))
         etag = '"' + hashlib.sha256(blob).hexdigest() + '"'
         base = {"Accept-Ranges": "bytes", "ETag": etag, "Content-Type": "application/octet-stream", **headers}
         if span == "bad":
@@ -360,4 +361,4 @@ class HubServer:
         if rec.file not in files:
             self._json(h, method, rec, 404, {"Code": 404, "Success": False, "Message": "file not exist"})
             return
-        self._bytes(h, method, rec, files[rec.file], {})
+        self._bytes(h, method, rec, files[rec.file], {}, honour_range=repo.behaviour != "norange")

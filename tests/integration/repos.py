@@ -95,7 +95,7 @@ class Repo:
     files: dict[str, bytes]
     sha: str = COMMIT_MAIN
     branches: dict[str, dict[str, bytes]] = field(default_factory=dict)  # other revisions' files
-    behaviour: str = "ok"  # ok | gated | rate_limited | server_error | slow | malformed | flaky
+    behaviour: str = "ok"  # ok | gated | rate_limited | server_error | slow | malformed | flaky | norange
     token: str | None = None  # accepted token for gated repos
     downloads: int = 0
     slow_s: float = 0.0
@@ -159,6 +159,8 @@ def all_repos() -> dict[str, Repo]:
     repos: list[Repo] = [
         tiny_llama(),
         single_file("acme/big-header", big_header_tensors()),
+        # a server that ignores Range and always sends the whole file (HTTP 200)
+        single_file("acme/norange", big_header_tensors(), behaviour="norange"),
         single_file("acme/gated", {"w": ("BF16", [8, 8])}, behaviour="gated", token="hf_secret_token"),
         single_file("acme/ratelimited", {"w": ("BF16", [8, 8])}, behaviour="rate_limited"),
         single_file("acme/broken", {"w": ("BF16", [8, 8])}, behaviour="server_error"),

@@ -195,3 +195,12 @@ def test_not_found_suggests_close_names(hub: HubServer, hub_env: dict[str, str])
     assert "acme/tiny-lama not found" in info.value.message
     assert "did you mean acme/tiny-llama" in (info.value.hint or "")
     assert "HF_TOKEN" in (info.value.hint or "")  # private repos look missing without a token
+
+
+@pytest.mark.parametrize("spec", ["acme/norange", "ms://acme/norange"])
+def test_server_ignoring_range_still_parses(hub: HubServer, hub_env: dict[str, str], spec: str) -> None:
+    """HTTP 200 instead of 206: we read only up to the bytes we need and slice the range out."""
+    meta = resolve_model(spec, env=hub_env)
+    assert meta.params_by_dtype == {"F32": 3000, "U8": 300_000}
+    reads = hub.byte_reads("acme/norange", "model.safetensors")
+    assert [r.status for r in reads] == [200, 200]  # first probe, then the rest of the header

@@ -216,6 +216,8 @@ def register(app: typer.Typer) -> None:
         save: Path | None = typer.Option(None, "--save", help="Write the plan as YAML for `vllmkit serve PLAN.yaml`."),
         json_output: bool = JSON_OPTION,
     ) -> None:
+        """Will MODEL fit on GPU, and how: memory per GPU, KV capacity exactly as vLLM computes it,
+        precision / TP / PP / context recommendation and the `vllm serve` line."""
         from vllmkit.plan.service import build_plan
 
         req = plan_request_from_flags(

@@ -14,6 +14,8 @@ from vllmkit.errors import ExitCode, UsageError
 from vllmkit.launch.smoke import SmokeReport, run_smoke
 from vllmkit.output import emit
 
+API_KEY_FILE_OPTION = typer.Option(None, "--api-key-file", help="Read the key from a file.")
+
 
 def render_smoke(console: Console, report: SmokeReport) -> None:
     table = Table(title=f"smoke test {report.url}" + (f" ({report.model})" if report.model else ""))
@@ -35,7 +37,9 @@ def read_api_key(api_key: str | None, api_key_file: Path | None) -> str | None:
         try:
             key = api_key_file.expanduser().read_text(encoding="utf-8").strip()
         except OSError as exc:
-            raise UsageError(f"cannot read --api-key-file {api_key_file}: {exc.strerror}", "check the path") from None
+            raise UsageError(
+                f"cannot read --api-key-file {api_key_file}: {exc.strerror}", "check the path"
+            ) from None
         if not key:
             raise UsageError(f"--api-key-file {api_key_file} is empty", "put the key on the first line")
         return key
@@ -64,8 +68,10 @@ def register(app: typer.Typer) -> None:
         api_key: str | None = typer.Option(
             None, "--api-key", help="Key to send (default: VLLM_API_KEY); also checks 401 without it."
         ),
-        api_key_file: Path | None = typer.Option(None, "--api-key-file", help="Read the key from a file."),
-        model: str | None = typer.Option(None, "--model", help="Model name to use (default: the first served)."),
+        api_key_file: Path | None = API_KEY_FILE_OPTION,
+        model: str | None = typer.Option(
+            None, "--model", help="Model name to use (default: the first served)."
+        ),
         timeout: float = typer.Option(60.0, "--timeout", help="Seconds per request."),
         max_tokens: int = typer.Option(16, "--max-tokens", help="Tokens to generate per request."),
         json_output: bool = JSON_OPTION,

@@ -338,7 +338,7 @@ _FRAME_RE = re.compile(r'File "[^"]*", line \d+, in (?P<func>\w+)')
 _GRAPH_FUNCS = re.compile(r"capture_model|_capture_cudagraphs|capture_graphs|cudagraph|graph_capture", re.I)
 _PROFILE_FUNCS = re.compile(r"profile_run|_dummy_sampler_run|determine_available_memory|determine_num_available_blocks|profile")
 _LOAD_FUNCS = re.compile(r"load_model|load_weights|_load_weights|init_device_and_load")
-_CAPTURE_PROGRESS = re.compile(r"Capturing (?:CUDA graphs?|cudagraphs)", re.I)
+_CAPTURE_PROGRESS = re.compile(r"Capturing (?:CUDA graphs?|cudagraphs|the model for CUDA graphs)", re.I)
 
 
 def _oom_phase(parsed: ParsedLog, oom_line: int, text_lines: list[str]) -> str:

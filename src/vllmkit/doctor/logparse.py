@@ -34,6 +34,11 @@ ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]")
 # "vllm-1  | ..." (docker compose) - only when followed by something that looks like vLLM output
 COMPOSE_RE = re.compile(r"^[\w.\-]+\s+\|\s(?=.*(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|\(\w+.*pid=|Traceback|\w+Error))")
 RANK_RE = re.compile(r"^\[rank\d+\]:\s?")
+# CI / log collectors: "[2025-03-10T15:07:20Z] ", "2025-03-10T15:07:20.123Z ", buildkite "  | "
+TIMESTAMP_RE = re.compile(r"^(?:\[\d{4}-\d{2}-\d{2}[T ][\d:.,]+Z?\]|\d{4}-\d{2}-\d{2}T[\d:.,]+Z?)\s+")
+PIPE_RE = re.compile(r"^\|\s")
+# Ray de-duplicates worker lines: "... [repeated 30x across cluster]" (vllm#15598)
+RAY_REPEAT_RE = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 # "(EngineCore_DP0 pid=164) ", "(VllmWorker rank=0 pid=85) ", "(RayWorkerWrapper pid=5280, ip=10.0.0.1) "
 PROC_RE = re.compile(r"^\((?P<proc>[A-Za-z_][\w\-]*(?:\s+rank=\d+)?)\s+pid=(?P<pid>\d+)(?:,\s*ip=[^)]*)?\)\s*")
 # "INFO 01-23 15:49:08 [file.py:123] ", "INFO 01-13 11:35:21 file.py:99] ", "INFO [file.py:1] ",
@@ -69,6 +74,8 @@ def clean_line(raw: str) -> tuple[str, str | None, str | None]:
     for _ in range(4):  # prefixes can stack: "[rank0]: (Worker pid=1) ERROR ..."
         before = line
         line = line.lstrip()
+        line = TIMESTAMP_RE.sub("", line, count=1)
+        line = PIPE_RE.sub("", line, count=1)
         line = RANK_RE.sub("", line, count=1)
         m = PROC_RE.match(line)
         if m:
@@ -80,6 +87,7 @@ def clean_line(raw: str) -> tuple[str, str | None, str | None]:
             line = line[m.end() :]
         if line == before:
             break
+    line = RAY_REPEAT_RE.sub("", line)
     return line.strip(), process, level
 
 
@@ -239,6 +247,8 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     # v1/worker/gpu_model_runner.py: "Model loading took %s GiB memory and %.6f seconds" (0.11: "%.4f GiB and ...")
     ("weights_loaded", _p(rf"Model loading took (?P<gib>{FLT}) GiB(?: memory)? and (?P<secs>{FLT}) seconds")),
     ("weights_loaded", _p(rf"Model loading took (?P<gib>{FLT}) GiB")),
+    # V1 0.8-0.10: "Model loading took %.4f GB and %.6f seconds" (GiB-valued, like V0; vllm#14574)
+    ("weights_loaded", _p(rf"Model loading took (?P<gib>{FLT}) GB(?: and (?P<secs>{FLT}) seconds)?")),
     # V0 worker/model_runner.py: "Loading model weights took %.4f GB" (GiB-valued despite the unit)
     ("weights_loaded", _p(rf"Loading model weights took (?P<gib>{FLT}) GB")),
     # v1/worker/gpu_worker.py: "Available KV cache memory: %s GiB"
@@ -307,7 +317,7 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"(?P<api>CUDA|HIP|XPU) out of memory\.?(?: Tried to allocate (?P<alloc>{FLT}) ?(?P<unit>[GMK]i?B))?"
         rf"(?:.*?GPU (?P<gpu>\d+) has a total capacity of (?P<total>{FLT}) ?(?P<tunit>[GMK]i?B) of which (?P<free>{FLT}) ?(?P<funit>[GMK]i?B) is free)?"
     )),
-    ("oom", _p(r"torch\.(?:cuda\.)?OutOfMemoryError|OutOfMemoryError: (?:CUDA|HIP)")),
+    ("oom", _p(r"torch\.(?:cuda\.)?OutOfMemoryError|OutOfMemoryError: (?:CUDA|HIP)|(?:CUDA|HIP) error: out of memory")),
     ("oom_other_process", _p(rf"Process (?P<pid>\d+) has (?P<used>{FLT}) ?(?P<unit>[GMK]i?B) memory in use")),
     # 0.33 gpu_model_runner.py: "Failed to load model - not enough GPU memory. ..."
     ("oom_load", _p(r"Failed to load model - not enough GPU memory")),
@@ -326,7 +336,12 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         r"The quantization method (?P<method>[\w\-]+) is not supported for the current GPU\. Minimum capability: (?P<min>\d+)\. "
         r"Current capability: (?P<cap>\d+)"
     )),
-    ("quant_unsupported", _p(r"Quantization scheme is not supported for the current GPU")),
+    # compressed-tensors / quark: RuntimeError: ('Quantization scheme is not supported for ', 'the current GPU. Min
+    # capability: 80. ', 'Current capability: 75.')  (rh-aiservices-bu/rhoai-maas-guide#53)
+    ("quant_unsupported", _p(
+        r"Quantization scheme is not supported for\W+the current GPU\.?(?:\W+Min(?:imum)? capability: (?P<min>\d+)\.?\W+"
+        r"Current capability: (?P<cap>\d+))?"
+    )),
     # config loading: "... consider setting `trust_remote_code=True` ..." (vLLM) and transformers' custom-code errors
     ("trust_remote_code", _p(
         r"consider setting `trust_remote_code=True`|Please pass the argument `trust_remote_code=True`|"

@@ -141,7 +141,9 @@ def check_flags(flags: list[Flag], known: KnownFlags, *, device: str | None = No
             warnings.append(f"{where} has no --kv-cache-memory-bytes; using VLLM_CPU_KVCACHE_SPACE (legacy)")
             continue
         note = DROP_NOTES.get(flag.name)
-        warnings.append(f"{flag.name} is not a serve option of {where}; dropped" + (f" ({note})" if note else ""))
+        warnings.append(
+            f"{flag.name} is not a serve option of {where}; dropped" + (f" ({note})" if note else "")
+        )
     return FlagCheck(flags=kept, env=env, warnings=warnings)
 
 
@@ -175,7 +177,9 @@ def _cache_file(env: Mapping[str, str], installed: VllmInstall) -> Path | None:
     return cache_dir(env) / "flags" / f"{safe}.json"
 
 
-def probe_flags(installed: VllmInstall, env: Mapping[str, str], *, timeout_s: float = 180) -> KnownFlags | None:
+def probe_flags(
+    installed: VllmInstall, env: Mapping[str, str], *, timeout_s: float = 180
+) -> KnownFlags | None:
     """Run the probe in the vLLM interpreter. None when the parser cannot be built (then the caller
     passes the flags unchecked, with a warning)."""
     # `python -c` puts the working directory first on sys.path; run from our cache folder so a
@@ -213,7 +217,9 @@ def probe_flags(installed: VllmInstall, env: Mapping[str, str], *, timeout_s: fl
     )
 
 
-def known_flags(installed: VllmInstall, env: Mapping[str, str], *, refresh: bool = False) -> KnownFlags | None:
+def known_flags(
+    installed: VllmInstall, env: Mapping[str, str], *, refresh: bool = False
+) -> KnownFlags | None:
     """The installed vLLM's serve options, from the cache when this version was probed before."""
     path = _cache_file(env, installed)
     if path is not None and path.is_file() and not refresh:

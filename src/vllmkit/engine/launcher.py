@@ -39,7 +39,9 @@ def detect_installed(env: Mapping[str, str], python: str | None = None) -> VllmI
     install = detect_vllm(env, python=python, run_console=False)
     if not install.installed:
         detail = f" ({install.error})" if install.error else ""
-        raise LaunchError(f"vLLM is not installed for {install.python}{detail}", _INSTALL_HINT, code="vllm-missing")
+        raise LaunchError(
+            f"vLLM is not installed for {install.python}{detail}", _INSTALL_HINT, code="vllm-missing"
+        )
     return install
 
 

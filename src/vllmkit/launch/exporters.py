@@ -90,7 +90,9 @@ class ExportContext:
 
     def publish(self) -> str:
         port = self.req.port
-        return f"127.0.0.1:{port}:{CONTAINER_PORT}" if is_loopback(self.req.host) else f"{port}:{CONTAINER_PORT}"
+        return (
+            f"127.0.0.1:{port}:{CONTAINER_PORT}" if is_loopback(self.req.host) else f"{port}:{CONTAINER_PORT}"
+        )
 
     def volumes(self) -> list[tuple[str, str, bool]]:
         """(host, container, read_only)"""
@@ -149,7 +151,11 @@ def export_shell(ctx: ExportContext) -> str:
     argv = ["vllm", "serve", model]
     for f in serve_flags(ctx.plan, ctx.req, include_api_key=False):
         argv += f.argv()
-    out = ["#!/usr/bin/env bash", *(f"# {ln}" for ln in ctx.header("vllm serve command")), "set -euo pipefail"]
+    out = [
+        "#!/usr/bin/env bash",
+        *(f"# {ln}" for ln in ctx.header("vllm serve command")),
+        "set -euo pipefail",
+    ]
     for k, v in ctx.env().items():
         out.append(f"export {k}={shlex.quote(v)}")
     if ctx.auth:
@@ -212,7 +218,11 @@ def export_docker(ctx: ExportContext) -> str:
     argv += [ctx.image, *_container_command(ctx)]
     text = format_shell(argv)
     # keep ~ unquoted so the shell expands it
-    text = text.replace("'~/", "~/").replace(f":{HF_CACHE}'", f":{HF_CACHE}").replace(f":{MS_CACHE}'", f":{MS_CACHE}")
+    text = (
+        text.replace("'~/", "~/")
+        .replace(f":{HF_CACHE}'", f":{HF_CACHE}")
+        .replace(f":{MS_CACHE}'", f":{MS_CACHE}")
+    )
     return _comment(ctx.header("docker run command")) + text + "\n"
 
 
@@ -299,10 +309,15 @@ def _k8s_env(ctx: ExportContext, secret: str) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in ctx.env().items()]
     if ctx.plan.model.source != "local":
         env.append(
-            {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}}}
+            {
+                "name": "HF_TOKEN",
+                "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}},
+            }
         )
     if ctx.auth:
-        env.append({"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": secret, "key": "api-key"}}})
+        env.append(
+            {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": secret, "key": "api-key"}}}
+        )
     return env
 
 
@@ -312,7 +327,9 @@ def _volumes(ctx: ExportContext) -> tuple[list[dict[str, Any]], list[dict[str, A
     if ctx.world > 1 or ctx.device == "cpu":
         # the default /dev/shm of a pod is 64 MiB; tensor-parallel workers exchange through it
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
-        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{max(2, 2 * ctx.world)}Gi"}})
+        volumes.append(
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{max(2, 2 * ctx.world)}Gi"}}
+        )
     if ctx.host_model_dir:
         mounts.append({"name": "model", "mountPath": ctx.container_model, "readOnly": True})
         volumes.append({"name": "model", "hostPath": {"path": ctx.host_model_dir, "type": "Directory"}})
@@ -413,7 +430,7 @@ def _lws_objects(ctx: ExportContext) -> list[dict[str, Any]]:
     leader_script = (
         f"ray start --head --port={RAY_PORT} --num-gpus={gpus} && "
         # wait until every node has joined before vLLM asks Ray for its placement group
-        f"until [ \"$(ray status 2>/dev/null | grep -c 'node_')\" -ge \"$LWS_GROUP_SIZE\" ]; do sleep 5; done && "
+        f'until [ "$(ray status 2>/dev/null | grep -c \'node_\')" -ge "$LWS_GROUP_SIZE" ]; do sleep 5; done && '
         f"exec {serve}"
     )
     worker_script = f"exec ray start --address=$(LWS_LEADER_ADDRESS):{RAY_PORT} --num-gpus={gpus} --block"

@@ -98,7 +98,9 @@ _PHASES: list[tuple[str, str, re.Pattern[str], _Detail | None]] = [
     (
         "api_up",
         "API server up",
-        re.compile(r"Starting vLLM (?:API )?server on (\S+)|Uvicorn running on (\S+)|Application startup complete"),
+        re.compile(
+            r"Starting vLLM (?:API )?server on (\S+)|Uvicorn running on (\S+)|Application startup complete"
+        ),
         lambda m: m.group(1) or m.group(2) or "",
     ),
 ]
@@ -140,7 +142,9 @@ class StartupTracker:
             if m is None:
                 continue
             self.seen.add(key)
-            ev = PhaseEvent(phase=key, label=label, elapsed_s=round(elapsed_s, 1), detail=detail(m) if detail else "")
+            ev = PhaseEvent(
+                phase=key, label=label, elapsed_s=round(elapsed_s, 1), detail=detail(m) if detail else ""
+            )
             self.events.append(ev)
             new.append(ev)
         return new

@@ -75,19 +75,25 @@ def load_plan_file(path: Path) -> tuple[PlanRequest, PlanResult]:
     except OSError as exc:
         raise UsageError(f"cannot read plan {path}: {exc.strerror}", "check the path") from None
     except yaml.YAMLError as exc:
-        raise UsageError(f"{path} is not valid YAML: {exc}", "re-create it with `vllmkit plan ... --save`") from None
+        raise UsageError(
+            f"{path} is not valid YAML: {exc}", "re-create it with `vllmkit plan ... --save`"
+        ) from None
     if isinstance(doc, dict) and doc.get("command") == "plan" and isinstance(doc.get("data"), dict):
         raise UsageError(
             f"{path} is a `plan --json` envelope without the request",
             "save plans with `vllmkit plan MODEL ... --save plan.yaml`",
         )
     if not isinstance(doc, dict) or "plan" not in doc or "request" not in doc:
-        raise UsageError(f"{path} is not a saved plan (needs 'request' and 'plan')", "use `vllmkit plan ... --save`")
+        raise UsageError(
+            f"{path} is not a saved plan (needs 'request' and 'plan')", "use `vllmkit plan ... --save`"
+        )
     try:
         return PlanRequest.model_validate(doc["request"]), PlanResult.model_validate(doc["plan"])
     except ValueError as exc:
         first = str(exc).splitlines()[0]
-        raise UsageError(f"{path}: invalid plan ({first})", "re-create it with this vllmkit version") from None
+        raise UsageError(
+            f"{path}: invalid plan ({first})", "re-create it with this vllmkit version"
+        ) from None
 
 
 def resolve_api_key(host: str, env: Mapping[str, str], *, api_key_file: str | None, no_auth: bool) -> ApiKey:
@@ -97,7 +103,9 @@ def resolve_api_key(host: str, env: Mapping[str, str], *, api_key_file: str | No
         try:
             key = Path(api_key_file).expanduser().read_text(encoding="utf-8").strip()
         except OSError as exc:
-            raise UsageError(f"cannot read --api-key-file {api_key_file}: {exc.strerror}", "check the path") from None
+            raise UsageError(
+                f"cannot read --api-key-file {api_key_file}: {exc.strerror}", "check the path"
+            ) from None
         if not key:
             raise UsageError(f"--api-key-file {api_key_file} is empty", "put the key on the first line")
         return ApiKey(key=key, origin="file")
@@ -204,7 +212,9 @@ def prepare(
                 else "not checked: the installed vLLM's argument parser could not be built"
             )
             if known is None:
-                warnings.append("flags not checked against the installed vLLM (its argument parser could not be built)")
+                warnings.append(
+                    "flags not checked against the installed vLLM (its argument parser could not be built)"
+                )
         else:
             checked = "not checked (--no-check-flags)"
     except LaunchError as exc:
@@ -261,7 +271,7 @@ def usage_examples(url: str, served: str, with_key: bool) -> dict[str, str]:
     key_expr = 'os.environ["VLLM_API_KEY"]' if with_key else '"EMPTY"'
     curl = (
         f"curl {url}/v1/chat/completions \\\n  -H 'Content-Type: application/json'{auth} \\\n"
-        f"  -d '{{\"model\": \"{served}\", \"messages\": [{{\"role\": \"user\", \"content\": \"Hello!\"}}]}}'"
+        f'  -d \'{{"model": "{served}", "messages": [{{"role": "user", "content": "Hello!"}}]}}\''
     )
     python = (
         "import os\nfrom openai import OpenAI\n"
@@ -312,7 +322,9 @@ def compare(plan: PlanResult, facts: StartupFacts) -> list[Comparison]:
             predicted=round(kv.max_concurrency, 2),
             actual=facts.max_concurrency,
             unit="x",
-            match=None if facts.max_concurrency is None else round(kv.max_concurrency, 2) == facts.max_concurrency,
+            match=None
+            if facts.max_concurrency is None
+            else round(kv.max_concurrency, 2) == facts.max_concurrency,
         ),
     ]
     if facts.kv_max_model_len is not None:
@@ -450,7 +462,9 @@ def serve(
             rep.line(redact_text(text, secrets_list))
 
     argv, child_env = secure_launch(cmd)
-    sup = Supervisor(argv, process_env(dict(env), child_env), record.log_path, on_event=rep.phase, on_line=on_line)
+    sup = Supervisor(
+        argv, process_env(dict(env), child_env), record.log_path, on_event=rep.phase, on_line=on_line
+    )
     keep_running = False
     healthy = False
     try:
@@ -598,4 +612,3 @@ def stop_runs(
         record.ended_at = record.ended_at or runs.now_iso()
         runs.save(record)
     return result
-

@@ -169,7 +169,9 @@ def _check_models(client: _Client, report: SmokeReport) -> SmokeCheck:
             fix="pass --api-key or --api-key-file (or set VLLM_API_KEY)",
         )
     if resp.status_code != 200:
-        return SmokeCheck(name="models", status="fail", http_status=resp.status_code, detail=_error_text(resp))
+        return SmokeCheck(
+            name="models", status="fail", http_status=resp.status_code, detail=_error_text(resp)
+        )
     try:
         data = resp.json().get("data", [])
     except (ValueError, AttributeError):
@@ -298,7 +300,9 @@ def _check_completion(client: _Client, model: str, max_tokens: int) -> SmokeChec
         text = data["choices"][0].get("text") or ""
         tokens = (data.get("usage") or {}).get("completion_tokens")
     except (ValueError, KeyError, IndexError, TypeError):
-        return SmokeCheck(name="completion", status="fail", http_status=200, detail="not an OpenAI completion")
+        return SmokeCheck(
+            name="completion", status="fail", http_status=200, detail="not an OpenAI completion"
+        )
     return SmokeCheck(
         name="completion",
         status="pass",
@@ -313,7 +317,9 @@ def _check_unauthorized(client: _Client) -> SmokeCheck:
     except requests.RequestException as exc:
         return SmokeCheck(name="auth", status="fail", detail=f"{type(exc).__name__}: {exc}")
     if resp.status_code == 401:
-        return SmokeCheck(name="auth", status="pass", http_status=401, detail="request without the key got 401")
+        return SmokeCheck(
+            name="auth", status="pass", http_status=401, detail="request without the key got 401"
+        )
     return SmokeCheck(
         name="auth",
         status="fail",

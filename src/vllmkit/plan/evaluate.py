@@ -179,6 +179,12 @@ def stage_budget(
     zero = MemoryTerm(bytes=0, source="derived", note="")
     if settings.device == "cpu":
         non_torch = MemoryTerm(bytes=CPU_RUNTIME_OVERHEAD, source="estimated", note="CPU worker runtime (RSS besides weights)")
+        measured = settings.calibrated.get("cpu_non_kv")
+        if measured is not None:
+            # vLLM CPU worker: KV = requested - RSS consumed by non-KV usage ("Auto set ... GiB for KV
+            # cache ... X GiB memory was consumed by non-kv usages"); RSS includes the weights
+            non_torch = MemoryTerm(bytes=max(measured.bytes - weight_bytes, 0), source="calibrated",
+                                   note=measured.note or "measured non-KV RSS minus weights")
         return kv_budget(
             total_bytes=settings.total_bytes,
             utilization=settings.gpu_memory_utilization,

@@ -150,3 +150,4 @@ class PlanResult(BaseModel):
     alternatives: list[Alternative] = Field(default_factory=list)
     reasons: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    calibration: str | None = None  # provenance of calibrated terms, when a calibration was used

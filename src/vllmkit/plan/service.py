@@ -219,9 +219,27 @@ def _precision_rank(label: str, variant: Variant, profile) -> float:  # noqa: AN
 # ----------------------------------------------------------------------------- planning
 
 
-def _engine_settings(req: PlanRequest, profile, rules: VersionRules, world_size: int, kv_dtype: str) -> EngineSettings:  # noqa: ANN001
+def _calibrated_terms(req: PlanRequest, profile, rules: VersionRules, arch: ModelArch | None, mnbt: int,  # noqa: ANN001
+                      tp: int, pp: int, env: Mapping[str, str] | None) -> tuple[dict, str | None]:
+    """Closest calibration recorded from real startups (vllmkit.calibration), if any."""
+    if env is None or arch is None or env.get("VLLMKIT_NO_CALIBRATION") == "1":
+        return {}, None
+    try:
+        from vllmkit.calibration.store import lookup_terms
+    except ImportError:
+        return {}, None
+    return lookup_terms(
+        gpu=profile.name, vllm_version=rules.version, family=arch.model_type, max_num_batched_tokens=mnbt,
+        tp=tp, pp=pp, enforce_eager=req.enforce_eager, env=env,
+    )
+
+
+def _engine_settings(req: PlanRequest, profile, rules: VersionRules, world_size: int, kv_dtype: str,  # noqa: ANN001
+                     arch: ModelArch | None = None, env: Mapping[str, str] | None = None,
+                     tp: int = 1, pp: int = 1) -> EngineSettings:
     mnbt, seqs = batch_defaults(profile, rules, world_size)
     cc = float(profile.compute_capability) if profile.compute_capability else None
+    calibrated, _ = _calibrated_terms(req, profile, rules, arch, req.max_num_batched_tokens or mnbt, tp, pp, env)
     return EngineSettings(
         device=profile.runtime,
         vendor=profile.vendor,
@@ -237,6 +255,7 @@ def _engine_settings(req: PlanRequest, profile, rules: VersionRules, world_size:
         compute_capability=cc,
         cpu_amx=_cpu_has_amx() if profile.vendor == "cpu" else False,
         cpu_avx512_bf16=_cpu_has_avx512_bf16() if profile.vendor == "cpu" else False,
+        calibrated=calibrated,
     )
 
 
@@ -333,7 +352,7 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
         for tp, pp in _gpu_options(variant.arch, profile, req):
             if tp * pp > 1 and profile.vendor == "cpu":
                 continue
-            settings = _engine_settings(req, profile, rules, tp * pp, kv_dtype)
+            settings = _engine_settings(req, profile, rules, tp * pp, kv_dtype, variant.arch, env, tp, pp)
             if auto_fit:
                 ev = evaluate(variant.arch, variant.weight_bytes, variant.weight_source, tp=tp, pp=pp,
                               max_model_len=min(target_len, variant.arch.native_max_model_len), auto_fit=True,
@@ -407,7 +426,8 @@ def _result(req: PlanRequest, env: Mapping[str, str], chosen: Candidate, candida
     variant = chosen.variant
     arch = variant.arch
     budget = ev.budget
-    settings = _engine_settings(req, profile, rules, ev.tp * ev.pp, kv_dtype)
+    settings = _engine_settings(req, profile, rules, ev.tp * ev.pp, kv_dtype, arch, env, ev.tp, ev.pp)
+    _, calibration = _calibrated_terms(req, profile, rules, arch, settings.max_num_batched_tokens, ev.tp, ev.pp, env)
     groups = []
     for g in ev.groups:
         spec = g.specs[0]
@@ -502,6 +522,7 @@ def _result(req: PlanRequest, env: Mapping[str, str], chosen: Candidate, candida
         estimated_max_model_len=None if ev.fits else cap.estimated_max_model_len,
         alternatives=[_alternative(c, chosen) for c in candidates],
         reasons=_reasons(chosen, profile, candidates),
+        calibration=calibration,
         warnings=warnings + ([] if kv_dtype == "auto" else [])
         + ([f"KV cache dtype: {effective_kv_cache_dtype(kv_dtype, arch)}"] if kv_dtype == "auto" and arch.quantization and arch.quantization.kv_cache_scheme else []),
     )

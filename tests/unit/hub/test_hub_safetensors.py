@@ -160,3 +160,23 @@ def test_fuzz_structured_garbage_headers(doc: dict) -> None:
         return
     assert not isinstance(header, int)
     assert all(v >= 0 for v in header.params_by_dtype().values())
+
+
+@settings(max_examples=300, deadline=None)
+@given(blob=st.binary(max_size=300), size_known=st.booleans())
+def test_fuzz_remote_reader_with_garbage(blob: bytes, size_known: bool) -> None:
+    """The range-read path (remote.read_remote_header) on garbage: our error or a header, and
+    at most two reads."""
+    from vllmkit.hub.remote import read_remote_header
+
+    calls: list[tuple[int, int]] = []
+
+    def read_range(_path: str, start: int, length: int) -> bytes:
+        calls.append((start, length))
+        return blob[start : start + length]
+
+    try:
+        read_remote_header(read_range, "x.safetensors", len(blob) if size_known else None, None)
+    except ModelSourceError as exc:
+        assert exc.code == "bad-safetensors-header"
+    assert len(calls) <= 2
