@@ -77,7 +77,14 @@ def installed_vllm_version(env: Mapping[str, str] | None = None) -> tuple[str, s
 def resolve_version(requested: str | None, env: Mapping[str, str] | None = None) -> tuple[str, str]:
     """(version, where it came from): --vllm-version, else the installed vLLM, else newest known."""
     if requested:
-        parse_version(requested)
+        try:
+            parse_version(requested)
+        except ValueError:
+            from vllmkit.errors import UsageError
+
+            raise UsageError(
+                f"--vllm-version {requested!r} is not a version", f"e.g. --vllm-version 0.32.0 (known: 0.6 … {NEWEST_KNOWN})"
+            ) from None
         return requested, "--vllm-version"
     found = installed_vllm_version(env)
     if found:

@@ -47,8 +47,14 @@ _PHASES: list[tuple[str, str, re.Pattern[str], _Detail | None]] = [
     (
         "config",
         "resolving config",
-        re.compile(r"non-default args:|Resolved architecture: (\S+)|Initializing a V1 LLM engine"),
+        re.compile(r"non-default args:|Resolved architecture: (\S+)"),
         lambda m: m.group(1) or "",
+    ),
+    (
+        "engine",
+        "starting the engine",
+        re.compile(r"Initializing a V1 LLM engine \(v?([^)]+)\)|Initializing an LLM engine"),
+        lambda m: f"vLLM {m.group(1)}" if m.group(1) else "",
     ),
     (
         "download",

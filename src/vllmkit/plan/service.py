@@ -36,6 +36,7 @@ from vllmkit.plan.models import (
 
 GIB = 1 << 30
 DEFAULT_MIN_CONCURRENCY = 4.0
+CONTEXT_FLOOR = 16384  # a recommended context shorter than this (or the native one) is a last resort
 _QUALITY = {"bf16": 0, "fp16": 0, "fp8": 1, "int8": 2, "mxfp4": 2, "nvfp4": 3, "awq": 3, "gptq-int4": 3, "gptq-int8": 2}
 
 
@@ -349,9 +350,12 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
         allowed, why = _precision_allowed(variant.label, profile)
         if variant is base:
             allowed = True  # what the user asked for is always evaluated and may be chosen
+        extra_after_fit = 1  # show one larger option after the first that fits, then stop
         for tp, pp in _gpu_options(variant.arch, profile, req):
             if tp * pp > 1 and profile.vendor == "cpu":
                 continue
+            if extra_after_fit < 0:
+                break
             settings = _engine_settings(req, profile, rules, tp * pp, kv_dtype, variant.arch, env, tp, pp)
             if auto_fit:
                 ev = evaluate(variant.arch, variant.weight_bytes, variant.weight_source, tp=tp, pp=pp,
@@ -363,15 +367,21 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
                 ev = evaluate(variant.arch, variant.weight_bytes, variant.weight_source, tp=tp, pp=pp,
                               max_model_len=target_len, auto_fit=False, settings=settings, rules=rules,
                               mtp_layers=_mtp_layers(variant.arch, variant.meta))
-            useful = ev.fits and (min_conc_for_fit == 0 or ev.capacity.max_concurrency >= min(min_conc_for_fit, 1.0))
+            # useful: fits, and when the planner chooses the context, a context of at least
+            # min(native, 16K) with min_concurrency requests of that length
+            floor = min(variant.arch.native_max_model_len, CONTEXT_FLOOR) if min_conc_for_fit > 0 else 0
+            useful = ev.fits and ev.max_model_len >= floor
             prec = _precision_rank(variant.label, variant, profile)
             small_model = base.weight_bytes <= 17 * 10**9 and variant.label in ("bf16", "fp16")
             gpus = tp * pp
+            tier = 0 if useful else (1 if ev.fits else 2)
             if req.gpu_count:
-                rank = (0 if useful else 1, prec - (0.5 if small_model else 0), gpus, -ev.max_model_len)
+                rank = (tier, prec - (0.5 if small_model else 0), gpus, -ev.max_model_len)
             else:
-                rank = (0 if useful else 1, gpus, prec - (0.5 if small_model else 0), -ev.max_model_len)
+                rank = (tier, gpus, prec - (0.5 if small_model else 0), -ev.max_model_len)
             candidates.append(Candidate(variant, ev, allowed, why, rank))
+            if useful and not req.gpu_count:
+                extra_after_fit -= 1
 
     pool = [c for c in candidates if c.allowed] or candidates
     chosen = min(pool, key=lambda c: c.rank)
