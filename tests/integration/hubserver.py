@@ -5,7 +5,7 @@ Hugging Face subset (what huggingface_hub calls for us):
 - GET /api/models/{repo}[/revision/{rev}][?blobs=true]    model info; siblings get sizes with blobs
 - HEAD/GET /{repo}/resolve/{rev}/{path}                   small files: 200 + ETag, X-Repo-Commit;
                                                          LFS files (*.safetensors, *.gguf): 302 to
-                                                         /cdn/... with X-Linked-Size / X-Linked-Etag
+                                                         the CDN origin with X-Linked-Size / X-Linked-Etag
 - GET /cdn/{repo}/{rev}/{path}                            file bytes, Range -> 206 + Content-Range
 Errors as the real Hub sends them: unknown repo 401 + X-Error-Code: RepoNotFound, gated 401/403 +
 GatedRepo, unknown revision 404 + RevisionNotFound, missing file 404 + EntryNotFound.
@@ -96,19 +96,28 @@ class HubServer:
             def do_HEAD(self) -> None:
                 server._handle(self, "HEAD")
 
+        # The hub, and a second origin for LFS bytes: the real Hub redirects LFS files to a CDN on
+        # another host, where clients stop following on HEAD and drop the Authorization header.
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.cdn_httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        for httpd in (self.httpd, self.cdn_httpd):
+            httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.cdn_url = f"http://127.0.0.1:{self.cdn_httpd.server_address[1]}"
+        self._threads = [
+            threading.Thread(target=httpd.serve_forever, daemon=True) for httpd in (self.httpd, self.cdn_httpd)
+        ]
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> HubServer:
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
         return self
 
     def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        for httpd in (self.httpd, self.cdn_httpd):
+            httpd.shutdown()
+            httpd.server_close()
 
     def clear(self) -> None:
         with self._lock:
@@ -308,7 +317,7 @@ class HubServer:
         commit = {"X-Repo-Commit": self._sha_of(repo, rev)}
         if file.endswith(LFS_SUFFIXES):
             sha = hashlib.sha256(blob).hexdigest()
-            location = f"/cdn/{quote(repo_id, safe='')}/{quote(rev, safe='')}/{quote(file, safe='')}"
+            location = f"{self.cdn_url}/cdn/{quote(repo_id, safe='')}/{quote(rev, safe='')}/{quote(file, safe='')}"
             self._send(h, method, rec, 302, b"", {
                 **commit, "Location": location, "X-Linked-Size": str(len(blob)), "X-Linked-Etag": f'"{sha}"',
                 "ETag": f'"{hashlib.sha1(blob).hexdigest()}"',

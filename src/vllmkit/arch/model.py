@@ -91,6 +91,9 @@ class ModelArch(BaseModel):
     num_kv_heads: int
     head_dim: int  # vLLM's get_head_size() (MLA: kv_lora_rank + qk_rope_head_dim)
     head_dim_v: int | None = None  # separate value head size where it differs
+    # head size the attention layers really use when the model code ignores config.head_dim
+    # (vLLM sizes hybrid block alignment with head_dim but the layers' pages with this)
+    layer_head_dim: int | None = None
     layer_kinds: list[LayerKind]
     sliding_window: int | None = None
     attention_chunk_size: int | None = None

@@ -452,7 +452,12 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
     is_mm = bool(where) or any(
         k in config for k in ("vision_config", "audio_config", "vision_tower", "mm_projector_type")
     )
+    layer_head_dim = None
+    if model_type == "granitemoehybrid" and heads and hidden // heads != head_dim:
+        # vllm/model_executor/models/granitemoehybrid.py: head_dim = hidden_size // num_heads
+        layer_head_dim = hidden // heads
     return ModelArch(
+        layer_head_dim=layer_head_dim,
         model_type=model_type,
         architectures=architectures,
         text_model_type=str(cfg.get("model_type")) if where else None,

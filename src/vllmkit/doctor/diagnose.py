@@ -335,7 +335,7 @@ def _insufficient_free(parsed: ParsedLog) -> list[Diagnosis]:
 # Traceback frames name the phase. Graph capture also runs _dummy_run and profiling runs the model,
 # so the outer, phase-specific frames decide: graph capture > profiling > load.
 _FRAME_RE = re.compile(r'File "[^"]*", line \d+, in (?P<func>\w+)')
-_GRAPH_FUNCS = re.compile(r"capture_model|_capture_cudagraphs|capture_graphs|cudagraph|graph_capture", re.I)
+_GRAPH_FUNCS = re.compile(r"capture_model|_capture_cudagraphs|capture_graphs|cudagraph|graph_capture|capture_end|capture_begin", re.I)
 _PROFILE_FUNCS = re.compile(r"profile_run|_dummy_sampler_run|determine_available_memory|determine_num_available_blocks|profile")
 _LOAD_FUNCS = re.compile(r"load_model|load_weights|_load_weights|init_device_and_load")
 _CAPTURE_PROGRESS = re.compile(r"Capturing (?:CUDA graphs?|cudagraphs|the model for CUDA graphs)", re.I)
@@ -451,11 +451,14 @@ def _tp_not_divisible(parsed: ParsedLog) -> list[Diagnosis]:
     smaller = [d for d in valid if d < tp]
     best = max(smaller) if smaller else 1
     alts: list[Alternative] = []
-    if tp > 0 and tp % best == 0 and tp // best > 1:
+    # To still use all `tp` GPUs: the largest valid TP size that divides tp, times pipeline stages.
+    fitting = [d for d in smaller if tp % d == 0]
+    if tp > 1 and fitting:
+        pp_tp = max(fitting)
         alts.append(
             Alternative(
-                flags=["--tensor-parallel-size", str(best), "--pipeline-parallel-size", str(tp // best)],
-                effect=f"uses all {tp} GPUs: {best}-way tensor parallel x {tp // best} pipeline stages",
+                flags=["--tensor-parallel-size", str(pp_tp), "--pipeline-parallel-size", str(tp // pp_tp)],
+                effect=f"uses all {tp} GPUs: {pp_tp}-way tensor parallel x {tp // pp_tp} pipeline stages",
                 source="derived",
             )
         )

@@ -50,13 +50,15 @@ def kv_heads_per_rank(arch: ModelArch, tp: int) -> int:
     return max(1, arch.num_kv_heads // tp)
 
 
-def attention_token_bytes(arch: ModelArch, tp: int, dtype_bytes: int) -> int:
-    """Bytes one token takes in one attention layer on one rank."""
+def attention_token_bytes(arch: ModelArch, tp: int, dtype_bytes: int, *, layer: bool = True) -> int:
+    """Bytes one token takes in one attention layer on one rank. layer=False gives the figure
+    vLLM's platform code computes from the config's head size (hybrid block alignment)."""
     if arch.mla is not None:
         # one latent (kv_lora_rank + rope dims) per token, no separate V; every rank holds it all
         return arch.head_dim * dtype_bytes
-    head_v = arch.head_dim if arch.head_dim_v is None else arch.head_dim_v
-    return kv_heads_per_rank(arch, tp) * (arch.head_dim + head_v) * dtype_bytes
+    head = arch.layer_head_dim if (layer and arch.layer_head_dim) else arch.head_dim
+    head_v = head if arch.head_dim_v is None else arch.head_dim_v
+    return kv_heads_per_rank(arch, tp) * (head + head_v) * dtype_bytes
 
 
 def _divide(a: int, b: int) -> int:
@@ -180,6 +182,7 @@ def build_specs(
         bs, reason = block_size, "set with --block-size"
     state = 0
     pages = 1
+    mamba_padded_page = 0
     has_attention = any(k in arch.layer_kinds for k in KV_LAYER_KINDS if k is not LayerKind.MAMBA)
     if arch.mamba is not None and LayerKind.MAMBA in arch.layer_kinds:
         mamba = arch.mamba
@@ -188,10 +191,13 @@ def build_specs(
         state = mamba_state_bytes(mamba, tp, arch.dtype_bytes)
         pages = mamba_pages_per_request(arch.mamba, prefix_caching)
         if has_attention:
-            aligned = align_hybrid_block_size(bs, token_bytes, state, device)
+            config_token_bytes = attention_token_bytes(arch, tp, dtype_bytes, layer=False)
+            aligned = align_hybrid_block_size(bs, config_token_bytes, state, device)
             if aligned != bs:
                 reason = f"hybrid model: attention block size {aligned} so an attention page holds a mamba state"
                 bs = aligned
+            # platform pads the mamba page to the attention page computed from the config's head size
+            mamba_padded_page = bs * config_token_bytes
     attn_page = bs * token_bytes
     ids: list[int] = []
     specs: list[LayerSpec] = []
@@ -200,7 +206,7 @@ def build_specs(
             continue
         ids.append(i)
         if kind is LayerKind.MAMBA:
-            padded = attn_page if has_attention and attn_page > state else None
+            padded = mamba_padded_page if has_attention and mamba_padded_page > state else None
             specs.append(LayerSpec(SpecKind.MAMBA, bs, state_bytes=state, page_size_padded=padded, mamba_pages=pages))
         else:
             specs.append(
