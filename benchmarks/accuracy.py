@@ -41,6 +41,7 @@ GPU_MAP = {
     "blog-rtxpro6000-qwen3-32b-tp2": {"gpu": "rtx-pro-6000", "gpu_memory": int(95.01 * GIB)},
     "barkla-qwen3-coder-30b-a3b-80gb": {"gpu": "h100"},
     "vllm-11230-qwen25-72b-gptq-int4-48gb": {"gpu": "l40s", "gpu_memory": int(47.74 * GIB)},
+    "legalai-qwen3-next-80b-h200-tp2": {"gpu": "h200"},
 }
 # vLLM version assumed when the log does not print it (the row's engine note gives the era)
 VERSION_ASSUMED = {
@@ -91,7 +92,9 @@ def tokens_from_measured_kv(entry, row: dict, version: str) -> int | None:
     arch = read_arch(entry.config)
     rules = rules_for(version)
     kv_dtype = row.get("kv_cache_dtype") or "auto"
-    specs = build_specs(arch, tp=row.get("tp") or 1, kv_cache_dtype=kv_dtype, device="cuda", block_size=row.get("block_size"))
+    hybrid_pc = arch.mamba is None or rules.hybrid_prefix_caching
+    specs = build_specs(arch, tp=row.get("tp") or 1, kv_cache_dtype=kv_dtype, device="cuda",
+                        block_size=None if arch.mamba is not None else row.get("block_size"), prefix_caching=hybrid_pc)
     groups = group_layers(list(specs.specs))
     cap = kv_capacity(groups, [groups], [int(row["available_kv_gib"] * GIB)], int(row["max_model_len"]),
                       2 * 8192, tokens_from_concurrency=rules.tokens_from_concurrency)

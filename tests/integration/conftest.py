@@ -1,10 +1,17 @@
-"""Fixtures: one stand-in hub server per session, a clean request log and environment per test."""
+"""Fixtures: one stand-in hub server per session, a clean request log and environment per test.
+
+huggingface_hub reads HF_HUB_OFFLINE into its constants when first imported, and then refuses
+every request for the rest of the process. It is imported here, at collection time, so that a test
+elsewhere that sets HF_HUB_OFFLINE=1 in the environment (tests/cli) cannot freeze it offline for
+these tests; vllmkit itself passes settings per call and reads HF_HUB_OFFLINE from its env mapping.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 
+import huggingface_hub.constants as hf_constants
 import pytest
 
 from tests.integration.hubserver import HubServer
@@ -18,8 +25,6 @@ def repos() -> dict[str, Repo]:
 
 @pytest.fixture(scope="session")
 def hub_server(repos: dict[str, Repo]) -> Iterator[HubServer]:
-    import huggingface_hub.constants as hf_constants
-
     if hf_constants.HF_HUB_OFFLINE:
         pytest.skip("HF_HUB_OFFLINE was set when huggingface_hub was imported; the client refuses all requests")
     server = HubServer(repos).start()

@@ -93,6 +93,8 @@ def render_failure(console: Console, result: Any) -> None:
             )
         if f.fix:
             console.print(f"  fix: {f.fix}", markup=False)
+        for alt in f.alternatives:
+            console.print(f"  or: {alt}", markup=False)
     if result.log:
         console.print(f"log: {result.log}", markup=False)
 

@@ -309,8 +309,8 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("no_kv_memory", _p(r"No available memory for the cache blocks")),
     # v1/worker/utils.py: "Free memory on device cuda:0 (F/T GiB) on startup is less than desired GPU memory utilization (u, R GiB)."
     ("insufficient_free", _p(
-        rf"Free memory on device ?(?P<device>[\w:]*) \((?P<free>{FLT})/(?P<total>{FLT}) GiB\) on startup is less than "
-        rf"(?:desired GPU memory utilization|the engine's budget[^(]*)\((?P<util>{FLT}), (?P<req>{FLT}) GiB\)"
+        rf"Free memory on device(?: (?P<device>[\w:]+))? \((?P<free>{FLT})/(?P<total>{FLT}) GiB\) on startup is less than "
+        rf"(?:desired GPU memory utilization |the engine's budget[^(]*)\((?P<util>{FLT}), (?P<req>{FLT}) GiB\)"
     )),
     # torch: "CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 has a total capacity of 79.19 GiB of which ..."
     ("oom", _p(
@@ -352,13 +352,13 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("unsupported_arch", _p(r"Model architectures? (?P<archs>\[[^\]]*\]) (?:are|is) not supported for now")),
     ("unsupported_arch", _p(r"Cannot find model module\. '(?P<arch>\w+)' is not a registered model")),
     # uvicorn / asyncio: "[Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use"
-    ("port_in_use", _p(r"\[Errno (?:98|48|10048)\][^\n]*?(?:\('(?P<host>[^']*)', (?P<port>\d+)\))?[^\n]*?[Aa]ddress already in use")),
+    ("port_in_use", _p(r"\[Errno (?:98|48|10048)\] error while attempting to bind on address \('(?P<host>[^']*)', (?P<port>\d+)\)")),
     ("port_in_use", _p(r"OSError: \[Errno 98\] Address already in use|Address already in use")),
     # chat template (transformers >= 4.44): vLLM returns HTTP 400 with this text
     ("chat_template_missing", _p(r"default chat template is no longer allowed|must provide a chat template if the tokenizer does not define one|Cannot use chat template functions because tokenizer\.chat_template is not set")),
     # config/model.py: "Default vLLM sampling parameters have been overridden by %s: `%s`. ... `--generation-config vllm`."
     # 0.7-0.10: "Default sampling parameters have been overridden by the model's Hugging Face generation config ..."
-    ("generation_config_override", _p(r"Default (?:vLLM )?sampling parameters have been overridden by (?P<src>[^:`]+?)(?::\s*`(?P<params>\{.*?\})`)?\.")),
+    ("generation_config_override", _p(r"Default (?:vLLM )?sampling parameters have been overridden by (?P<src>[^:]+?)(?::\s*`(?P<params>\{.*?\})`)?\.(?:\s|$)")),
     ("generation_config_override", _p(r"Using default (?:chat )?sampling params from model: (?P<params>\{.*\})")),
     # NCCL / shared memory (issues vllm#1710, #6574, #18831, MiniMax-01#42)
     ("shm_error", _p(r"Error while (?:creating|attaching to) shared memory segment (?P<seg>/dev/shm/\S*)|ncclShmOpen|/dev/shm[^\n]*No space left on device|Bus error")),

@@ -41,6 +41,7 @@ class VersionRules:
     sliding_in_flight_uses_concurrent_batches: bool
     yarn_scales_max_len: bool
     large_gpu_batch_defaults: bool
+    hybrid_prefix_caching: bool  # prefix caching (mamba "align" mode) on by default for hybrids
     capacity_line_prefix: str  # how the capacity line starts ("GPU KV cache size" / "<DEV> KV cache size")
     v1_engine: bool
 
@@ -59,6 +60,9 @@ def rules_for(version: str) -> VersionRules:
         sliding_in_flight_uses_concurrent_batches=v >= (0, 29, 0),
         yarn_scales_max_len=v <= (0, 29, 99),
         large_gpu_batch_defaults=v >= (0, 28, 0),
+        # 0.10.x logs "Hybrid or mamba-based model detected: disabling prefix caching"; align mode
+        # landed with vllm PR #30877 (Dec 2025); 0.32 enables it by default. Threshold approximate.
+        hybrid_prefix_caching=v >= (0, 15, 0),
         capacity_line_prefix="<DEV> KV cache size" if v >= (0, 30, 0) else "GPU KV cache size",
         v1_engine=v >= (0, 8, 0),
     )

@@ -50,12 +50,17 @@ def estimate_param_bytes(arch: ModelArch) -> int:
     return n * layer_bytes + embed * _EMBED_BYTES
 
 
-def split_weights(arch: ModelArch, total_bytes: int, *, tp: int, pp: int, mtp_layers: int = 0) -> WeightSplit:
+def split_weights(
+    arch: ModelArch, total_bytes: int, *, tp: int, pp: int, mtp_layers: int = 0, mtp_own_embeddings: bool = True
+) -> WeightSplit:
     embed = arch.vocab_size * arch.hidden_size * _EMBED_BYTES
     lm_head = 0 if arch.tie_word_embeddings else embed
     n = arch.num_hidden_layers
     # an MTP (next-token-prediction) layer carries its own embedding, head and eh_proj (2h -> h)
-    mtp_extra = mtp_layers * (embed + (lm_head or embed) + 2 * arch.hidden_size * arch.hidden_size * _EMBED_BYTES)
+    # (DeepSeek-V3 / GLM-4.5 style); Qwen3-Next style MTP shares the main model's embeddings
+    mtp_extra = mtp_layers * 2 * arch.hidden_size * arch.hidden_size * _EMBED_BYTES
+    if mtp_own_embeddings:
+        mtp_extra += mtp_layers * (embed + (lm_head or embed))
     body = max(total_bytes - embed - lm_head - mtp_extra, 0)
     per_layer = body // max(n + mtp_layers, 1)
     skipped = per_layer * mtp_layers + mtp_extra

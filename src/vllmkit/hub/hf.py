@@ -16,9 +16,7 @@ we pass endpoint and token explicitly on every call, computed from the env mappi
 
 from __future__ import annotations
 
-import difflib
 import re
-from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -44,7 +42,7 @@ from vllmkit.hub.errors import (
     retrying,
     to_error,
 )
-from vllmkit.hub.local import read_folder
+from vllmkit.hub.offline import close_names, hf_offline_metadata
 from vllmkit.hub.remote import build_metadata
 from vllmkit.hub.settings import HubSettings
 
@@ -106,6 +104,18 @@ def _short(exc: BaseException) -> str:
     return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
+def _context(settings: HubSettings, repo_id: str, revision: str | None) -> HubContext:
+    return HubContext(
+        hub="Hugging Face",
+        endpoint=settings.hf_endpoint,
+        repo_id=repo_id,
+        revision=revision,
+        token_var="HF_TOKEN",
+        token_origin=settings.hf_token_origin,
+        mirror_hint="set HF_ENDPOINT to a mirror (e.g. https://hf-mirror.com)",
+    )
+
+
 class _HfRepo:
     """RemoteRepo for one Hugging Face repository at one revision."""
 
@@ -114,15 +124,7 @@ class _HfRepo:
         self.repo_id = repo_id
         self.revision = revision
         self.commit: str | None = None
-        self.ctx = HubContext(
-            hub="Hugging Face",
-            endpoint=settings.hf_endpoint,
-            repo_id=repo_id,
-            revision=revision,
-            token_var="HF_TOKEN",
-            token_origin=settings.hf_token_origin,
-            mirror_hint="set HF_ENDPOINT to a mirror (e.g. https://hf-mirror.com)",
-        )
+        self.ctx = _context(settings, repo_id, revision)
         self.api = HfApi(endpoint=settings.hf_endpoint, token=settings.hf_token or False)
 
     def _retry(self, call: Any, what: str, suggest: Any = None) -> Any:
@@ -193,12 +195,6 @@ def suggest_ids(settings: HubSettings, repo_id: str) -> list[str]:
     return close_names(repo_id, found)
 
 
-def close_names(repo_id: str, candidates: list[str]) -> list[str]:
-    lowered = {c.lower(): c for c in candidates}
-    ranked = difflib.get_close_matches(repo_id.lower(), list(lowered), n=3, cutoff=0.6)
-    return [lowered[r] for r in ranked]
-
-
 def search_models(settings: HubSettings, query: str, *, author: str | None = None, limit: int = 100) -> list[str]:
     """Model ids matching `query` (GET /api/models?search=...), most downloaded first.
 
@@ -217,39 +213,10 @@ def search_models(settings: HubSettings, query: str, *, author: str | None = Non
     return [str(i.get("id") or i.get("modelId")) for i in items if isinstance(i, dict) and (i.get("id") or i.get("modelId"))]
 
 
-def hf_cache_snapshot(settings: HubSettings, repo_id: str, revision: str | None) -> Path | None:
-    """A snapshot folder of `repo_id` in the HF cache ($HF_HUB_CACHE) that holds config.json and
-    weights, or None."""
-    repo_dir = settings.hf_hub_cache / f"models--{repo_id.replace('/', '--')}"
-    rev = revision or "main"
-    commit = rev if _COMMIT_RE.match(rev) else None
-    if commit is None:
-        try:
-            commit = (repo_dir / "refs" / rev).read_text().strip()
-        except OSError:
-            return None
-    snapshot = repo_dir / "snapshots" / commit
-    if not (snapshot / "config.json").is_file():
-        return None
-    return snapshot
-
-
-def metadata_from_cache_folder(folder: Path, *, source: str, repo_id: str, revision: str | None,
-                               note: str) -> ModelMetadata | None:
-    """Read a hub-cache snapshot as a local folder; None when it lacks the weights vLLM loads."""
-    try:
-        meta = read_folder(folder, revision=revision)
-    except ModelSourceError:
-        return None
-    loaded = meta.loaded_weight_files or []
-    sizes = {f.name: f.size for f in meta.files}
-    if not loaded or any(sizes.get(n) is None for n in loaded):
-        return None
-    meta.id = repo_id
-    meta.source = source  # type: ignore[assignment]
-    meta.provenance["files"] = f"{note} ({folder})"
-    meta.notes.append(note)
-    return meta
+def offline_error(settings: HubSettings, repo_id: str, revision: str | None) -> ModelSourceError:
+    """The error for HF_HUB_OFFLINE when no cache holds the model (no huggingface_hub call)."""
+    ctx = _context(settings, repo_id, revision)
+    return to_error(Failure("offline", detail="HF_HUB_OFFLINE is set"), ctx, what="model info")
 
 
 class HfSource:
@@ -261,25 +228,16 @@ class HfSource:
         self.settings = settings or HubSettings.from_env()
 
     def fetch(self, model_id: str, revision: str | None = None, *, refresh: bool = False) -> ModelMetadata:
-        repo = _HfRepo(self.settings, model_id, revision)
         if self.settings.hf_offline:
-            return self._from_hf_cache(repo, Failure("offline", detail="HF_HUB_OFFLINE is set"))
+            cached = hf_offline_metadata(self.settings, model_id, revision)
+            if cached is None:
+                raise offline_error(self.settings, model_id, revision)
+            return cached
+        repo = _HfRepo(self.settings, model_id, revision)
         try:
             return build_metadata(repo, source="hf", repo_id=model_id, revision=revision)
-        except HubUnreachableError as exc:
-            return self._from_hf_cache(repo, None, error=exc)
-
-    def _from_hf_cache(self, repo: _HfRepo, failure: Failure | None,
-                       error: ModelSourceError | None = None) -> ModelMetadata:
-        snapshot = hf_cache_snapshot(self.settings, repo.repo_id, repo.revision)
-        if snapshot is not None:
-            meta = metadata_from_cache_folder(
-                snapshot, source="hf", repo_id=repo.repo_id, revision=repo.revision,
-                note="offline: read from the Hugging Face cache",
-            )
-            if meta is not None:
-                return meta
-        if error is not None:
-            raise error
-        assert failure is not None
-        raise to_error(failure, repo.ctx, what="model info")
+        except HubUnreachableError:
+            cached = hf_offline_metadata(self.settings, model_id, revision)
+            if cached is None:
+                raise
+            return cached

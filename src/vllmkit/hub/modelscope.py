@@ -17,7 +17,6 @@ m_session_id cookie, as the client does), MODELSCOPE_CACHE (read offline).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -25,7 +24,7 @@ import requests
 
 from vllmkit.hub.base import FileInfo, ModelMetadata
 from vllmkit.hub.errors import Failure, HubContext, HubUnreachableError, retry_after_seconds, retrying
-from vllmkit.hub.hf import close_names, metadata_from_cache_folder
+from vllmkit.hub.offline import close_names, ms_offline_metadata
 from vllmkit.hub.remote import build_metadata
 from vllmkit.hub.settings import HubSettings
 
@@ -225,22 +224,6 @@ def suggest_ids(settings: HubSettings, repo_id: str, session: requests.Session |
     return close_names(repo_id, search_models(settings, query, limit=50, session=session))
 
 
-def ms_cache_folder(settings: HubSettings, repo_id: str) -> Path | None:
-    """The model in MODELSCOPE_CACHE, in any layout the client has used
-    (modelscope_hub/_cache_manager.py _resolve_cache_targets)."""
-    root = settings.ms_cache
-    for candidate in (
-        root / "models" / repo_id.replace("/", "--"),
-        root / "models" / repo_id,
-        root / repo_id,
-        root / "hub" / repo_id,
-        root / "hub" / "models" / repo_id,
-    ):
-        if (candidate / "config.json").is_file():
-            return candidate
-    return None
-
-
 class ModelScopeSource:
     name = "modelscope"
 
@@ -253,12 +236,7 @@ class ModelScopeSource:
             try:
                 return build_metadata(repo, source="modelscope", repo_id=model_id, revision=revision)
             except HubUnreachableError:
-                folder = ms_cache_folder(self.settings, model_id)
-                if folder is not None:
-                    meta = metadata_from_cache_folder(
-                        folder, source="modelscope", repo_id=model_id, revision=revision,
-                        note="offline: read from the ModelScope cache",
-                    )
-                    if meta is not None:
-                        return meta
-                raise
+                cached = ms_offline_metadata(self.settings, model_id, revision)
+                if cached is None:
+                    raise
+                return cached

@@ -146,6 +146,17 @@ def fetch_hub(
         cached = cache.load_metadata(settings.cache_dir, hub, repo_id, revision, endpoint=endpoint)
         if cached is not None:
             return cached
+    if hub == "hf" and settings.hf_offline:
+        # answered without importing huggingface_hub (it freezes HF_HUB_OFFLINE at import time)
+        from vllmkit.hub.offline import hf_offline_metadata
+
+        offline = hf_offline_metadata(settings, repo_id, revision)
+        if offline is not None:
+            return offline
+        raise HubUnreachableError(
+            f"HF_HUB_OFFLINE is set and {repo_id} is not in the Hugging Face cache ({settings.hf_hub_cache})",
+            "unset HF_HUB_OFFLINE to go online, or pass a local folder / --source catalog",
+        )
     if hub == "hf":
         from vllmkit.hub.hf import HfSource
 

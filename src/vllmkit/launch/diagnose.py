@@ -20,6 +20,7 @@ class StartFailure(BaseModel):
     evidence: str = ""
     fix: str = ""
     suggested_flags: list[str] = Field(default_factory=list)
+    alternatives: list[str] = Field(default_factory=list)  # "flags: effect"
     estimated_max_model_len: int | None = None
     source: str = "doctor"  # doctor | fallback
 
@@ -66,6 +67,7 @@ def diagnose_start_failure(log_text: str) -> list[StartFailure]:
                 evidence=str(_get(item, "evidence", "") or ""),
                 fix=str(_get(item, "fix", "") or ""),
                 suggested_flags=list(_get(item, "suggested_flags", []) or []),
+                alternatives=[_alternative(a) for a in _get(item, "alternatives", []) or []],
                 estimated_max_model_len=est if isinstance(est, int) else _estimated_len(log_text),
             )
         )
@@ -75,6 +77,12 @@ def diagnose_start_failure(log_text: str) -> list[StartFailure]:
         if f.estimated_max_model_len is None and f.code == "kv-cache-too-small":
             f.estimated_max_model_len = _estimated_len(log_text)
     return found
+
+
+def _alternative(alt: Any) -> str:
+    flags = " ".join(str(f) for f in (_get(alt, "flags", []) or []))
+    effect = str(_get(alt, "effect", "") or "")
+    return f"{flags}: {effect}" if flags and effect else (flags or effect)
 
 
 def _estimated_len(text: str) -> int | None:

@@ -30,6 +30,7 @@ from vllmkit.launch.diagnose import StartFailure, diagnose_start_failure
 from vllmkit.launch.phases import PhaseEvent, StartupFacts
 from vllmkit.launch.smoke import SmokeReport, run_smoke
 from vllmkit.launch.supervisor import (
+    STOP_GRACE_S,
     HealthOutcome,
     StopRequested,
     Supervisor,
@@ -61,6 +62,7 @@ class ServeOptions(BaseModel):
     check_flags: bool = True
     no_auth: bool = False
     api_key_file: str | None = None
+    stop_grace_s: float = STOP_GRACE_S  # vLLM's own shutdown before the group is signalled
 
 
 class ApiKey(BaseModel):
@@ -481,7 +483,7 @@ def serve(
                 result.phases = list(sup.tracker.events)
                 result.facts = sup.tracker.facts
                 if outcome != HealthOutcome.HEALTHY:
-                    sup.stop()
+                    sup.stop(options.stop_grace_s)
                     result.facts = sup.tracker.facts
                     result.failure = diagnose_start_failure(read_log(record.log_path))
                     result.exit_code = sup.returncode()
@@ -512,7 +514,7 @@ def serve(
                 result.failure = diagnose_start_failure(read_log(record.log_path))
                 raise ServeFailed(f"vLLM exited with code {code} after startup", "see the run log", result)
             except StopRequested as stop:
-                sup.stop()
+                sup.stop(options.stop_grace_s)
                 result.exit_code = sup.returncode()
                 result.phases = list(sup.tracker.events)
                 if healthy:
@@ -523,7 +525,7 @@ def serve(
                 raise KeyboardInterrupt(stop.args[0] if stop.args else "interrupted") from None
     finally:
         if not keep_running:
-            sup.stop()  # idempotent; covers unexpected errors: never leave the group behind
+            sup.stop(options.stop_grace_s)  # idempotent; covers unexpected errors: never leave the group behind
             record.exit_code = sup.returncode() if record.exit_code is None else record.exit_code
             if record.status in ("starting", "running"):
                 record.status = "stopped" if healthy else "failed"

@@ -112,6 +112,7 @@ def evaluate(
     settings: EngineSettings,
     rules: VersionRules,
     mtp_layers: int = 0,
+    mtp_own_embeddings: bool = True,
 ) -> Evaluation:
     specs = build_specs(
         arch,
@@ -125,7 +126,8 @@ def evaluate(
         ssm_dtype_override="float32" if settings.device == "cpu" and settings.cpu_avx512_bf16 else None,
     )
     groups = group_layers(list(specs.specs))
-    split = split_weights(arch, weight_total_bytes, tp=tp, pp=pp, mtp_layers=mtp_layers)
+    split = split_weights(arch, weight_total_bytes, tp=tp, pp=pp, mtp_layers=mtp_layers,
+                          mtp_own_embeddings=mtp_own_embeddings)
     stages = pp_layer_ranges(arch.num_hidden_layers, pp)
     budgets: list[MemoryBudget] = []
     worker_groups: list[list[KVGroup]] = []

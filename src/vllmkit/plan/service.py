@@ -251,7 +251,10 @@ def _engine_settings(req: PlanRequest, profile, rules: VersionRules, world_size:
         kv_cache_dtype=kv_dtype,
         block_size=req.block_size,
         enforce_eager=req.enforce_eager,
-        prefix_caching=True if req.enable_prefix_caching is None else req.enable_prefix_caching,
+        prefix_caching=(
+            req.enable_prefix_caching if req.enable_prefix_caching is not None
+            else not (arch is not None and arch.mamba is not None and not rules.hybrid_prefix_caching)
+        ),
         kv_cache_memory_bytes=req.kv_cache_memory_bytes,
         compute_capability=cc,
         cpu_amx=_cpu_has_amx() if profile.vendor == "cpu" else False,
@@ -261,23 +264,39 @@ def _engine_settings(req: PlanRequest, profile, rules: VersionRules, world_size:
 
 
 def _mtp_layers(arch: ModelArch, meta: ModelMetadata) -> int:
-    n = meta.config.get("num_nextn_predict_layers")
-    return int(n) if isinstance(n, int) and n > 0 else 0
+    """Multi-token-prediction layers in the checkpoint that vLLM loads only for speculative decoding
+    (DeepSeek-V3/GLM-4.5 num_nextn_predict_layers, Qwen3-Next mtp_num_hidden_layers)."""
+    for key in ("num_nextn_predict_layers", "mtp_num_hidden_layers"):
+        n = meta.config.get(key)
+        if isinstance(n, int) and n > 0:
+            return n
+    return 0
+
+
+def _mtp_own_embeddings(meta: ModelMetadata) -> bool:
+    """DeepSeek/GLM MTP layers carry their own embed_tokens + shared_head; Qwen3-Next's share the
+    main ones (mtp_use_dedicated_embeddings false)."""
+    return "mtp_num_hidden_layers" not in meta.config or bool(meta.config.get("mtp_use_dedicated_embeddings"))
+
+
+def _evaluate(variant: Variant, tp: int, pp: int, max_model_len: int, auto_fit: bool, settings: EngineSettings,
+              rules: VersionRules) -> Evaluation:
+    return evaluate(variant.arch, variant.weight_bytes, variant.weight_source, tp=tp, pp=pp,
+                    max_model_len=max_model_len, auto_fit=auto_fit, settings=settings, rules=rules,
+                    mtp_layers=_mtp_layers(variant.arch, variant.meta),
+                    mtp_own_embeddings=_mtp_own_embeddings(variant.meta))
 
 
 def _fit_context(variant: Variant, tp: int, pp: int, native: int, min_conc: float, settings: EngineSettings,
                  rules: VersionRules) -> Evaluation:
     """Largest context (<= native) that keeps min_conc requests of that length in the KV cache."""
-    ev = evaluate(variant.arch, variant.weight_bytes, variant.weight_source, tp=tp, pp=pp, max_model_len=native,
-                  auto_fit=False, settings=settings, rules=rules, mtp_layers=_mtp_layers(variant.arch, variant.meta))
+    ev = _evaluate(variant, tp, pp, native, False, settings, rules)
     if ev.fits and ev.capacity.max_concurrency >= min_conc:
         return ev
     lo, hi, best = 1, native, None
     while lo <= hi:
         mid = (lo + hi) // 2
-        trial = evaluate(variant.arch, variant.weight_bytes, variant.weight_source, tp=tp, pp=pp, max_model_len=mid,
-                         auto_fit=False, settings=settings, rules=rules,
-                         mtp_layers=_mtp_layers(variant.arch, variant.meta))
+        trial = _evaluate(variant, tp, pp, mid, False, settings, rules)
         if trial.fits and trial.capacity.max_concurrency >= min_conc:
             best, lo = trial, mid + 1
         else:
@@ -288,9 +307,7 @@ def _fit_context(variant: Variant, tp: int, pp: int, native: int, min_conc: floa
     length = best.max_model_len
     if length > 4096:
         length = length // 1024 * 1024
-        best = evaluate(variant.arch, variant.weight_bytes, variant.weight_source, tp=tp, pp=pp,
-                        max_model_len=length, auto_fit=False, settings=settings, rules=rules,
-                        mtp_layers=_mtp_layers(variant.arch, variant.meta))
+        best = _evaluate(variant, tp, pp, length, False, settings, rules)
     return best
 
 
@@ -358,15 +375,11 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
                 break
             settings = _engine_settings(req, profile, rules, tp * pp, kv_dtype, variant.arch, env, tp, pp)
             if auto_fit:
-                ev = evaluate(variant.arch, variant.weight_bytes, variant.weight_source, tp=tp, pp=pp,
-                              max_model_len=min(target_len, variant.arch.native_max_model_len), auto_fit=True,
-                              settings=settings, rules=rules, mtp_layers=_mtp_layers(variant.arch, variant.meta))
+                ev = _evaluate(variant, tp, pp, min(target_len, variant.arch.native_max_model_len), True, settings, rules)
             elif min_conc_for_fit > 0:
                 ev = _fit_context(variant, tp, pp, variant.arch.native_max_model_len, min_conc_for_fit, settings, rules)
             else:
-                ev = evaluate(variant.arch, variant.weight_bytes, variant.weight_source, tp=tp, pp=pp,
-                              max_model_len=target_len, auto_fit=False, settings=settings, rules=rules,
-                              mtp_layers=_mtp_layers(variant.arch, variant.meta))
+                ev = _evaluate(variant, tp, pp, target_len, False, settings, rules)
             # useful: fits, and when the planner chooses the context, a context of at least
             # min(native, 16K) with min_concurrency requests of that length
             floor = min(variant.arch.native_max_model_len, CONTEXT_FLOOR) if min_conc_for_fit > 0 else 0

