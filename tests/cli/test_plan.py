@@ -156,3 +156,10 @@ def test_small_model_keeps_bf16_on_a_fitting_gpu(env) -> None:
 def test_fp8_not_recommended_without_native_fp8(env) -> None:
     d = envelope(run("plan", "Qwen/Qwen3-32B", "--gpu", "a100-80gb-sxm", "--json"))["data"]
     assert d["model"]["id"] != "Qwen/Qwen3-32B-FP8"
+
+
+def test_bf16_checkpoint_on_t4_is_served_as_float16(env) -> None:
+    # T4 is sm 7.5: vLLM refuses bfloat16 below compute capability 8.0
+    d = envelope(run("plan", "Qwen/Qwen3-8B", "--gpu", "t4", "--json"))["data"]
+    assert d["settings"]["dtype"] == "half"
+    assert "--dtype" in d["serve_command"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -125,7 +125,7 @@ def _sum(metrics: dict[str, list[Sample]], *names: str) -> float | None:
     for name in names:
         samples = metrics.get(name)
         if samples:
-            values = [s.value for s in samples if not math.isnan(s.value)]
+            values = [s.value for s in samples if math.isfinite(s.value)]
             if values:
                 return float(sum(values))
     return None
@@ -135,7 +135,7 @@ def _mean_gauge(metrics: dict[str, list[Sample]], *names: str) -> float | None:
     for name in names:
         samples = metrics.get(name)
         if samples:
-            values = [s.value for s in samples if not math.isnan(s.value)]
+            values = [s.value for s in samples if math.isfinite(s.value)]
             if values:
                 return float(max(values))  # per-engine gauges: the fullest engine is what matters
     return None
@@ -149,7 +149,7 @@ def histogram(metrics: dict[str, list[Sample]], *names: str) -> Histogram | None
         by_le: dict[float, float] = {}
         for s in buckets:
             le = _parse_value(s.labels.get("le", ""))
-            if le is None:
+            if le is None or math.isnan(le) or not math.isfinite(s.value):
                 continue
             by_le[le] = by_le.get(le, 0.0) + s.value
         return Histogram(
@@ -399,6 +399,3 @@ Fetcher = Callable[[str, float], str]
 def is_vllm_metrics(text: str) -> bool:
     return any(name.startswith("vllm:") for name in parse_prometheus(text))
 
-
-def _names(samples: Iterable[Sample]) -> list[str]:
-    return sorted({s.name for s in samples})

@@ -372,7 +372,7 @@ def parse_rocm_smi_pids(text: str) -> list[GpuProcess]:
             continue
         if line.strip().startswith("="):
             break
-        parts = re.split(r"\t+|\s{2,}", line.strip())
+        parts = line.split()  # tab- or space-separated depending on the release
         if len(parts) < 4 or not parts[0].strip().isdigit():
             continue
         procs.append(GpuProcess(pid=int(parts[0]), name=parts[1].strip(), used_bytes=_int_bytes(parts[3])))

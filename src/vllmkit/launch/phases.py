@@ -105,7 +105,7 @@ _PHASES: list[tuple[str, str, re.Pattern[str], _Detail | None]] = [
         "api_up",
         "API server up",
         re.compile(
-            r"Starting vLLM (?:API )?server on (\S+)|Uvicorn running on (\S+)|Application startup complete"
+            r"Starting vLLM (?:API )?server (?:\d+ )?on (\S+)|Uvicorn running on (\S+)|Application startup complete"
         ),
         lambda m: m.group(1) or m.group(2) or "",
     ),
@@ -121,7 +121,7 @@ _WEIGHTS = re.compile(r"Model loading took ([\d.]+) ?GiB|Loading model weights t
 _AVAIL = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
 _GRAPHS = re.compile(r"Graph capturing finished in \d+ secs?, took ([\d.]+) GiB")
 _EST = re.compile(r"estimated maximum model length is (\d+)")
-_URL = re.compile(r"Starting vLLM (?:API )?server on (\S+)")
+_URL = re.compile(r"Starting vLLM (?:API )?server (?:\d+ )?on (\S+)")
 _ERROR = re.compile(r"^(?:\w+\.)*\w*(?:Error|Exception): .+")
 
 

@@ -532,7 +532,7 @@ def _result(req: PlanRequest, env: Mapping[str, str], chosen: Candidate, candida
             max_num_seqs=settings.max_num_seqs,
             max_num_batched_tokens=settings.max_num_batched_tokens,
             kv_cache_dtype=kv_dtype,
-            dtype=req.dtype,
+            dtype=_serving_dtype(req, arch, profile, warnings),
             quantization=quant_flag,
             block_size=ev.specs.block_size,
             enforce_eager=req.enforce_eager,
@@ -553,6 +553,17 @@ def _result(req: PlanRequest, env: Mapping[str, str], chosen: Candidate, candida
     result.serve_command = argv
     result.serve_env = serve_env
     return result
+
+
+def _serving_dtype(req: PlanRequest, arch: ModelArch, profile, warnings: list[str]) -> str:  # noqa: ANN001
+    """--dtype only when needed: a BF16 checkpoint on a GPU without BF16 (V100, T4: sm < 8.0) must be
+    served as float16 ("Bfloat16 is only supported on GPUs with compute capability of at least 8.0")."""
+    if req.dtype != "auto":
+        return req.dtype
+    if arch.dtype == "bfloat16" and profile.vendor != "cpu" and not profile.supports.bf16:
+        warnings.append(f"{profile.display_name} has no BF16: serving the BF16 checkpoint as float16 (--dtype half)")
+        return "half"
+    return "auto"
 
 
 def _serve_command(plan: PlanResult, req: PlanRequest) -> tuple[list[str], dict[str, str]]:
