@@ -127,8 +127,9 @@ def parse_command(text: str) -> CommandLine:
                 else:
                     out.flags.setdefault(field, converted)
             else:
-                if out.model is None and "/" in tok or (out.model is None and i == 0):
-                    out.model = out.model or tok
+                # the positional model (vllm serve MODEL); bare numbers are values of flags we skip
+                if out.model is None and tok not in ("\\",) and not re.fullmatch(r"[\d.]+", tok):
+                    out.model = tok
                 i += 1
         if out.model or out.flags:
             break
@@ -260,13 +261,15 @@ def _gpu(m: Measurement, facts: LogFacts, messages: list[str]) -> None:
         else:
             m.notes.append("consumed memory (weights + non-torch) is printed but not the weights; "
                            "non-torch taken as consumed - predicted weights")
-            m.non_torch_bytes = None
-            m.cpu_non_kv_bytes = None
-        cudagraph = 0 if (facts.enforce_eager or graphs == 0 and cg_estimate is None) else (cg_estimate if cg_estimate is not None else graphs)
+        if facts.enforce_eager:
+            cudagraph = 0
+        elif cg_estimate is not None:
+            cudagraph = cg_estimate
+        else:
+            cudagraph = graphs
         m.cudagraph_bytes = cudagraph
         m.activation_bytes = max(peak - cudagraph, 0)
         m.basis = "0.32+ 'Actual usage is X GiB for consumed memory ..., Y GiB for peak activation, Z GiB for CUDAGraph' line"
-        m._consumed = consumed  # type: ignore[attr-defined]
         return
     if profile:
         weights = _gib(profile.group("weights")) or 0

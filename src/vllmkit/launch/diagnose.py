@@ -102,7 +102,7 @@ def _fallback(text: str) -> list[StartFailure]:
     if m := _KV_SMALL.search(text):
         est = _estimated_len(text)
         fix = (
-            f"lower --max-model-len to {est} (vLLM's estimate) or give the KV cache more memory "
+            f"start with --max-model-len {est} (vLLM's estimate) or give the KV cache more memory "
             "(--kv-cache-memory-bytes / --gpu-memory-utilization, --kv-cache-dtype fp8, more GPUs)"
             if est
             else "give the KV cache more memory or lower --max-model-len"
