@@ -49,6 +49,8 @@ class Record:
     body_bytes: int = 0
     weight_bytes: int = 0  # bytes served at or past the safetensors data start
     auth: str | None = None
+    generation: int = 0  # which clear() period the request arrived in
+
 
 
 def _data_start(blob: bytes) -> int | None:
@@ -82,6 +84,8 @@ class HubServer:
         self.records: list[Record] = []
         self._lock = threading.Lock()
         self._served: dict[str, int] = {}  # per-repo request counter (flaky repos)
+        # bumped by clear(): a slow answer to an earlier test's request is not logged in the next test
+        self._generation = 0
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -123,6 +127,7 @@ class HubServer:
         with self._lock:
             self.records.clear()
             self._served.clear()
+            self._generation += 1
 
     # -- queries for tests -----------------------------------------------------------------
     def requests(self, repo: str | None = None) -> list[Record]:
@@ -139,7 +144,8 @@ class HubServer:
     # -- plumbing --------------------------------------------------------------------------
     def _record(self, rec: Record) -> None:
         with self._lock:
-            self.records.append(rec)
+            if rec.generation == self._generation:
+                self.records.append(rec)
 
     def _send(self, h: BaseHTTPRequestHandler, method: str, rec: Record, status: int, body: bytes = b"",
               headers: dict[str, str] | None = None) -> None:
@@ -166,7 +172,8 @@ class HubServer:
         parts = urlsplit(h.path)
         path, query = parts.path, {k: v[-1] for k, v in parse_qs(parts.query).items()}
         rec = Record(method=method, path=h.path, api="unknown", repo=None, file=None,
-                     range=h.headers.get("Range"), status=0, auth=h.headers.get("Authorization"))
+                     range=h.headers.get("Range"), status=0, auth=h.headers.get("Authorization"),
+                     generation=self._generation)
         if path == "/api/models":
             rec.api = "hf-search"
             return self._hf_search(h, method, rec, query)

@@ -75,3 +75,15 @@ def test_plan_request_budget_and_cache(hub: HubServer, hub_env: dict[str, str]) 
     assert second.exit_code == 0
     assert hub.requests() == []  # not one request: metadata (and any sibling search) is cached
     assert json.loads(second.stdout)["data"]["memory"] == doc["data"]["memory"]
+
+
+def test_plan_alternatives_include_hub_siblings_with_real_sizes(hub: HubServer, hub_env: dict[str, str],
+                                                                  repos) -> None:  # type: ignore[no-untyped-def]
+    doc = json.loads(plan("acme/tiny-llama", hub_env, "--json").stdout)
+    alts = {a["model_id"]: a for a in doc["data"]["alternatives"]}
+    assert "acme/tiny-llama-FP8" in alts and alts["acme/tiny-llama-FP8"]["precision"] == "fp8"
+    assert "acme/tiny-llama-AWQ" in alts
+    fp8_file = len(repos["acme/tiny-llama-FP8"].files["model.safetensors"])
+    # TP=1 rows carry the sibling's whole weight-file size as listed by the hub
+    tp1 = [a for a in doc["data"]["alternatives"] if a["model_id"] == "acme/tiny-llama-FP8" and a["tensor_parallel_size"] == 1]
+    assert tp1 and tp1[0]["weights_bytes"] == fp8_file

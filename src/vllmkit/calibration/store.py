@@ -167,9 +167,7 @@ def parse_lines(text: str) -> tuple[list[CalibrationRecord], list[tuple[int, str
         try:
             records.append(CalibrationRecord.model_validate_json(line))
         except ValidationError as exc:
-            first = exc.errors()[0] if exc.errors() else {"msg": str(exc)}
-            where = ".".join(str(p) for p in first.get("loc", ()))
-            bad.append((number, f"{where + ': ' if where else ''}{first.get('msg', 'invalid')}"))
+            bad.append((number, _first_error(exc)))
     return records, bad
 
 
@@ -241,7 +239,7 @@ def _remove_stale_temps(path: Path) -> None:
             stale.unlink()
 
 
-def _write_atomic(path: Path, records: Iterable[CalibrationRecord]) -> None:
+def _write_atomic(path: Path, records: Iterable[CalibrationRecord], what: str = "the calibration store") -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     data = "".join(r.model_dump_json(exclude_none=False) + "\n" for r in records).encode("utf-8")
     try:
@@ -264,8 +262,8 @@ def _write_atomic(path: Path, records: Iterable[CalibrationRecord]) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
-        raise UsageError(f"cannot write the calibration store {path}: {exc.strerror}",
-                         "set VLLMKIT_DATA_DIR to a writable folder", code="calibration-store") from None
+        raise UsageError(f"cannot write {what} {path}: {exc.strerror}",
+                         "choose a writable path (the store: set VLLMKIT_DATA_DIR)", code="calibration-store") from None
 
 
 def update(path: Path, change: Callable[[list[CalibrationRecord]], list[CalibrationRecord]]) -> list[CalibrationRecord]:
@@ -312,6 +310,58 @@ def remove_records(path: Path, predicate: Callable[[CalibrationRecord], bool]) -
 
     update(path, change)
     return removed[0]
+
+
+def export_records(file: Path, records: Iterable[CalibrationRecord]) -> None:
+    """Write records as JSON lines (the store's own format), atomically."""
+    _write_atomic(file, records, what="the export file")
+
+
+def read_import_file(file: Path) -> list[CalibrationRecord]:
+    """Records of an export file (JSON lines, or one JSON array). All or nothing: any invalid
+    record raises UsageError naming its line, and nothing is imported."""
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {file}", "pass a file written by `vllmkit calibration export`",
+                         code="file-not-found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {file}: {getattr(exc, 'strerror', None) or exc}",
+                         "pass a file written by `vllmkit calibration export`", code="file-unreadable") from None
+    if text.lstrip().startswith("["):
+        try:
+            items = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{file} is not valid JSON: {exc.msg} (line {exc.lineno})",
+                             "nothing was imported; export the file again", code="invalid-calibration") from None
+        if not isinstance(items, list):
+            raise UsageError(f"{file} is not a list of records", "nothing was imported", code="invalid-calibration")
+        out = []
+        for index, item in enumerate(items, start=1):
+            try:
+                out.append(CalibrationRecord.model_validate(item))
+            except ValidationError as exc:
+                raise UsageError(f"{file}: record {index} is invalid ({_first_error(exc)})",
+                                 "nothing was imported; fix or remove that record", code="invalid-calibration") from None
+        return out
+    out = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append(CalibrationRecord.model_validate_json(line))
+        except ValidationError as exc:
+            raise UsageError(f"{file} line {number} is not a valid calibration record ({_first_error(exc)})",
+                             "nothing was imported; fix or remove that line", code="invalid-calibration") from None
+    return out
+
+
+def _first_error(exc: ValidationError) -> str:
+    errors = exc.errors()
+    if not errors:
+        return str(exc)
+    where = ".".join(str(p) for p in errors[0].get("loc", ()))
+    return f"{where + ': ' if where else ''}{errors[0].get('msg', 'invalid')}"
 
 
 # ----------------------------------------------------------------------------- lookup

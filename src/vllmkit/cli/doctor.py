@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from vllmkit.cli._common import JSON_OPTION, boundary
@@ -76,16 +77,18 @@ def _status(text: str) -> str:
 
 
 def _checks_table(console: Console, title: str, checks: list[dict[str, Any]]) -> None:
-    table = Table(title=title, title_justify="left", show_lines=False)
+    table = Table(title=escape(title), title_justify="left", show_lines=False)
     table.add_column("status")
     table.add_column("check")
     table.add_column("detail", overflow="fold")
     for c in checks:
-        table.add_row(_status(c["status"]), c["name"], c["detail"])
+        table.add_row(_status(c["status"]), escape(c["name"]), escape(c["detail"]))
     console.print(table)
     for c in checks:
         if c.get("fix") and c["status"] != "ok":
-            console.print(f"  {_status(c['status'])} {c['name']}: {c['fix']}", highlight=False)
+            code = escape(f" [{c['code']}]") if c.get("code") else ""
+            console.print(f"  {_status(c['status'])} {c['name']}{code}: ", end="")
+            console.print(c["fix"], markup=False, highlight=False)
 
 
 _FACT_ROWS: tuple[tuple[str, str, str], ...] = (
@@ -130,20 +133,20 @@ def _fmt(value: Any, kind: str, facts: dict[str, Any]) -> str:
 
 
 def _render_log(console: Console, label: str, facts: dict[str, Any], diagnoses: list[dict[str, Any]]) -> None:
-    table = Table(title=f"vLLM log: {label}", title_justify="left")
+    table = Table(title=escape(f"vLLM log: {label}"), title_justify="left")
     table.add_column("fact")
     table.add_column("value", overflow="fold")
     for key, name, kind in _FACT_ROWS:
         value = facts.get(key)
         if value is not None:
-            table.add_row(name, _fmt(value, kind, facts))
+            table.add_row(name, escape(_fmt(value, kind, facts)))
     console.print(table)
     if not diagnoses:
         console.print("no problems recognised in the log")
         return
     for d in diagnoses:
         where = f" (line {d['line']})" if d.get("line") else ""
-        console.print(f"{_status(d['severity'])} [bold]{d['code']}[/]: {d['title']}")
+        console.print(f"{_status(d['severity'])} [bold]{escape(d['code'])}[/]: {escape(d['title'])}")
         console.print(f"    evidence{where}: {d['evidence'][:300]}", markup=False, highlight=False)
         console.print(f"    fix: {d['fix']}", markup=False, highlight=False)
         if d.get("suggested_flags"):
@@ -160,18 +163,18 @@ def _render_log(console: Console, label: str, facts: dict[str, Any], diagnoses: 
 
 def _render_live(console: Console, live: dict[str, Any]) -> None:
     layers = {0: "endpoint", 1: "1. optimizations", 2: "2. GPU and memory", 3: "3. requests"}
-    table = Table(title=f"live server {live['url']}" + (f" (startup log {live['log_used']})" if live.get("log_used") else ""),
-                  title_justify="left")
+    title = f"live server {live['url']}" + (f" (startup log {live['log_used']})" if live.get("log_used") else "")
+    table = Table(title=escape(title), title_justify="left")
     table.add_column("layer")
     table.add_column("status")
     table.add_column("check")
     table.add_column("detail", overflow="fold")
     for f in live["findings"]:
-        table.add_row(layers.get(f["layer"], str(f["layer"])), _status(f["status"]), f["name"], f["detail"])
+        table.add_row(layers.get(f["layer"], str(f["layer"])), _status(f["status"]), escape(f["name"]), escape(f["detail"]))
     console.print(table)
     for f in live["findings"]:
         if f.get("fix") and f["status"] in ("warn", "fail"):
-            console.print(f"  {_status(f['status'])} {f['name']}: {f['fix']}")
+            console.print(f"  {_status(f['status'])} {escape(f['name'])}: {escape(f['fix'])}")
 
 
 def _render(console: Console, data: dict[str, Any]) -> None:

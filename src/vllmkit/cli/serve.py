@@ -229,6 +229,7 @@ def register(app: typer.Typer) -> None:
         from vllmkit.launch import service as svc
         from vllmkit.launch.exporters import FORMATS
         from vllmkit.launch.exporters import export as do_export
+        from vllmkit.launch.supervisor import health_timeout_s
 
         if launcher not in ("auto", "console", "module"):
             raise UsageError(f"unknown --launcher {launcher!r}", "use auto, console or module")
@@ -257,9 +258,14 @@ def register(app: typer.Typer) -> None:
         if export is not None:
             key = svc.resolve_api_key(req.host, env, api_key_file=api_key_file, no_auth=no_auth)
             auth = not no_auth and (key.key is not None or export == "k8s")
-            text = do_export(
-                plan, req, export, image=image, name=name, auth=auth, visible_devices=options.visible_devices
+            timeout = health_timeout or health_timeout_s(
+                plan.model.weight_files_bytes or plan.memory.weights_bytes,
+                remote=plan.model.source != "local",
             )
+            text = do_export(
+                plan, req, export, image=image, name=name, auth=auth, visible_devices=options.visible_devices,
+                health_timeout_s=timeout,
+            )  # fmt: skip
             if output is not None:
                 output.write_text(text, encoding="utf-8")
             data = {"format": export, "output": str(output) if output else None, "content": text}

@@ -551,7 +551,7 @@ def _quant_unsupported(parsed: ParsedLog) -> list[Diagnosis]:
 
 def _trust_remote_code(parsed: ParsedLog) -> list[Diagnosis]:
     e = _first(parsed.events, "trust_remote_code")
-    if e is None or parsed.facts.trust_remote_code is True and _first(parsed.events, "unsupported_arch"):
+    if e is None or (parsed.facts.trust_remote_code is True and _first(parsed.events, "unsupported_arch")):
         return []
     return [
         Diagnosis(

@@ -232,6 +232,8 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("server_version", _p(r"vLLM (?:API )?server version (?P<version>[\w.+\-]+)")),
     # entrypoints/utils.py: "non-default args: %s" (a Python dict repr)
     ("non_default_args", _p(r"non-default args: (?P<args>\{.*\})")),
+    # <= 0.10 api_server: "args: Namespace(host=None, port=8000, ..., model='x', max_model_len=4096, ...)" (all args)
+    ("namespace_args", _p(r"^args: Namespace\((?P<ns>.*)\)\s*$")),
     ("platform", _p(r"Automatically detected platform (?P<platform>[\w\-]+)\.?")),
     # config/model.py (0.2x+): "Resolved architecture: LlamaForCausalLM"
     ("architecture", _p(r"Resolved architecture: (?P<arch>\w+)")),
@@ -374,6 +376,60 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("exception", _p(r"^(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception))(?::\s*(?P<msg>.*))?$")),
 ]
 
+# A literal each pattern needs (any of): checked with `in` before the regex runs, which keeps
+# long logs (100k+ lines of request logging) fast. Every kind in PATTERNS has an entry (tested).
+NEEDLES: dict[str, tuple[str, ...]] = {
+    "engine_config": ("LLM engine",),
+    "server_version": ("server version",),
+    "non_default_args": ("non-default args",),
+    "namespace_args": ("Namespace(",),
+    "platform": ("detected platform",),
+    "architecture": ("Resolved architecture",),
+    "cpu_kv_set": ("for KV cache",),
+    "ulimit_low": ("Found ulimit",),
+    "using_max_model_len": ("Using max model len",),
+    "auto_fit": ("Auto-fit",),
+    "attention_backend": ("backend",),
+    "weights_loaded": ("took",),
+    "available_kv": ("Available KV cache memory",),
+    "v0_memory_split": ("model weights take",),
+    "v0_budget": ("total_gpu_memory (",),
+    "v0_profile_results": ("Memory profiling results",),
+    "memory_summary": ("on startup. Desired",),
+    "kv_capacity": ("KV cache size",),
+    "kv_tokens": ("KV cache size",),
+    "max_concurrency": ("Maximum concurrency",),
+    "gpu_blocks": ("blocks",),
+    "graph_captured": ("Graph capturing",),
+    "init_engine": ("init engine",),
+    "cudagraphs_off": ("Cudagraph", "CUDA graph", "cudagraph"),
+    "server_started": ("Application startup", "Uvicorn running", "Starting vLLM"),
+    "listen": ("Starting vLLM", "Uvicorn running"),
+    "kv_too_small": ("To serve at least one request",),
+    "kv_too_small_v0": ("max seq len",),
+    "no_kv_memory": ("No available memory for the cache blocks",),
+    "insufficient_free": ("Free memory on device",),
+    "oom": ("out of memory", "OutOfMemoryError"),
+    "oom_other_process": ("memory in use",),
+    "oom_load": ("Failed to load model",),
+    "tp_not_divisible": ("divisible",),
+    "max_len_exceeds_native": ("User-specified max_model_len",),
+    "quant_unsupported": ("not supported for",),
+    "trust_remote_code": ("trust_remote_code", "configuration file", "tokenizer file", "modeling file", "custom code"),
+    "unsupported_arch": ("not supported for now", "Cannot find model module"),
+    "port_in_use": ("Errno", "ddress already in use"),
+    "chat_template_missing": ("chat template", "chat_template"),
+    "generation_config_override": ("sampling param",),
+    "shm_error": ("shared memory segment", "ncclShmOpen", "/dev/shm", "Bus error"),
+    "nccl_error": ("NCCL", "nccl", "DistBackendError"),
+    "no_nvidia_driver": ("NVIDIA driver", "libcuda"),
+    "no_platform": ("infer device type", "No platform detected"),
+    "amd_hint": ("amdgpu", "ROCm", "rocm", "gfx", "MI3", "MI2", "HIP_VISIBLE", "Instinct"),
+    "engine_failed": ("initialization failed", "failed to start", "EngineDeadError"),
+    "gpu_name": ("GPU ",),
+    "exception": ("Error", "Exception"),
+}
+
 # config-line keys we read (VllmConfig.__str__ in config/vllm.py; V0 LLMEngine.__init__ in engine/llm_engine.py)
 _CONFIG_KEYS = (
     "model",
@@ -454,6 +510,9 @@ def extract_events(text: str) -> list[LogEvent]:
         for kind, rx in PATTERNS:
             if kind in seen:
                 continue
+            needles = NEEDLES.get(kind)
+            if needles is not None and not any(n in msg for n in needles):
+                continue
             m = rx.search(msg)
             if not m:
                 continue
@@ -469,14 +528,16 @@ _Setter = Callable[[LogFacts, LogEvent], None]
 
 
 def _engine_config(f: LogFacts, e: LogEvent) -> None:
+    """The engine-config line holds the resolved values: they override what the argument lines said
+    (e.g. dtype 'auto' in the args becomes torch.bfloat16 here)."""
     v = e.values
     f.vllm_version = f.vllm_version or v.get("version")
     engine = v.get("engine")
     f.engine = f.engine or (engine if engine in ("V0", "V1") else "V0")  # "Initializing an LLM engine" = V0
     cfg = parse_config_line(v.get("config", ""))
-    f.model = f.model or cfg.get("model")
-    f.served_model_name = f.served_model_name or _none_if_null(cfg.get("served_model_name"))
-    f.dtype = f.dtype or _dtype_name(cfg.get("dtype"))
+    f.model = cfg.get("model") or f.model
+    f.served_model_name = _none_if_null(cfg.get("served_model_name")) or f.served_model_name
+    f.dtype = _dtype_name(cfg.get("dtype")) or f.dtype
     f.max_model_len = to_int(cfg.get("max_seq_len")) or f.max_model_len
     f.tensor_parallel_size = to_int(cfg.get("tensor_parallel_size")) or f.tensor_parallel_size
     f.pipeline_parallel_size = to_int(cfg.get("pipeline_parallel_size")) or f.pipeline_parallel_size
@@ -484,12 +545,10 @@ def _engine_config(f: LogFacts, e: LogEvent) -> None:
     if "quantization" in cfg:
         f.quantization = _none_if_null(cfg["quantization"])
     f.kv_cache_dtype = _none_if_null(cfg.get("kv_cache_dtype")) or f.kv_cache_dtype
-    eager = to_bool(cfg.get("enforce_eager"))
-    f.enforce_eager = eager if eager is not None else f.enforce_eager
-    trc = to_bool(cfg.get("trust_remote_code"))
-    f.trust_remote_code = trc if trc is not None else f.trust_remote_code
-    apc = to_bool(cfg.get("enable_prefix_caching"))
-    f.enable_prefix_caching = apc if apc is not None else f.enable_prefix_caching
+    for field in ("enforce_eager", "trust_remote_code", "enable_prefix_caching"):
+        value = to_bool(cfg.get(field))
+        if value is not None:
+            setattr(f, field, value)
     device = cfg.get("device_config")
     if device and not f.platform:
         f.platform = device.split(":")[0]
@@ -518,6 +577,10 @@ _ARG_FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 def _non_default_args(f: LogFacts, e: LogEvent) -> None:
     args = parse_python_dict(e.values.get("args", ""))
     f.non_default_args.update(args)
+    _apply_args(f, args)
+
+
+def _apply_args(f: LogFacts, args: dict[str, Any]) -> None:
     for key, (field, conv) in _ARG_FIELDS.items():
         if key not in args or args[key] is None:
             continue
@@ -530,6 +593,25 @@ def _non_default_args(f: LogFacts, e: LogEvent) -> None:
     model = args.get("model") or args.get("model_tag")
     if isinstance(model, str) and not f.model:
         f.model = model
+
+
+def parse_namespace(text: str) -> dict[str, Any]:
+    """The argparse Namespace repr of old api_server logs -> the keys we know (values that are not None)."""
+    out: dict[str, Any] = {}
+    for key in (*_ARG_FIELDS, "model"):
+        raw = _config_value(text, key)
+        if raw is None or raw == "None":
+            continue
+        try:
+            out[key] = ast.literal_eval(raw)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            out[key] = raw
+    return out
+
+
+def _namespace_args(f: LogFacts, e: LogEvent) -> None:
+    args = parse_namespace(e.values.get("ns", ""))
+    _apply_args(f, args)
 
 
 def _weights(f: LogFacts, e: LogEvent) -> None:
@@ -681,6 +763,7 @@ SETTERS: dict[str, _Setter] = {
     "engine_config": _engine_config,
     "server_version": _first("vllm_version", "version", _identity),
     "non_default_args": _non_default_args,
+    "namespace_args": _namespace_args,
     "platform": _first("platform", "platform", lambda s: s.lower() if s else None),
     "using_max_model_len": _first("max_model_len", "len", to_int),
     "auto_fit": _set("auto_fit_max_model_len", "to", to_int),

@@ -76,8 +76,13 @@ def _chat_template_source(meta: ModelMetadata) -> str | None:
     return "model files" if meta.has_chat_template else None
 
 
+_OFFLINE = "not checked: the offline catalog has no tokenizer/generation files (run online or on a local folder)"
+
+
 def check_chat_template(meta: ModelMetadata, kind: ModelKind) -> Check:
     source = _chat_template_source(meta)
+    if not source and meta.source == "catalog":
+        return Check(name="chat-template", status="ok", detail=_OFFLINE)
     if source:
         return Check(name="chat-template", status="ok", detail=f"chat template in {source}", data={"source": source})
     if meta.has_chat_template is None and meta.tokenizer_config is None:
@@ -120,6 +125,8 @@ def check_kind(meta: ModelMetadata, kind: ModelKind, why: str) -> Check:
 
 def check_generation_config(meta: ModelMetadata) -> Check:
     params = applied_generation_params(meta.generation_config)
+    if not params and meta.source == "catalog" and meta.generation_config is None:
+        return Check(name="generation-config", status="ok", detail=_OFFLINE)
     if not params:
         detail = (
             "no generation_config.json" if meta.generation_config is None else "generation_config.json sets no sampling defaults"

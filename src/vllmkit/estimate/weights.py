@@ -55,6 +55,10 @@ def split_weights(
 ) -> WeightSplit:
     embed = arch.vocab_size * arch.hidden_size * _EMBED_BYTES
     lm_head = 0 if arch.tie_word_embeddings else embed
+    if embed + lm_head >= total_bytes:
+        # the files are smaller than the config's embedding shapes (e.g. a stub repository):
+        # no meaningful split, spread everything evenly
+        embed = lm_head = 0
     n = arch.num_hidden_layers
     # an MTP (next-token-prediction) layer carries its own embedding, head and eh_proj (2h -> h)
     # (DeepSeek-V3 / GLM-4.5 style); Qwen3-Next style MTP shares the main model's embeddings

@@ -413,7 +413,7 @@ def _amd_cli(run: Runner, which: Which, det: GpuDetection, env: Mapping[str, str
             GpuDevice(index=i, vendor="amd", name=a.get("marketing_name") or a.get("name", "AMD GPU"), gfx_target=a.get("name"))
             for i, a in enumerate(agents)
         ]
-    for gpu, agent in zip(gpus, agents):
+    for gpu, agent in zip(gpus, agents, strict=False):  # rocminfo may list fewer agents than cards
         if gpu.gfx_target is None and agent.get("name", "").startswith("gfx"):
             gpu.gfx_target = agent["name"]
         marketing = agent.get("marketing_name")

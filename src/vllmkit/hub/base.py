@@ -42,7 +42,11 @@ class ModelMetadata(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
     def weight_files(self) -> list[FileInfo]:
-        names = [f for f in self.files if f.name.endswith(WEIGHT_SUFFIXES)]
+        if self.loaded_weight_files:
+            wanted = set(self.loaded_weight_files)
+            return [f for f in self.files if f.name in wanted]
+        # vLLM loads weight files from the repository root only (not original/ and the like)
+        names = [f for f in self.files if f.name.endswith(WEIGHT_SUFFIXES) and "/" not in f.name]
         # vLLM prefers safetensors; .bin/.pt are only loaded when no safetensors exist.
         st = [f for f in names if f.name.endswith(".safetensors")]
         if st:

@@ -138,6 +138,17 @@ def default_image(plan: PlanResult) -> str:
     return f"vllm/vllm-openai:{tag}"
 
 
+class _NoAliasDumper(yaml.SafeDumper):
+    """Plain YAML: repeated dicts (labels, probe targets) are written out, not as &id anchors."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _yaml(doc: Any) -> str:
+    return yaml.dump(doc, Dumper=_NoAliasDumper, sort_keys=False, width=1000)
+
+
 def _comment(lines: list[str]) -> str:
     return "".join(f"# {ln}\n" for ln in lines)
 
@@ -205,24 +216,44 @@ def _container_command(ctx: ExportContext) -> list[str]:
 
 
 def export_docker(ctx: ExportContext) -> str:
-    argv = ["docker", "run", "--rm", "--name", ctx.name, *_docker_device_args(ctx), "-p", ctx.publish()]
+    # one option (and its value) per line; the image and the vLLM command follow
+    groups: list[list[str]] = [["docker", "run", "--rm"], ["--name", ctx.name]]
+    device = _docker_device_args(ctx)
+    i = 0
+    while i < len(device):
+        if i + 1 < len(device) and not device[i + 1].startswith("-"):
+            groups.append(device[i : i + 2])
+            i += 2
+        else:
+            groups.append([device[i]])
+            i += 1
+    groups.append(["-p", ctx.publish()])
     for host, cont, ro in ctx.volumes():
-        argv += ["-v", f"{host}:{cont}" + (":ro" if ro else "")]
-    env = dict(ctx.env())
-    for k, v in env.items():
-        argv += ["-e", f"{k}={v}"]
-    if ctx.plan.model.source not in ("local",):
-        argv += ["-e", "HF_TOKEN"]  # passed through from the caller's environment when set
+        groups.append(["-v", f"{host}:{cont}" + (":ro" if ro else "")])
+    for k, v in ctx.env().items():
+        groups.append(["-e", f"{k}={v}"])
+    if ctx.plan.model.source != "local":
+        groups.append(["-e", "HF_TOKEN"])  # passed through from the caller's environment when set
     if ctx.auth:
-        argv += ["-e", "VLLM_API_KEY"]
-    argv += [ctx.image, *_container_command(ctx)]
-    text = format_shell(argv)
-    # keep ~ unquoted so the shell expands it
-    text = (
-        text.replace("'~/", "~/")
-        .replace(f":{HF_CACHE}'", f":{HF_CACHE}")
-        .replace(f":{MS_CACHE}'", f":{MS_CACHE}")
-    )
+        groups.append(["-e", "VLLM_API_KEY"])
+    command = _container_command(ctx)
+    head = 3 if ctx.device == "rocm" else 2  # "vllm serve MODEL" / "--model MODEL"
+    groups.append([ctx.image, *command[:head]])
+    rest = command[head:]
+    j = 0
+    while j < len(rest):
+        part = [rest[j]]
+        j += 1
+        while j < len(rest) and not rest[j].startswith("--"):
+            part.append(rest[j])
+            j += 1
+        groups.append(part)
+
+    def q(tok: str) -> str:
+        # keep ~ unquoted so the shell expands it
+        return tok if tok.startswith("~/") and "'" not in tok and " " not in tok else shlex.quote(tok)
+
+    text = " \\\n  ".join(" ".join(q(t) for t in g) for g in groups)
     return _comment(ctx.header("docker run command")) + text + "\n"
 
 
@@ -282,7 +313,7 @@ def export_compose(ctx: ExportContext) -> str:
     }
     service["restart"] = "unless-stopped"
     doc = {"services": {ctx.name: service}}
-    return _comment(ctx.header("docker compose file")) + yaml.safe_dump(doc, sort_keys=False, width=1000)
+    return _comment(ctx.header("docker compose file")) + _yaml(doc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -489,7 +520,7 @@ def export_k8s(ctx: ExportContext) -> str:
         header.append("optional: kubectl create secret generic hf-token --from-literal=token=$HF_TOKEN")
     if ctx.nodes > 1:
         header.append("needs the LeaderWorkerSet controller (https://github.com/kubernetes-sigs/lws)")
-    docs = [yaml.safe_dump(o, sort_keys=False, width=1000) for o in k8s_objects(ctx)]
+    docs = [_yaml(o) for o in k8s_objects(ctx)]
     return _comment(header) + "---\n".join(docs)
 
 
@@ -526,7 +557,7 @@ def export_ray(ctx: ExportContext) -> str:
     lines.append(format_shell(argv))
     text = "\n".join(lines) + "\n"
     if ctx.nodes > 1:
-        docs = [yaml.safe_dump(o, sort_keys=False, width=1000) for o in _lws_objects(ctx)]
+        docs = [_yaml(o) for o in _lws_objects(ctx)]
         text += "\n# --- the same on Kubernetes (LeaderWorkerSet) ---\n"
         text += "".join("# " + ln + "\n" for ln in "---\n".join(docs).splitlines())
     return text

@@ -525,7 +525,9 @@ def serve(
                 raise KeyboardInterrupt(stop.args[0] if stop.args else "interrupted") from None
     finally:
         if not keep_running:
-            sup.stop(options.stop_grace_s)  # idempotent; covers unexpected errors: never leave the group behind
+            sup.stop(
+                options.stop_grace_s
+            )  # idempotent; covers unexpected errors: never leave the group behind
             record.exit_code = sup.returncode() if record.exit_code is None else record.exit_code
             if record.status in ("starting", "running"):
                 record.status = "stopped" if healthy else "failed"

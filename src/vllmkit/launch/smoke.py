@@ -245,9 +245,10 @@ def _check_chat_stream(client: _Client, model: str, max_tokens: int, report: Smo
         resp = client.post("/v1/chat/completions", _chat_body(model, max_tokens, stream=True), stream=True)
         if resp.status_code != 200:
             return _http_failure("chat_stream", resp)
-        # chunk_size=None: hand over bytes as they arrive (the default 512-byte chunks would
-        # bunch several events together and hide the real inter-token timing)
-        for raw in resp.iter_lines(chunk_size=None):
+        # chunk_size=1: see each event when it arrives. The default 512-byte chunks bunch several
+        # events together, and chunk_size=None reads a non-chunked (HTTP/1.0) body to EOF; either
+        # would hide the real inter-token timing. Streams are a few KB, so this is cheap.
+        for raw in resp.iter_lines(chunk_size=1):
             if not raw or not raw.startswith(b"data:"):
                 continue
             payload = raw[5:].strip()

@@ -102,10 +102,37 @@ def _online_fp8(variant: Variant) -> Variant:
     return Variant("fp8", variant.meta, arch, embed + head + body // 2, "derived")
 
 
-def _sibling_variants(meta: ModelMetadata, rules: VersionRules) -> list[Variant]:
-    """Quantized (or full-precision) siblings of the model from the bundled catalog."""
+_SIBLING_QUANT = {"fp8": ("fp8", 8), "awq": ("awq", 4), "gptq-int4": ("gptq", 4), "gptq-int8": ("gptq", 8),
+                  "int8": ("compressed-tensors", 8), "int4": ("compressed-tensors", 4), "nvfp4": ("modelopt_fp4", 4)}
+
+
+def _hub_sibling_variants(base: Variant, env: Mapping[str, str]) -> list[Variant]:
+    """Official / well-known quantized siblings found on the hub the model came from, with their real
+    file sizes; the architecture is the base model's (same shapes), labelled with the sibling's method."""
+    from vllmkit.arch.model import QuantFacts
+    from vllmkit.hub.siblings import find_siblings
+
+    out = []
+    for sib in find_siblings(base.meta.id, source=base.meta.source, env=env):
+        if not sib.weight_files_bytes or sib.precision not in _SIBLING_QUANT:
+            continue
+        method, bits = _SIBLING_QUANT[sib.precision]
+        arch = base.arch.model_copy(update={"quantization": QuantFacts(method=method, bits=bits)})
+        meta = ModelMetadata(id=sib.id, source=sib.source, config=base.meta.config,
+                             provenance={"weights": f"{sib.source} file listing of {sib.id}"},
+                             notes=[f"sibling of {base.meta.id} published by {sib.publisher or 'the same organisation'}"])
+        out.append(Variant(sib.precision, meta, arch, int(sib.weight_files_bytes), "measured"))
+    return out
+
+
+def _sibling_variants(meta: ModelMetadata, rules: VersionRules, base: Variant | None = None,
+                      env: Mapping[str, str] | None = None) -> list[Variant]:
+    """Quantized (or full-precision) siblings: from the hub when the model came from one, else from
+    the bundled catalog."""
     if meta.source == "local":
         return []
+    if meta.source in ("hf", "modelscope") and base is not None and env is not None:
+        return _hub_sibling_variants(base, env)
     from vllmkit.hub.catalog import catalog_siblings, entry_to_metadata
 
     out = []
@@ -359,7 +386,7 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
         min_conc_for_fit = min_conc
 
     fixed_precision = req.quantization is not None or req.tensor_parallel_size or req.source == "local" or profile.vendor == "cpu"
-    variants = [base] if fixed_precision else [base, *_sibling_variants(meta, rules)]
+    variants = [base] if fixed_precision else [base, *_sibling_variants(meta, rules, base, env)]
 
     kv_dtype = req.kv_cache_dtype or "auto"
     candidates: list[Candidate] = []

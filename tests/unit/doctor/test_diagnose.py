@@ -16,6 +16,7 @@ from vllmkit.doctor.logparse import LogFacts
 EXPECTED_CODES = {
     "v0_0.6.4_gptq_kv_too_small.log": ["kv-cache-too-small", "cuda-graphs-disabled"],
     "v0_0.6.5_llama3_8b_a100_40g.log": [],
+    "v0_0.6.3_namespace_args.log": [],
     "v0_0.7_r1_distill_tp2_kv_too_small.log": ["kv-cache-too-small"],
     "v0_0.8.2_qwen25vl_tp4.log": [],
     "v1_0.8_ci_no_kv_memory.log": ["no-kv-memory"],

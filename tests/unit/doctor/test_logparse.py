@@ -85,6 +85,16 @@ def test_v0_0_6_4_profiling_results() -> None:
     assert (f.quantization, f.dtype, f.enforce_eager) == ("gptq_marlin", "float16", True)
 
 
+def test_v0_0_6_3_namespace_args_then_resolved_config() -> None:
+    f = parse_log(load("v0_0.6.3_namespace_args.log"))
+    assert (f.vllm_version, f.engine) == ("0.6.3.post1", "V0")
+    assert f.model == "Qwen/Qwen2.5-7B-Instruct"
+    assert (f.tensor_parallel_size, f.max_model_len, f.gpu_memory_utilization) == (2, 32768, 0.85)
+    assert f.dtype == "bfloat16"  # the engine line's resolved dtype wins over the args' 'auto'
+    assert (f.port, f.max_num_seqs, f.block_size, f.enable_prefix_caching) == (8001, 256, 16, False)
+    assert f.server_started
+
+
 def test_v0_0_6_5_memory_profiling_takes_format() -> None:
     f = parse_log(load("v0_0.6.5_llama3_8b_a100_40g.log"))
     assert f.engine == "V0"
@@ -197,3 +207,9 @@ def test_empty_and_junk() -> None:
     assert parse_log("") == parse_log("\n\n")
     f = parse_log("Available KV cache memory: not-a-number GiB\nModel loading took GiB")
     assert f.available_kv_bytes is None and f.weights_bytes is None
+
+
+def test_every_pattern_has_a_needle() -> None:
+    from vllmkit.doctor.logparse import NEEDLES, PATTERNS
+
+    assert {kind for kind, _ in PATTERNS} <= set(NEEDLES)

@@ -17,14 +17,14 @@ from pathlib import Path
 
 FAKE_VERSION = "0.6.6"
 
-_UTILS = '''
+_UTILS = """
 import argparse
 
 class FlexibleArgumentParser(argparse.ArgumentParser):
     pass
-'''
+"""
 
-_CLI_ARGS = '''
+_CLI_ARGS = """
 def make_arg_parser(parser):
     parser.add_argument("model_tag", nargs="?")
     for name in ("--model", "--host", "--port", "--served-model-name", "--max-model-len",
@@ -36,9 +36,9 @@ def make_arg_parser(parser):
     for name in ("--trust-remote-code", "--enforce-eager", "--enable-prefix-caching"):
         parser.add_argument(name, action="store_true")
     return parser
-'''
+"""
 
-_SERVER = r'''
+_SERVER = r"""
 import argparse, json, os, signal, subprocess, sys, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -131,7 +131,7 @@ signal.signal(signal.SIGTERM, stop)
 signal.signal(signal.SIGINT, stop)
 log("APIServer", f"Starting vLLM API server 0 on http://{args.host}:{args.port}")
 server.serve_forever()
-'''
+"""
 
 
 def install_fake_vllm(root: Path, *, dist: str = "vllm-fake", version: str = FAKE_VERSION) -> Path:

@@ -46,8 +46,15 @@ def make_plan(
     }
     mem.update(memory or {})
     return PlanResult(
-        model=ModelInfo(**{"architecture": "LlamaForCausalLM", "model_type": "llama", "dtype": "bfloat16",
-                           "native_max_model_len": 131072, **model}),
+        model=ModelInfo(
+            **{
+                "architecture": "LlamaForCausalLM",
+                "model_type": "llama",
+                "dtype": "bfloat16",
+                "native_max_model_len": 131072,
+                **model,
+            }
+        ),
         gpu=GpuInfo(**gpu),
         device=device,  # type: ignore[arg-type]
         vllm_version=vllm_version,
@@ -70,17 +77,38 @@ def make_plan(
 
 def cuda_plan() -> tuple[PlanRequest, PlanResult]:
     """Qwen3-32B (bf16 checkpoint) on 2 x H100 SXM, FP8 weights (online) and FP8 KV cache."""
-    req = PlanRequest(model="Qwen/Qwen3-32B", gpu="h100-sxm", served_model_name="qwen32b",
-                      api_key="sk-secret-123", generation_config_vllm=True)
+    req = PlanRequest(
+        model="Qwen/Qwen3-32B",
+        gpu="h100-sxm",
+        served_model_name="qwen32b",
+        api_key="sk-secret-123",
+        generation_config_vllm=True,
+    )
     plan = make_plan(
-        model={"id": "Qwen/Qwen3-32B", "source": "hf", "architecture": "Qwen3ForCausalLM", "model_type": "qwen3"},
-        gpu={"name": "h100-sxm", "display_name": "NVIDIA H100 SXM", "vendor": "nvidia", "count": 2,
-             "memory_bytes": 85028896768},
+        model={
+            "id": "Qwen/Qwen3-32B",
+            "source": "hf",
+            "architecture": "Qwen3ForCausalLM",
+            "model_type": "qwen3",
+        },
+        gpu={
+            "name": "h100-sxm",
+            "display_name": "NVIDIA H100 SXM",
+            "vendor": "nvidia",
+            "count": 2,
+            "memory_bytes": 85028896768,
+        },
         device="cuda",
         parallel={"tensor_parallel_size": 2},
-        settings={"gpu_memory_utilization": 0.92, "max_model_len": 32768, "max_num_seqs": 1024,
-                  "max_num_batched_tokens": 8192, "kv_cache_dtype": "fp8", "dtype": "bfloat16",
-                  "quantization": "fp8"},
+        settings={
+            "gpu_memory_utilization": 0.92,
+            "max_model_len": 32768,
+            "max_num_seqs": 1024,
+            "max_num_batched_tokens": 8192,
+            "kv_cache_dtype": "fp8",
+            "dtype": "bfloat16",
+            "quantization": "fp8",
+        },
     )
     return req, plan
 
@@ -89,13 +117,28 @@ def rocm_plan(source: str = "hf") -> tuple[PlanRequest, PlanResult]:
     """A remote-code model (config.json has auto_map) on one MI300X."""
     req = PlanRequest(model="internlm/internlm3-8b-instruct", gpu="mi300x", source=source)
     plan = make_plan(
-        model={"id": "internlm/internlm3-8b-instruct", "source": source, "architecture": "InternLM3ForCausalLM",
-               "model_type": "internlm3", "trust_remote_code": True},
-        gpu={"name": "mi300x", "display_name": "AMD Instinct MI300X", "vendor": "amd", "count": 1,
-             "memory_bytes": 205822885888},
+        model={
+            "id": "internlm/internlm3-8b-instruct",
+            "source": source,
+            "architecture": "InternLM3ForCausalLM",
+            "model_type": "internlm3",
+            "trust_remote_code": True,
+        },
+        gpu={
+            "name": "mi300x",
+            "display_name": "AMD Instinct MI300X",
+            "vendor": "amd",
+            "count": 1,
+            "memory_bytes": 205822885888,
+        },
         device="rocm",
-        settings={"gpu_memory_utilization": 0.9, "max_model_len": 32768, "max_num_seqs": 1024,
-                  "max_num_batched_tokens": 8192, "dtype": "bfloat16"},
+        settings={
+            "gpu_memory_utilization": 0.9,
+            "max_model_len": 32768,
+            "max_num_seqs": 1024,
+            "max_num_batched_tokens": 8192,
+            "dtype": "bfloat16",
+        },
     )
     return req, plan
 
@@ -105,12 +148,23 @@ def multinode_plan() -> tuple[PlanRequest, PlanResult]:
     req = PlanRequest(model="meta-llama/Llama-3.1-405B-Instruct", gpu="h100-sxm", gpu_count=16)
     plan = make_plan(
         model={"id": "meta-llama/Llama-3.1-405B-Instruct", "source": "hf"},
-        gpu={"name": "h100-sxm", "display_name": "NVIDIA H100 SXM", "vendor": "nvidia", "count": 16,
-             "memory_bytes": 85028896768, "gpus_per_node": 8, "nodes": 2},
+        gpu={
+            "name": "h100-sxm",
+            "display_name": "NVIDIA H100 SXM",
+            "vendor": "nvidia",
+            "count": 16,
+            "memory_bytes": 85028896768,
+            "gpus_per_node": 8,
+            "nodes": 2,
+        },
         device="cuda",
         parallel={"tensor_parallel_size": 8, "pipeline_parallel_size": 2, "nodes": 2},
-        settings={"gpu_memory_utilization": 0.92, "max_model_len": 65536, "max_num_seqs": 1024,
-                  "max_num_batched_tokens": 8192},
+        settings={
+            "gpu_memory_utilization": 0.92,
+            "max_model_len": 65536,
+            "max_num_seqs": 1024,
+            "max_num_batched_tokens": 8192,
+        },
     )
     return req, plan
 
@@ -120,14 +174,38 @@ def cpu_plan(path: str = "/models/tiny") -> tuple[PlanRequest, PlanResult]:
     req = PlanRequest(model=path, device="cpu", kv_cache_memory_bytes=GIB, max_model_len=1024)
     plan = make_plan(
         model={"id": path, "source": "local", "path": path, "native_max_model_len": 4096},
-        gpu={"name": "cpu", "display_name": "Host CPU (RAM)", "vendor": "cpu", "count": 1, "memory_bytes": 24 * GIB,
-             "gpus_per_node": 1},
+        gpu={
+            "name": "cpu",
+            "display_name": "Host CPU (RAM)",
+            "vendor": "cpu",
+            "count": 1,
+            "memory_bytes": 24 * GIB,
+            "gpus_per_node": 1,
+        },
         device="cpu",
-        settings={"gpu_memory_utilization": 0.92, "max_model_len": 1024, "max_num_seqs": 128,
-                  "max_num_batched_tokens": 2048, "block_size": 128, "kv_cache_memory_bytes": GIB},
-        kv={"bytes_per_token": 512, "block_size": 128, "num_blocks": 16384, "tokens": 2097152,
-            "max_concurrency": 2048.0, "bytes_per_block": 65536},
-        memory={"total_bytes": 24 * GIB, "weights_bytes": 853248, "kv_cache_bytes": GIB, "activation_bytes": 0,
-                "non_torch_bytes": GIB + GIB // 2, "cudagraph_bytes": 0},
+        settings={
+            "gpu_memory_utilization": 0.92,
+            "max_model_len": 1024,
+            "max_num_seqs": 128,
+            "max_num_batched_tokens": 2048,
+            "block_size": 128,
+            "kv_cache_memory_bytes": GIB,
+        },
+        kv={
+            "bytes_per_token": 512,
+            "block_size": 128,
+            "num_blocks": 16384,
+            "tokens": 2097152,
+            "max_concurrency": 2048.0,
+            "bytes_per_block": 65536,
+        },
+        memory={
+            "total_bytes": 24 * GIB,
+            "weights_bytes": 853248,
+            "kv_cache_bytes": GIB,
+            "activation_bytes": 0,
+            "non_torch_bytes": GIB + GIB // 2,
+            "cudagraph_bytes": 0,
+        },
     )
     return req, plan

@@ -147,7 +147,12 @@ def test_api_key_is_redacted_everywhere() -> None:
     assert "sk-secret-123" not in " ".join(cmd.redacted_argv)
     assert cmd.redacted_argv[cmd.redacted_argv.index("--api-key") + 1] == "***"
     assert "sk-secret-123" not in cmd.shell()
-    assert redact_argv(["x", "--api-key=abc", "--hf-token", "hf_x"]) == ["x", "--api-key=***", "--hf-token", "***"]
+    assert redact_argv(["x", "--api-key=abc", "--hf-token", "hf_x"]) == [
+        "x",
+        "--api-key=***",
+        "--hf-token",
+        "***",
+    ]
     assert redact_env({"VLLM_API_KEY": "k", "HF_TOKEN": "t", "A": "b"}) == {
         "VLLM_API_KEY": "***",
         "HF_TOKEN": "***",
@@ -183,7 +188,9 @@ def test_extra_args_parse_and_check() -> None:
     ]
     req, plan = cpu_plan()
     known.options.update({f.name: f.value is not None for f in serve_flags(plan, req)})
-    cmd = build_serve_command(plan, req, known=known, extra_args=["--seed", "7", "--kv-cache-memory=1024", "--bogus"])
+    cmd = build_serve_command(
+        plan, req, known=known, extra_args=["--seed", "7", "--kv-cache-memory=1024", "--bogus"]
+    )
     assert cmd.argv[-4:] == ["--seed", "7", "--kv-cache-memory-bytes", "1024"]
     assert any("--bogus" in w for w in cmd.warnings)
     assert any("renamed" in w for w in cmd.warnings)
@@ -191,7 +198,14 @@ def test_extra_args_parse_and_check() -> None:
 
 @pytest.mark.parametrize(
     ("host", "loop"),
-    [("127.0.0.1", True), ("localhost", True), ("::1", True), ("127.1.2.3", True), ("0.0.0.0", False), ("10.0.0.5", False)],
+    [
+        ("127.0.0.1", True),
+        ("localhost", True),
+        ("::1", True),
+        ("127.1.2.3", True),
+        ("0.0.0.0", False),
+        ("10.0.0.5", False),
+    ],
 )
 def test_is_loopback(host: str, loop: bool) -> None:
     assert is_loopback(host) is loop

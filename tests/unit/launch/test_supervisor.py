@@ -38,7 +38,9 @@ def _free_port() -> int:
 @pytest.fixture
 def fake(tmp_path: Path) -> dict[str, str]:
     site = install_fake_vllm(tmp_path)
-    return fake_env(site, VLLMKIT_STATE_DIR=str(tmp_path / "state"), VLLMKIT_CACHE_DIR=str(tmp_path / "cache"))
+    return fake_env(
+        site, VLLMKIT_STATE_DIR=str(tmp_path / "state"), VLLMKIT_CACHE_DIR=str(tmp_path / "cache")
+    )
 
 
 def _plan(port: int, **settings: object):
@@ -71,7 +73,13 @@ def test_detach_smoke_stop(fake: dict[str, str]) -> None:
     try:
         assert result.status == "detached"
         assert result.smoke is not None and result.smoke.ok, result.smoke
-        assert [c.name for c in result.smoke.checks] == ["health", "models", "chat", "chat_stream", "completion"]
+        assert [c.name for c in result.smoke.checks] == [
+            "health",
+            "models",
+            "chat",
+            "chat_stream",
+            "completion",
+        ]
         kv = {c.quantity: c for c in result.predicted_vs_actual}
         # the fake prints 1 GiB / 512 B = 2,097,152 tokens and 2,097,152 / 1,024 = 2048.00x
         assert kv["KV cache tokens"].actual == 2097152 and kv["KV cache tokens"].match is True
@@ -141,7 +149,9 @@ def test_sigterm_after_ready_stops_cleanly(fake: dict[str, str]) -> None:
     req, plan = _plan(_free_port())
     options = ServeOptions(smoke=False, stop_grace_s=5)
     prep = prepare(plan, req, options, fake)
-    result = serve(prep, options, fake, reporter=Reporter(ready=lambda r: os.kill(os.getpid(), signal.SIGTERM)))
+    result = serve(
+        prep, options, fake, reporter=Reporter(ready=lambda r: os.kill(os.getpid(), signal.SIGTERM))
+    )
     assert result.status == "stopped"
     assert result.pid is not None
     _assert_group_gone(result.pid, result.pid)
@@ -199,7 +209,10 @@ def test_generated_key_for_non_loopback(tmp_path: Path) -> None:
     assert resolve_api_key("127.0.0.1", {}, api_key_file=None, no_auth=False).origin == "none"
     f = tmp_path / "k"
     f.write_text("from-file\n")
-    assert resolve_api_key("0.0.0.0", {"VLLM_API_KEY": "e"}, api_key_file=str(f), no_auth=False).key == "from-file"
+    assert (
+        resolve_api_key("0.0.0.0", {"VLLM_API_KEY": "e"}, api_key_file=str(f), no_auth=False).key
+        == "from-file"
+    )
     folder = tmp_path / "run"
     folder.mkdir()
     path = runs.write_key_file(folder, "abc")

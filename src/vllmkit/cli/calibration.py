@@ -1,0 +1,158 @@
+"""`vllmkit calibration list|clear|export|import`: the local store of measured non-KV memory.
+
+Records come from `vllmkit serve` (after a healthy start) and `vllmkit check-log LOG --record`;
+`vllmkit plan` uses the closest one (same GPU profile, architecture family and vLLM minor version;
+each term only where the inputs it depends on match) and tags those terms `calibrated`.
+The store is `$VLLMKIT_DATA_DIR/calibrations.jsonl` (else `$XDG_DATA_HOME/vllmkit/`, else
+`~/.local/share/vllmkit/`). Export/import share it within a team: import merges and skips records
+whose id is already stored.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from vllmkit.cli._common import JSON_OPTION, boundary
+from vllmkit.errors import UsageError
+from vllmkit.output import emit, gib, thousands, warn
+
+calibration_app = typer.Typer(
+    help="Measured non-KV memory from real startups, used by `vllmkit plan` (list, clear, export, import).",
+    no_args_is_help=True,
+)
+
+GPU_FILTER = typer.Option(None, "--gpu", help="Only records of this GPU profile name.")
+FAMILY_FILTER = typer.Option(None, "--family", help="Only records of this architecture family (model_type).")
+
+
+def _env() -> dict[str, str]:
+    return dict(os.environ)
+
+
+def _matches(record, gpu: str | None, family: str | None, ids: list[str] | None = None) -> bool:  # noqa: ANN001
+    if gpu and record.gpu.lower() != gpu.lower():
+        return False
+    if family and record.family.lower() != family.lower():
+        return False
+    return not ids or any(record.record_id.startswith(i) for i in ids)
+
+
+def _record_rows(records) -> list[dict]:  # noqa: ANN001
+    return [r.model_dump(mode="json") for r in records]
+
+
+def render_list(console: Console, data: dict) -> None:
+    records = data["records"]
+    if not records:
+        console.print(f"no calibrations in {data['store']}", markup=False)
+        return
+    table = Table(title=f"calibrations ({data['store']})")
+    for col in ("id", "date", "GPU", "vLLM", "family", "model", "batched tokens", "TP", "PP", "eager", "terms", "source"):
+        table.add_column(col, justify="right" if col in ("batched tokens", "TP", "PP") else "left", overflow="fold")
+    for r in records:
+        terms = ", ".join(f"{k} {gib(v)}" for k, v in r["terms"].items()) + (" (lump)" if r.get("lump") else "")
+        table.add_row(r["record_id"][:12], r["recorded_at"][:10], r["gpu"], r["vllm_version"], r["family"], r["model"],
+                      thousands(r["max_num_batched_tokens"]), str(r["tp"]), str(r["pp"]),
+                      "yes" if r["enforce_eager"] else "no", terms, r.get("source", ""))
+    console.print(table)
+
+
+def _render_message(console: Console, data: dict) -> None:
+    console.print(data["message"], markup=False)
+
+
+@calibration_app.command("list")
+@boundary("calibration list")
+def list_cmd(gpu: str | None = GPU_FILTER, family: str | None = FAMILY_FILTER, json_output: bool = JSON_OPTION) -> None:
+    """Show the stored calibrations."""
+    from vllmkit.calibration.store import load_records, store_path
+
+    path = store_path(_env())
+    records, bad = load_records(path)
+    chosen = [r for r in records if _matches(r, gpu, family)]
+    if bad and not json_output:
+        warn(f"{len(bad)} line(s) of {path} are not valid records and are ignored (first: line {bad[0][0]}: {bad[0][1]})")
+    data = {"store": str(path), "records": _record_rows(chosen), "invalid_lines": [n for n, _ in bad]}
+    emit("calibration list", data, json_mode=json_output, render=render_list)
+
+
+@calibration_app.command("clear")
+@boundary("calibration clear")
+def clear_cmd(
+    record_ids: list[str] | None = typer.Argument(None, help="Record ids (or prefixes) to remove; default: all."),
+    gpu: str | None = GPU_FILTER,
+    family: str | None = FAMILY_FILTER,
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Remove calibrations (all, or those selected by id / --gpu / --family)."""
+    from vllmkit.calibration.store import load_records, remove_records, store_path
+
+    path = store_path(_env())
+    records, _ = load_records(path)
+    ids = list(record_ids or [])
+    targets = [r for r in records if _matches(r, gpu, family, ids)]
+    for rid in ids:
+        if not any(r.record_id.startswith(rid) for r in records):
+            raise UsageError(f"no calibration with id {rid!r}", "see `vllmkit calibration list` for ids",
+                             code="unknown-record")
+    if targets and not yes:
+        if json_output or not sys.stdin.isatty():
+            raise UsageError(f"refusing to remove {len(targets)} calibration(s) without --yes",
+                             "add --yes (see `vllmkit calibration list` first, or export a backup)", code="confirm")
+        if not typer.confirm(f"remove {len(targets)} calibration(s) from {path}?"):
+            raise typer.Exit(1)
+    wanted = {r.record_id for r in targets}
+    removed = remove_records(path, lambda r: r.record_id in wanted) if wanted else 0
+    data = {"store": str(path), "removed": removed, "message": f"removed {removed} calibration(s) from {path}"}
+    emit("calibration clear", data, json_mode=json_output, render=_render_message)
+
+
+@calibration_app.command("export")
+@boundary("calibration export")
+def export_cmd(
+    file: Path = typer.Argument(..., help="Where to write the records (JSON lines).", show_default=False),
+    gpu: str | None = GPU_FILTER,
+    family: str | None = FAMILY_FILTER,
+    force: bool = typer.Option(False, "--force", help="Overwrite FILE if it exists."),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Write the calibrations to FILE, to share with `vllmkit calibration import FILE`."""
+    from vllmkit.calibration.store import export_records, load_records, store_path
+
+    path = store_path(_env())
+    records, _ = load_records(path)
+    chosen = [r for r in records if _matches(r, gpu, family)]
+    if file.exists() and not force:
+        raise UsageError(f"{file} exists", "pass --force to overwrite it, or choose another file", code="file-exists")
+    export_records(file, chosen)
+    data = {"store": str(path), "file": str(file), "exported": len(chosen),
+            "message": f"exported {len(chosen)} calibration(s) to {file}"}
+    emit("calibration export", data, json_mode=json_output, render=_render_message)
+
+
+@calibration_app.command("import")
+@boundary("calibration import")
+def import_cmd(
+    file: Path = typer.Argument(..., help="A file written by `vllmkit calibration export`.", show_default=False),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Merge the calibrations of FILE into the store (records already stored are skipped)."""
+    from vllmkit.calibration.store import add_records, read_import_file, store_path
+
+    path = store_path(_env())
+    records = read_import_file(file)
+    added, duplicates = add_records(path, records)
+    data = {"store": str(path), "file": str(file), "read": len(records), "added": added, "duplicates": duplicates,
+            "message": f"imported {added} calibration(s) from {file} ({duplicates} already stored) into {path}"}
+    emit("calibration import", data, json_mode=json_output, render=_render_message)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(calibration_app, name="calibration")

@@ -1,0 +1,156 @@
+"""Measured non-KV terms from startup logs. Lines are verbatim from public logs
+(benchmarks/data/public-startup-logs.jsonl) or built from vLLM's own format strings (file named next
+to each); expected bytes are the printed GiB figures worked by hand (GiB = 2**30)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vllmkit.calibration.measure import derive_lump, measure, parse_command
+from vllmkit.doctor.logparse import parse_events
+
+GIB = 1 << 30
+DATA = Path(__file__).resolve().parents[3] / "benchmarks" / "data" / "public-startup-logs.jsonl"
+
+
+def g(x: float) -> int:
+    return round(x * GIB)
+
+
+def quote(row_id: str) -> str:
+    for line in DATA.read_text().splitlines():
+        row = json.loads(line)
+        if row["id"] == row_id:
+            return row["quote"]
+    raise KeyError(row_id)
+
+
+def run(text: str):
+    return measure(parse_events(text), text)
+
+
+# vllm/v1/worker/gpu_worker.py (0.32.0 wheel) compile_or_warm_up_model, and the estimate line before it
+SUMMARY_032 = (
+    "(Worker pid=7) INFO 11-29 10:00:01 [gpu_worker.py:971] CUDA graph pool memory: 0.52 GiB (actual), 0.48 GiB "
+    "(estimated), difference: 0.04 GiB (7.7%).\n"
+    "(Worker pid=7) INFO 11-29 10:00:01 [gpu_worker.py:1034] Free memory on device (78.5/79.19 GiB) on startup. "
+    "Desired GPU memory utilization is (0.92, 72.85 GiB). Actual usage is 16.52 GiB for consumed memory "
+    "(weights + non-torch), 2.98 GiB for peak activation, and 0.52 GiB for CUDAGraph memory. Replace "
+    "gpu_memory_utilization config with `--kv-cache-memory=56902975897` (52.99 GiB) to fit into requested memory, "
+    "or `--kv-cache-memory=62269710336` (57.99 GiB) to fully utilize gpu memory. Current kv cache memory in use "
+    "is 53.35 GiB.\n"
+)
+WEIGHTS_LINE = "(Worker pid=7) INFO 11-29 09:59:00 [gpu_model_runner.py:2653] Model loading took 15.26 GiB memory and 5.1 seconds\n"
+
+
+def test_032_summary_line_splits_the_non_kv_memory() -> None:
+    m = run(WEIGHTS_LINE + SUMMARY_032)
+    assert m.device == "gpu"
+    assert m.weights_bytes == g(15.26)
+    assert m.non_torch_bytes == g(16.52) - g(15.26)  # consumed (weights + non-torch) - weights
+    assert m.cudagraph_bytes == g(0.48)  # the estimate vLLM subtracted, not the 0.52 GiB actual
+    assert m.activation_bytes == g(2.98) - g(0.48)  # peak printed = profile headroom + graph estimate
+    assert m.requested_bytes == g(72.85) and m.total_bytes == g(79.19) and m.gpu_memory_utilization == 0.92
+    assert m.available_kv_bytes == g(53.35)
+    # the split reproduces vLLM's KV: requested - (weights + non-torch + activation + graphs) = 72.85-16.52-2.98
+    assert m.requested_bytes - m.weights_bytes - m.non_torch_bytes - m.activation_bytes - m.cudagraph_bytes == \
+        g(72.85) - g(16.52) - g(2.98)
+
+
+def test_032_summary_without_estimate_line_uses_the_capture() -> None:
+    m = run(WEIGHTS_LINE + SUMMARY_032.split("\n", 1)[1])
+    assert m.cudagraph_bytes == g(0.52)
+    assert m.activation_bytes == g(2.98) - g(0.52)
+
+
+def test_v0_split_line_from_a_public_log() -> None:
+    m = run(quote("blog-a800-qwen25vl-7b-tp4-lora"))
+    # "model weights take 4.03GiB; non_torch_memory takes 1.39GiB; PyTorch activation peak memory takes 0.32GiB"
+    assert (m.non_torch_bytes, m.activation_bytes, m.cudagraph_bytes) == (g(1.39), g(0.32), 0)
+    assert m.requested_bytes == g(71.39)  # "... x gpu_memory_utilization (0.90) = 71.39GiB"
+    assert m.kv_tokens == 307335 * 16  # "# cuda blocks: 307335" x the V0 GPU block size 16
+
+
+def test_v0_064_profiling_results_line() -> None:
+    m = run(quote("vllm-11230-qwen25-72b-gptq-int4-48gb"))
+    # "Loading model weights took 38.5260 GB" ... "peak_torch_memory=40.87GiB ... non_torch_memory=4.09GiB"
+    assert m.weights_bytes == g(38.526)
+    assert m.non_torch_bytes == g(4.09)
+    assert m.activation_bytes == g(40.87) - g(38.526)  # peak torch memory includes the weights
+    assert m.kv_tokens == 1280  # "... stored in KV cache (1280)"
+
+
+@pytest.mark.parametrize(("line", "non_torch", "activation"), [
+    # V1 0.8-0.10: MemoryProfilingResult.__repr__ (vllm/utils.py) at INFO
+    ("Memory profiling takes 4.12 seconds. Total non KV cache memory: 17.10GiB; torch peak memory increase: 1.20GiB; "
+     "non-torch forward increase memory: 0.40GiB; weights memory: 15.50GiB.", g(0.40), g(17.10) - g(15.50) - g(0.40)),
+    # 0.32 wording (vllm/utils/mem_utils.py): total consumed = weights + non-torch
+    ("Memory profiling takes 4.12 seconds. Total non KV cache memory: 17.10GiB; torch peak memory increase: 1.20GiB; "
+     "total consumed (from mem_get_info): 15.90GiB; weights memory: 15.50GiB.", g(15.90) - g(15.50),
+     g(17.10) - g(15.90)),
+])
+def test_v1_profiling_repr(line: str, non_torch: int, activation: int) -> None:
+    m = run("INFO 01-01 00:00:00 [gpu_worker.py:1] " + line + "\nINFO 01-01 00:00:01 [gpu_worker.py:2] Available KV cache memory: 50.00 GiB\n")
+    assert (m.non_torch_bytes, m.activation_bytes) == (non_torch, activation)
+
+
+# vllm/v1/worker/cpu_worker.py (0.32.0 wheel) determine_available_memory, both branches
+CPU_AUTO = ("(Worker pid=9) INFO 11-29 21:40:01 [cpu_worker.py:260] Auto set (1.55/12.59) GiB for KV cache on node 0, "
+            "with 2.52 GiB requested memory for the worker. 0.97 GiB memory was consumed by non-kv usages.\n"
+            "(EngineCore pid=8) INFO 11-29 21:40:01 [kv_cache_utils.py:2327] CPU KV cache size: 3,250,176 tokens, "
+            "Maximum concurrency for 1,024 tokens per request: 3174.00x\n")
+CPU_EXPLICIT = "(Worker pid=12788) INFO 11-29 21:18:37 [cpu_worker.py:260] Explicitly set (1.0/12.59) GiB for KV cache on node 0.\n"
+
+
+def test_cpu_auto_set_line() -> None:
+    m = run(CPU_AUTO)
+    assert m.device == "cpu" and not m.kv_fixed
+    assert m.cpu_non_kv_bytes == g(0.97)
+    assert (m.available_kv_bytes, m.requested_bytes, m.total_bytes) == (g(1.55), g(2.52), g(12.59))
+    assert (m.kv_tokens, m.max_concurrency) == (3_250_176, 3174.0)
+
+
+def test_cpu_explicit_set_line_is_not_a_measurement() -> None:
+    m = run(CPU_EXPLICIT)
+    assert m.device == "cpu" and m.kv_fixed
+    assert m.kv_fixed_bytes == GIB and m.cpu_non_kv_bytes is None
+
+
+def test_lump_when_the_log_has_no_split() -> None:
+    m = run(quote("blog-rtxpro6000-qwen3-32b-tp2"))
+    assert m.non_torch_bytes is None
+    # "Model loading took 30.59 GiB", "Available KV cache memory: 8.22 GiB"; requested 0.426 x 95.01 GiB (the post)
+    requested = round(0.426 * g(95.01))
+    derive_lump(m, requested_bytes=requested, weights_bytes=None, enforce_eager=False)
+    assert m.lump
+    assert m.non_torch_bytes == requested - g(30.59) - g(8.22)
+    assert (m.activation_bytes, m.cudagraph_bytes) == (0, 0)
+
+
+def test_no_lump_when_kv_was_fixed() -> None:
+    text = ("INFO 01-01 00:00:00 [api_utils.py:1] non-default args: {'model': 'm', 'kv_cache_memory_bytes': 4294967296}\n"
+            "INFO 01-01 00:00:01 [gpu_model_runner.py:1] Model loading took 15.26 GiB memory and 5.1 seconds\n")
+    m = run(text)
+    assert m.kv_fixed and m.available_kv_bytes == 4 * GIB
+    derive_lump(m, requested_bytes=70 * GIB, weights_bytes=None, enforce_eager=False)
+    assert m.non_torch_bytes is None and not m.lump
+
+
+@pytest.mark.parametrize(("row_id", "model", "flags"), [
+    ("vllm-13061-r1-distill-qwen14b-2x4090", "/root/autodl-tmp/deepseek-ai/DeepSeek-R1-Distill-Qwen-14B",
+     {"tensor_parallel_size": 2, "gpu_memory_utilization": 0.98}),
+    ("vllm-pr12569-llama31-70b-w8a8", "neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w8a8",
+     {"max_model_len": "2048", "gpu_memory_utilization": 0.98}),
+])
+def test_quoted_command_lines(row_id: str, model: str, flags: dict) -> None:
+    cmd = parse_command(quote(row_id))
+    assert cmd.model == model
+    assert cmd.flags == flags
+
+
+def test_api_server_command_line() -> None:
+    cmd = parse_command("$ python -m vllm.entrypoints.openai.api_server --model /m/llama --port 8000 -tp 2 --enforce-eager")
+    assert cmd.model == "/m/llama" and cmd.flags == {"tensor_parallel_size": 2, "enforce_eager": True}
