@@ -20,8 +20,10 @@ from vllmkit.doctor import diagnose_log
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("require_vllm")]
 
 # --enforce-eager skips the CPU torch.compile warm-up (about a minute on 2 cores); the CPU backend
-# has no CUDA graphs, so it changes nothing doctor looks at.
+# has no CUDA graphs, so it changes nothing doctor looks at. A fixed KV budget also skips the CPU
+# worker's RAM-utilization check (cpu_worker.py), which fails when other processes hold the RAM.
 FAST = ["--enforce-eager"]
+SMALL_KV = ["--kv-cache-memory-bytes", str(64 << 20)]
 
 
 def doctor(args: list[str], env: dict[str, str] | None = None) -> tuple[int, dict]:
@@ -65,7 +67,9 @@ def test_kv_budget_too_small_gives_vllms_exact_length(tiny_model_factory, tmp_pa
 
 def test_chat_template_missing_and_live_metrics(tiny_model_factory, tmp_path: Path) -> None:
     model = tiny_model_factory("llama", chat_template=False)
-    with start_vllm(model, ["--max-model-len", "1024", *FAST]) as server:
+    # no --enforce-eager here: with a fixed KV budget the CPU worker then skips its warm-up and (0.32, seen
+    # here) the worker dies on the first request
+    with start_vllm(model, ["--max-model-len", "1024", *SMALL_KV]) as server:
         server.wait("healthy", timeout=600)
         assert server.healthy(), server.log_text()[-3000:]
         name = str(model)
@@ -90,9 +94,8 @@ def test_chat_template_missing_and_live_metrics(tiny_model_factory, tmp_path: Pa
         assert by[(1, "cuda-graphs")]["detail"].startswith("CPU backend")
         assert by[(1, "prefix-caching")]["status"] == "ok"
         assert by[(2, "preemptions")]["detail"] == "none"
-        server_log = server.log_text()
-    # the server's own log of the failed chat request carries the same message
-    assert "chat-template-missing" in diagnose_log(server_log).codes() or "chat template" in body
+        # the server log only records '"POST /v1/chat/completions HTTP/1.1" 400 Bad Request', not the reason
+        assert "400 Bad Request" in server.log_text()
 
 
 def test_port_already_in_use(tiny_model_factory) -> None:
@@ -102,7 +105,7 @@ def test_port_already_in_use(tiny_model_factory) -> None:
         blocker.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         blocker.bind(("127.0.0.1", port))
         blocker.listen(1)
-        with start_vllm(model, [*FAST], port=port) as server:
+        with start_vllm(model, [*SMALL_KV, *FAST], port=port) as server:
             server.wait("exit", timeout=600)
             log = server.log_text()
             code = server.proc.poll()

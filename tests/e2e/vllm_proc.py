@@ -91,12 +91,13 @@ class VllmServer:
             return False
 
     def wait(self, until: str, timeout: float) -> None:
-        """until: capacity (log line printed) | healthy (/health 200) | exit (process ended)."""
+        """until: capacity (log line printed) | healthy (/health 200) | exit (process ended) |
+        outcome (process ended, or the capacity line shows it did not refuse to start)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 return
-            if until == "capacity" and CAPACITY_RE.search(self.log_text()):
+            if until in ("capacity", "outcome") and CAPACITY_RE.search(self.log_text()):
                 return
             if until == "healthy" and self.healthy():
                 return

@@ -226,6 +226,10 @@ def register(app: typer.Typer) -> None:
         follow: bool = typer.Option(False, "--follow", "-f", help="Echo vLLM's log lines to stderr."),
         json_output: bool = JSON_OPTION,
     ) -> None:
+        """Start vLLM with the planned flags, watch it start, wait for /health, smoke-test it.
+
+        TARGET is a model (planned first, same flags as `vllmkit plan`) or a saved plan. --dry-run
+        prints the command; --export writes shell/docker/compose/k8s/ray; --detach leaves it running."""
         from vllmkit.launch import service as svc
         from vllmkit.launch.exporters import FORMATS
         from vllmkit.launch.exporters import export as do_export
@@ -333,6 +337,7 @@ def register(app: typer.Typer) -> None:
         ),
         json_output: bool = JSON_OPTION,
     ) -> None:
+        """Stop servers started by `vllmkit serve` (their whole process group)."""
         from vllmkit.launch.service import stop_runs
 
         result = stop_runs(dict(os.environ), list(run_ids or []), all_runs=all_runs, grace_s=grace)
@@ -353,6 +358,7 @@ def register(app: typer.Typer) -> None:
         all_runs: bool = typer.Option(False, "--all", "-a", help="Include finished runs."),
         json_output: bool = JSON_OPTION,
     ) -> None:
+        """List servers started by `vllmkit serve` (running ones; --all for finished runs too)."""
         from vllmkit.launch.service import list_runs
 
         views = list_runs(dict(os.environ), include_finished=all_runs)

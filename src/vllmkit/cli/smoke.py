@@ -76,6 +76,8 @@ def register(app: typer.Typer) -> None:
         max_tokens: int = typer.Option(16, "--max-tokens", help="Tokens to generate per request."),
         json_output: bool = JSON_OPTION,
     ) -> None:
+        """Check any OpenAI-compatible endpoint: /health, /v1/models, chat, streamed chat (TTFT,
+        tokens/s), completion, and 401 without the key when --api-key is given."""
         if not url.startswith(("http://", "https://")):
             url = "http://" + url
         key = read_api_key(api_key, api_key_file)

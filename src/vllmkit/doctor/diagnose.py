@@ -301,33 +301,45 @@ def _insufficient_free(parsed: ParsedLog) -> list[Diagnosis]:
     if e is None:
         return []
     v = e.values
+    cpu = "node" in v
     free = float(v.get("free", "0") or 0)
     total = float(v.get("total", "0") or 0)
     util = v.get("util")
     flags: list[str] = []
     fitting = None
-    if total > 0:
+    if total > 0 and util is not None:
         # vLLM requests ceil(total * utilization) and fails when that exceeds the free memory
-        # (v1/worker/utils.py). The printed GiB are rounded to 2 decimals, so keep 0.01 GiB margin.
+        # (v1/worker/utils.py; cpu_worker.py on CPU). The printed GiB are rounded to 2 decimals, so
+        # keep 0.01 GiB margin.
         fitting = _floor2(max(0.0, free - 0.01) / total)
         if fitting >= 0.05:
             flags = ["--gpu-memory-utilization", f"{fitting:.2f}"]
-    fix = (
-        f"Only {free} of {total} GiB is free on the GPU when vLLM starts, but utilization {util} asks for "
-        f"{v.get('req')} GiB. Other processes hold GPU memory: stop them (list them with "
-        "`nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv` or `rocm-smi --showpids`)"
-    )
-    fix += f", or lower the utilization to {fitting:.2f} (less KV cache)." if flags else "."
+    where = "in RAM (CPU backend)" if cpu else "on the GPU"
+    if util is not None:
+        fix = (
+            f"Only {free} of {total} GiB is free {where} when vLLM starts, but utilization {util} asks for "
+            f"{v.get('req')} GiB. Other processes hold the memory: stop them (list them with "
+        )
+    else:
+        fix = f"Only {free} of {total} GiB is free {where}, less than the {v.get('req')} GiB asked for the KV cache. Stop other processes (list them with "
+    fix += "`ps aux --sort=-rss | head`)" if cpu else "`nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv` or `rocm-smi --showpids`)"
+    if flags:
+        fix += f", or lower the utilization to {fitting:.2f} (less KV cache)."
+    elif cpu:
+        fix += ", or lower --kv-cache-memory-bytes."
+    else:
+        fix += "."
     return [
         Diagnosis(
             code="insufficient-free-memory",
             severity="error",
-            title="Not enough free GPU memory at startup (other processes)",
+            title="Not enough free memory at startup (other processes)" if cpu else "Not enough free GPU memory at startup (other processes)",
             evidence=e.text,
             line=e.line,
             fix=fix,
             suggested_flags=flags,
-            details={"free_gib": free, "total_gib": total, "gpu_memory_utilization": util, "fitting_utilization": fitting},
+            details={"free_gib": free, "total_gib": total, "gpu_memory_utilization": util, "fitting_utilization": fitting,
+                     "device": "cpu" if cpu else (v.get("device") or "gpu")},
         )
     ]
 
@@ -657,6 +669,9 @@ def _cuda_graphs(parsed: ParsedLog) -> list[Diagnosis]:
     f = parsed.facts
     if f.enforce_eager is not True or _is_cpu(f):
         return []  # the CPU backend has no CUDA graphs
+    on_gpu = (f.platform or "") in ("cuda", "rocm") or (f.kv_pool or "") == "GPU"
+    if not on_gpu and _first(parsed.events, "cudagraphs_off") is None:
+        return []  # platform unknown (the start failed early): do not guess
     e = _first(parsed.events, "cudagraphs_off", "engine_config", "non_default_args")
     return [
         Diagnosis(

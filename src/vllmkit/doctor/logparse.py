@@ -92,7 +92,11 @@ def clean_line(raw: str) -> tuple[str, str | None, str | None]:
 
 
 def iter_lines(text: str) -> Iterator[LogLine]:
+    header = True  # a leading block of "#" lines (annotated excerpts, like tests/data/logs) is commentary
     for i, raw in enumerate(text.splitlines(), start=1):
+        if header and raw.startswith("#"):
+            continue
+        header = False
         msg, proc, level = clean_line(raw)
         if msg:
             yield LogLine(number=i, raw=raw, message=msg, process=proc, level=level)
@@ -230,6 +234,8 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("engine_config", _p(r"Initializing an? (?:(?P<engine>V[01]) )?LLM engine \(v(?P<version>[^)\s]+)\) with config:\s*(?P<config>.*)")),
     # entrypoints/openai/api_server.py: "vLLM API server version %s" (<=0.10); "vLLM server version %s, serving model %s"
     ("server_version", _p(r"vLLM (?:API )?server version (?P<version>[\w.+\-]+)")),
+    # >= 0.2x start-up banner (api_utils.py): "▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.32.0"
+    ("banner_version", _p(r"[█▀▄]\s+version (?P<version>\d+\.\d+[\w.+\-]*)\s*$")),
     # entrypoints/utils.py: "non-default args: %s" (a Python dict repr)
     ("non_default_args", _p(r"non-default args: (?P<args>\{.*\})")),
     # <= 0.10 api_server: "args: Namespace(host=None, port=8000, ..., model='x', max_model_len=4096, ...)" (all args)
@@ -238,7 +244,7 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     # config/model.py (0.2x+): "Resolved architecture: LlamaForCausalLM"
     ("architecture", _p(r"Resolved architecture: (?P<arch>\w+)")),
     # CPU backend (v1/worker/cpu_worker.py): "Explicitly set (X/T) GiB for KV cache on node N."
-    ("cpu_kv_set", _p(rf"Explicitly set \((?P<gib>{FLT})/(?P<total>{FLT})\) GiB for KV cache")),
+    ("cpu_kv_set", _p(rf"(?:Explicitly|Auto) set \((?P<gib>{FLT})/(?P<total>{FLT})\) GiB for KV cache")),
     # utils/system_utils.py: "Found ulimit of %s and failed to automatically increase with error %s. ..."
     ("ulimit_low", _p(r"Found ulimit of (?P<limit>\d+) and failed to automatically increase")),
     # config/model.py "Using max model len %s"
@@ -314,6 +320,17 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"Free memory on device(?: (?P<device>[\w:]+))? \((?P<free>{FLT})/(?P<total>{FLT}) GiB\) on startup is less than "
         rf"(?:desired GPU memory utilization |the engine's budget[^(]*)\((?P<util>{FLT}), (?P<req>{FLT}) GiB\)"
     )),
+    # CPU backend (v1/worker/cpu_worker.py, 0.32): "Available memory on node 0 (10.71/13.59 GiB) on startup is less
+    # than desired CPU memory utilization (0.92, 12.5 GiB). ..." (seen here when other servers held the RAM) and
+    # "... on kv cache allocation is less than requested memory for kv (X[/R] GiB)."
+    ("insufficient_free", _p(
+        rf"Available memory on node (?P<node>\d+) \((?P<free>{FLT})/(?P<total>{FLT}) GiB\) on startup is less than "
+        rf"desired CPU memory utilization \((?P<util>{FLT}), (?P<req>{FLT}) GiB\)"
+    )),
+    ("insufficient_free", _p(
+        rf"Available memory on node (?P<node>\d+) \((?P<free>{FLT})/(?P<total>{FLT}) GiB\) on kv cache allocation is "
+        rf"less than requested memory for kv \((?P<req>{FLT})"
+    )),
     # torch: "CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 has a total capacity of 79.19 GiB of which ..."
     ("oom", _p(
         rf"(?P<api>CUDA|HIP|XPU) out of memory\.?(?: Tried to allocate (?P<alloc>{FLT}) ?(?P<unit>[GMK]i?B))?"
@@ -381,6 +398,7 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 NEEDLES: dict[str, tuple[str, ...]] = {
     "engine_config": ("LLM engine",),
     "server_version": ("server version",),
+    "banner_version": ("version",),
     "non_default_args": ("non-default args",),
     "namespace_args": ("Namespace(",),
     "platform": ("detected platform",),
@@ -408,7 +426,7 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "kv_too_small": ("To serve at least one request",),
     "kv_too_small_v0": ("max seq len",),
     "no_kv_memory": ("No available memory for the cache blocks",),
-    "insufficient_free": ("Free memory on device",),
+    "insufficient_free": ("Free memory on device", "Available memory on node"),
     "oom": ("out of memory", "OutOfMemoryError"),
     "oom_other_process": ("memory in use",),
     "oom_load": ("Failed to load model",),
@@ -692,6 +710,10 @@ def _kv_too_small_v0(f: LogFacts, e: LogEvent) -> None:
 
 def _insufficient_free(f: LogFacts, e: LogEvent) -> None:
     v = e.values
+    if "node" in v:  # CPU backend: host memory, not a GPU
+        f.platform = f.platform or "cpu"
+        f.gpu_memory_utilization = to_float(v.get("util")) or f.gpu_memory_utilization
+        return
     f.gpu_free_bytes_at_start = gib_to_bytes(v.get("free"))
     f.gpu_total_bytes = gib_to_bytes(v.get("total"))
     f.gpu_memory_utilization = to_float(v.get("util")) or f.gpu_memory_utilization
@@ -762,6 +784,7 @@ def _identity(s: str | None) -> str | None:
 SETTERS: dict[str, _Setter] = {
     "engine_config": _engine_config,
     "server_version": _first("vllm_version", "version", _identity),
+    "banner_version": _first("vllm_version", "version", _identity),
     "non_default_args": _non_default_args,
     "namespace_args": _namespace_args,
     "platform": _first("platform", "platform", lambda s: s.lower() if s else None),

@@ -7,6 +7,7 @@ can be driven by tests and never prints itself (output.py is the only place that
 from __future__ import annotations
 
 import secrets
+import signal
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal
@@ -507,8 +508,14 @@ def serve(
                 if rep.ready:
                     rep.ready(result)
                 code = sup.wait_exit()
-                # it exited by itself after being healthy
                 result.exit_code = code
+                if code in (0, -signal.SIGTERM, 128 + signal.SIGTERM):
+                    # stopped from outside (`vllmkit stop`, a SIGTERM to the server): a clean end
+                    sup.stop(options.stop_grace_s)  # reap whatever is left of the group
+                    result.status = "stopped"
+                    record.status = "stopped"
+                    return result
+                # it died by itself after being healthy
                 result.status = "exited"
                 record.status, record.exit_code = "exited", code
                 result.failure = diagnose_start_failure(read_log(record.log_path))

@@ -25,6 +25,9 @@ EXPECTED_CODES = {
     "v1_0.27_qwen3_32b_tp2_dateless.log": [],
     "v1_0.2x_fp8kv_models_s_kv_too_small.log": ["kv-cache-too-small"],
     "v1_0.32_cpu_kv_too_small_real.log": ["kv-cache-too-small", "ulimit-low"],
+    "v1_0.32_cpu_insufficient_ram_real.log": ["insufficient-free-memory", "ulimit-low"],
+    "v1_0.32_cpu_port_in_use_real.log": ["port-in-use"],
+    "http_chat_template_400_0.32_real.log": ["chat-template-missing"],
     "v1_0.33_memory_summary_synthetic.log": [],
     "diag_insufficient_free_0.9.1.log": ["insufficient-free-memory"],
     "diag_insufficient_free_cuda0_0.3x.log": ["insufficient-free-memory"],
@@ -132,12 +135,17 @@ def test_no_kv_memory() -> None:
         ("diag_insufficient_free_0.9.1.log", "0.66"),
         # floor((19.77 - 0.01) / 22.05, 2) = floor(0.8961, 2) = 0.89
         ("diag_insufficient_free_cuda0_0.3x.log", "0.89"),
+        # CPU backend, RAM: floor((10.71 - 0.01) / 13.59, 2) = floor(0.7873, 2) = 0.78
+        ("v1_0.32_cpu_insufficient_ram_real.log", "0.78"),
     ],
 )
 def test_insufficient_free_memory(name: str, fitting: str) -> None:
     d, _ = _only(name, "insufficient-free-memory")
     assert d.suggested_flags == ["--gpu-memory-utilization", fitting]
-    assert "nvidia-smi --query-compute-apps" in d.fix
+    if d.details["device"] == "cpu":
+        assert "ps aux" in d.fix
+    else:
+        assert "nvidia-smi --query-compute-apps" in d.fix
 
 
 @pytest.mark.parametrize(
@@ -200,6 +208,19 @@ def test_port_in_use_reads_port() -> None:
     d, _ = _only("diag_port_in_use_uvicorn.log", "port-in-use")
     assert d.details["port"] == 8000
     assert d.suggested_flags == ["--port", "8001"]
+
+
+def test_port_in_use_real_cpu_log_takes_port_from_args() -> None:
+    d, report = _only("v1_0.32_cpu_port_in_use_real.log", "port-in-use")
+    # 0.32 prints only "OSError: [Errno 98] Address already in use"; the port is in the non-default args
+    assert report.facts.port == 36267 and d.suggested_flags == ["--port", "36268"]
+    assert report.facts.vllm_version == "0.32.0"  # from the start-up banner
+    assert "cuda-graphs-disabled" not in report.codes()  # enforce_eager=True, but the platform is unknown
+
+
+def test_annotated_header_is_ignored() -> None:
+    text = "# a note: OSError: [Errno 98] Address already in use\nINFO 01-01 00:00:00 [x.py:1] hello\n"
+    assert diagnose_log(text).codes() == []
 
 
 def test_generation_config_override_is_info() -> None:

