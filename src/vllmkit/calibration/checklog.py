@@ -10,6 +10,7 @@ default (a "non-default args" line lists every flag that was set), `assumed` whe
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -24,12 +25,13 @@ from vllmkit.calibration.measure import (
     parse_command,
 )
 from vllmkit.calibration.store import CalibrationRecord, add_records, make_record_id, now_iso, store_path
-from vllmkit.doctor.logparse import ParsedLog, parse_events
+from vllmkit.doctor.logparse import ParsedLog, parse_config_line, parse_events
 from vllmkit.engine.versions import parse_version, resolve_version, rules_for
 from vllmkit.errors import CheckFailedError, ModelSourceError, UsageError, VllmkitError
 from vllmkit.plan.models import PlanRequest, PlanResult
 
 GIB = 1 << 30
+_COMMENTED = re.compile(r"^[ \t]*#+ ?", re.MULTILINE)
 DEFAULT_GPU = "h100"  # only when neither the flags nor the log name a GPU (listed in `assumed`)
 QUANTITIES = ("weights", "non_torch", "activation", "cudagraph", "cpu_non_kv", "available_kv", "kv_tokens",
               "max_concurrency")
@@ -134,18 +136,23 @@ def _normalize_version(text: str | None) -> str | None:
 class _Picker:
     """Takes each input from flags > log > quoted command > default, remembering what was assumed."""
 
-    def __init__(self, *, args_line: bool, config_line: bool) -> None:
+    def __init__(self, *, args_line: bool, config_keys: set[str]) -> None:
         self.args_line = args_line
-        self.config_line = config_line
+        self.config_keys = config_keys  # keys the engine config line really printed (it may be truncated)
         self.assumed: dict[str, str] = {}
         self.defaults: list[str] = []
 
+    @property
+    def config_line(self) -> bool:
+        return bool(self.config_keys)
+
     def pick(self, name: str, flag: Any, log: Any, command: Any, default: Any, why: str, *,
-             known_from: Literal["args", "config", "never"] = "args") -> Any:
+             known_from: str = "args") -> Any:
+        """known_from: "args" (a non-default args line proves a default) or a config-line key."""
         for value in (flag, log, command):
             if value is not None:
                 return value
-        known = (known_from == "args" and self.args_line) or (known_from == "config" and self.config_line)
+        known = (known_from == "args" and self.args_line) or known_from in self.config_keys
         if known:
             self.defaults.append(name)
         else:
@@ -185,8 +192,11 @@ def build_request(parsed: ParsedLog, m: Measurement, text: str, inputs: CheckLog
     facts = parsed.facts
     cmd = parse_command(text)
     flags = cmd.flags
-    picker = _Picker(args_line=bool(facts.non_default_args),
-                     config_line=any(e.kind == "engine_config" for e in parsed.events))
+    config_keys: set[str] = set()
+    for event in parsed.events:
+        if event.kind == "engine_config":
+            config_keys |= set(parse_config_line(event.values.get("config", "")))
+    picker = _Picker(args_line=bool(facts.non_default_args), config_keys=config_keys)
 
     model = _model_spec(inputs.model, facts.model or cmd.model, notes, picker)
 
@@ -234,26 +244,27 @@ def build_request(parsed: ParsedLog, m: Measurement, text: str, inputs: CheckLog
     rules = rules_for(version)
 
     tp = picker.pick("tensor_parallel_size", inputs.tensor_parallel_size, facts.tensor_parallel_size,
-                     flags.get("tensor_parallel_size"), 1, "single GPU", known_from="config")
+                     flags.get("tensor_parallel_size"), 1, "single GPU", known_from="tensor_parallel_size")
     pp = picker.pick("pipeline_parallel_size", inputs.pipeline_parallel_size, facts.pipeline_parallel_size,
-                     flags.get("pipeline_parallel_size"), 1, "no pipeline parallelism", known_from="config")
+                     flags.get("pipeline_parallel_size"), 1, "no pipeline parallelism",
+                     known_from="pipeline_parallel_size")
     max_len = picker.pick("max_model_len", inputs.max_model_len, facts.max_model_len,
                           _int_or_none(flags.get("max_model_len")), None, "the model's native context length",
-                          known_from="config")
+                          known_from="max_seq_len")
     dtype = picker.pick("dtype", inputs.dtype, facts.dtype, flags.get("dtype"), "auto",
-                        "the checkpoint's dtype", known_from="config")
+                        "the checkpoint's dtype", known_from="dtype")
     if inputs.quantization is not None:
         quant = inputs.quantization
-    elif facts.quantization is not None or picker.config_line:
+    elif facts.quantization is not None or "quantization" in picker.config_keys:
         quant = facts.quantization  # the engine config line prints quantization=None for none
     else:
         quant = flags.get("quantization")
         if quant is None and not picker.args_line:
             picker.assumed["quantization"] = "none beyond the checkpoint's own (the log does not show it)"
     kv_dtype = picker.pick("kv_cache_dtype", inputs.kv_cache_dtype, facts.kv_cache_dtype, flags.get("kv_cache_dtype"),
-                           "auto", "model dtype", known_from="config")
+                           "auto", "model dtype", known_from="kv_cache_dtype")
     eager = picker.pick("enforce_eager", inputs.enforce_eager, facts.enforce_eager, flags.get("enforce_eager"), False,
-                        "CUDA graphs on", known_from="config")
+                        "CUDA graphs on", known_from="enforce_eager")
     if kv_bytes is None:
         util = picker.pick("gpu_memory_utilization", inputs.gpu_memory_utilization,
                            facts.gpu_memory_utilization or m.gpu_memory_utilization,
@@ -440,6 +451,13 @@ def check_log(path: Path, inputs: CheckLogInputs, env: Mapping[str, str], *, rec
     text = read_log_file(path)
     parsed = parse_events(text)
     m = measure(parsed, text)
+    if not m.has_startup_facts() and _COMMENTED.search(text):
+        # a log quoted as comments (a launch script, a README): read it without the "# " prefixes
+        uncommented = _COMMENTED.sub("", text)
+        parsed_again = parse_events(uncommented)
+        m_again = measure(parsed_again, uncommented)
+        if m_again.has_startup_facts():
+            text, parsed, m = uncommented, parsed_again, m_again
     facts = parsed.facts
     if not m.has_startup_facts() and not facts.model and not facts.vllm_version and inputs.model is None:
         raise CheckFailedError(f"no vLLM startup facts found in {path}", NO_FACTS_HINT, code="no-startup-facts")

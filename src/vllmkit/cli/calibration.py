@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -22,6 +23,9 @@ from vllmkit.cli._common import JSON_OPTION, boundary
 from vllmkit.errors import UsageError
 from vllmkit.output import emit, gib, thousands, warn
 
+if TYPE_CHECKING:
+    from vllmkit.calibration.store import CalibrationRecord
+
 calibration_app = typer.Typer(
     help="Measured non-KV memory from real startups, used by `vllmkit plan` (list, clear, export, import).",
     no_args_is_help=True,
@@ -29,13 +33,16 @@ calibration_app = typer.Typer(
 
 GPU_FILTER = typer.Option(None, "--gpu", help="Only records of this GPU profile name.")
 FAMILY_FILTER = typer.Option(None, "--family", help="Only records of this architecture family (model_type).")
+IDS_ARGUMENT = typer.Argument(None, help="Record ids (or prefixes) to remove; default: all.")
+EXPORT_ARGUMENT = typer.Argument(..., help="Where to write the records (JSON lines).", show_default=False)
+IMPORT_ARGUMENT = typer.Argument(..., help="A file written by `vllmkit calibration export`.", show_default=False)
 
 
 def _env() -> dict[str, str]:
     return dict(os.environ)
 
 
-def _matches(record, gpu: str | None, family: str | None, ids: list[str] | None = None) -> bool:  # noqa: ANN001
+def _matches(record: CalibrationRecord, gpu: str | None, family: str | None, ids: list[str] | None = None) -> bool:
     if gpu and record.gpu.lower() != gpu.lower():
         return False
     if family and record.family.lower() != family.lower():
@@ -43,7 +50,7 @@ def _matches(record, gpu: str | None, family: str | None, ids: list[str] | None 
     return not ids or any(record.record_id.startswith(i) for i in ids)
 
 
-def _record_rows(records) -> list[dict]:  # noqa: ANN001
+def _record_rows(records: list[CalibrationRecord]) -> list[dict]:
     return [r.model_dump(mode="json") for r in records]
 
 
@@ -85,7 +92,7 @@ def list_cmd(gpu: str | None = GPU_FILTER, family: str | None = FAMILY_FILTER, j
 @calibration_app.command("clear")
 @boundary("calibration clear")
 def clear_cmd(
-    record_ids: list[str] | None = typer.Argument(None, help="Record ids (or prefixes) to remove; default: all."),
+    record_ids: list[str] | None = IDS_ARGUMENT,
     gpu: str | None = GPU_FILTER,
     family: str | None = FAMILY_FILTER,
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
@@ -117,7 +124,7 @@ def clear_cmd(
 @calibration_app.command("export")
 @boundary("calibration export")
 def export_cmd(
-    file: Path = typer.Argument(..., help="Where to write the records (JSON lines).", show_default=False),
+    file: Path = EXPORT_ARGUMENT,
     gpu: str | None = GPU_FILTER,
     family: str | None = FAMILY_FILTER,
     force: bool = typer.Option(False, "--force", help="Overwrite FILE if it exists."),
@@ -140,7 +147,7 @@ def export_cmd(
 @calibration_app.command("import")
 @boundary("calibration import")
 def import_cmd(
-    file: Path = typer.Argument(..., help="A file written by `vllmkit calibration export`.", show_default=False),
+    file: Path = IMPORT_ARGUMENT,
     json_output: bool = JSON_OPTION,
 ) -> None:
     """Merge the calibrations of FILE into the store (records already stored are skipped)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -12,6 +13,11 @@ from rich.table import Table
 from vllmkit.cli._common import JSON_OPTION, boundary
 from vllmkit.errors import UsageError
 from vllmkit.output import emit, gib, thousands
+
+if TYPE_CHECKING:
+    from vllmkit.calibration.checklog import CheckLogResult
+
+LOG_ARGUMENT = typer.Argument(..., help="A vLLM startup log (e.g. a run's vllm.log).", show_default=False)
 
 ROWS = (  # key, label, kind
     ("weights", "weights", "bytes"),
@@ -35,7 +41,7 @@ def _fmt(value: float | int | None, kind: str) -> str:
     return f"{value:.2f}x"
 
 
-def render_check(console: Console, result) -> None:  # noqa: ANN001
+def render_check(console: Console, result: CheckLogResult) -> None:
     where = result.gpu_display_name or result.gpu or result.device
     console.print(f"{result.log}: {result.model or 'unknown model'}"
                   f"{f' ({result.family})' if result.family else ''} on {where}, vLLM {result.vllm_version or '?'}",
@@ -77,7 +83,7 @@ def register(app: typer.Typer) -> None:
     @app.command("check-log")
     @boundary("check-log")
     def check_log_cmd(
-        log: Path = typer.Argument(..., help="A vLLM startup log (e.g. a run's vllm.log).", show_default=False),
+        log: Path = LOG_ARGUMENT,
         model: str | None = typer.Option(None, "--model", help="Model (default: from the log's engine config line)."),
         gpu: str | None = typer.Option(None, "--gpu", help="GPU profile (default: from the log, else assumed)."),
         gpu_memory: str | None = typer.Option(None, "--gpu-memory", help="Memory of an unlisted GPU, e.g. 48GiB."),

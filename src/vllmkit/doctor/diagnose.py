@@ -64,13 +64,73 @@ class LogReport(BaseModel):
 
 
 def suggest_with_planner(facts: LogFacts) -> list[Alternative]:
-    """Alternatives with exact numbers from the planner (fp8 KV cache, higher utilization, more TP).
+    """Alternatives with numbers from the planner, on the KV memory this very run had.
 
-    Hook for the lead to wire to `vllmkit.plan`: given the run's facts (model, GPU memory, dtype,
-    TP/PP, utilization, max_model_len), return Alternatives tagged source="planner". Until then it
-    returns nothing and the diagnoses fall back to clearly labelled estimates.
-    """
-    return []
+    The run's own KV budget (`--kv-cache-memory-bytes`, or the available KV memory vLLM printed) is
+    fed back to `vllmkit plan`, so the fp8-KV-cache and higher-utilization figures are vLLM's own
+    block arithmetic on that budget (GPU logs print the budget rounded to 0.01 GiB). Returns nothing
+    when the model or the budget is unknown, or the model cannot be resolved."""
+    kv_bytes = facts.kv_cache_memory_bytes_requested or facts.available_kv_bytes
+    if not facts.model or not facts.max_model_len or not kv_bytes:
+        return []
+    try:
+        return _planner_alternatives(facts, kv_bytes)
+    except Exception:  # the hint must never break the diagnosis
+        return []
+
+
+def _planner_alternatives(f: LogFacts, kv_bytes: int) -> list[Alternative]:
+    import os
+
+    from vllmkit.plan.models import PlanRequest
+    from vllmkit.plan.service import build_plan
+
+    cpu = _is_cpu(f)
+    base: dict[str, Any] = {
+        "model": f.model,
+        "device": "cpu" if cpu else None,
+        "tensor_parallel_size": f.tensor_parallel_size or 1,
+        "pipeline_parallel_size": f.pipeline_parallel_size or 1,
+        "max_model_len": f.max_model_len,
+        "vllm_version": (f.vllm_version or "").split("+")[0] or None,
+    }
+    if not cpu:
+        base["gpu"] = f.gpu_name
+        base["gpu_memory"] = f.gpu_total_bytes
+        if not f.gpu_name and not f.gpu_total_bytes:
+            return []
+    env = dict(os.environ)
+    out: list[Alternative] = []
+
+    def plan(kv_dtype: str, budget: int):  # noqa: ANN202
+        req = PlanRequest(**base, kv_cache_dtype=kv_dtype, kv_cache_memory_bytes=budget)
+        try:
+            return build_plan(req, env)
+        except Exception:
+            if base.get("gpu"):  # an unknown GPU name: fall back to the total the log printed
+                req = PlanRequest(**{**base, "gpu": None}, kv_cache_dtype=kv_dtype, kv_cache_memory_bytes=budget)
+                return build_plan(req, env)
+            raise
+
+    def effect(p) -> str:  # noqa: ANN001
+        if p.fits:
+            return (f"fits: {p.kv_cache.tokens:,} KV tokens, {p.kv_cache.max_concurrency:.2f}x requests of "
+                    f"{p.kv_cache.max_model_len:,} tokens")
+        return f"still too small: longest context {p.estimated_max_model_len or 0:,} tokens"
+
+    if _two_byte_kv(f):
+        p = plan("fp8", kv_bytes)
+        out.append(Alternative(flags=["--kv-cache-dtype", "fp8"], effect=effect(p) + " (same KV memory)",
+                               source="planner"))
+    if not cpu and f.gpu_total_bytes and f.gpu_memory_utilization is not None and f.gpu_memory_utilization < 0.95:
+        # every extra byte of the utilization budget goes to the KV cache (reference §1)
+        util = 0.95
+        extra = int(f.gpu_total_bytes * (util - f.gpu_memory_utilization))
+        p = plan(f.kv_cache_dtype or "auto", kv_bytes + extra)
+        out.append(Alternative(flags=["--gpu-memory-utilization", f"{util:.2f}"],
+                               effect=effect(p) + f" (+{extra / GIB:.2f} GiB of KV, if that memory is free)",
+                               source="planner"))
+    return out
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -132,8 +192,15 @@ def _kv_too_small(parsed: ParsedLog) -> list[Diagnosis]:
 
 def _kv_alternatives(f: LogFacts, missing_bytes: int | None) -> list[Alternative]:
     planned = suggest_with_planner(f)
+    alts: list[Alternative] = list(planned)
     if planned:
-        return planned
+        # exact figures came from the planner; keep only the estimates it does not cover
+        alts += [a for a in _estimated_kv_alternatives(f, missing_bytes) if a.flags[0] not in {p.flags[0] for p in planned}]
+        return alts
+    return _estimated_kv_alternatives(f, missing_bytes)
+
+
+def _estimated_kv_alternatives(f: LogFacts, missing_bytes: int | None) -> list[Alternative]:
     alts: list[Alternative] = []
     if _two_byte_kv(f):
         alts.append(
@@ -393,7 +460,6 @@ def _cuda_oom(parsed: ParsedLog, text_lines: list[str]) -> list[Diagnosis]:
     util = f.gpu_memory_utilization
     others = [ev.values for ev in parsed.events if ev.kind == "oom_other_process"]
     flags: list[str] = []
-    remove: list[str] = []
     if phase == "load":
         title = "Out of GPU memory while loading the weights"
         fix = (
@@ -431,8 +497,6 @@ def _cuda_oom(parsed: ParsedLog, text_lines: list[str]) -> list[Diagnosis]:
         )
         flags = ["--max-num-seqs", str(max(8, (f.max_num_seqs or 256) // 2))]
     alts = [Alternative(flags=["--enforce-eager"], effect="no CUDA-graph memory (slower decoding)", source="estimated")]
-    if phase == "graph-capture":
-        remove = []
     return [
         Diagnosis(
             code="cuda-oom",
@@ -442,7 +506,6 @@ def _cuda_oom(parsed: ParsedLog, text_lines: list[str]) -> list[Diagnosis]:
             line=e.line,
             fix=fix,
             suggested_flags=flags,
-            remove_flags=remove,
             alternatives=alts if phase in ("graph-capture", "profiling") else [],
             details={"phase": phase, "other_processes": others},
         )
@@ -474,12 +537,12 @@ def _tp_not_divisible(parsed: ParsedLog) -> list[Diagnosis]:
                 source="derived",
             )
         )
-    what = e.values.get("what") or "attention heads"
+    what = (e.values.get("what") or "attention heads").strip().lower()
     return [
         Diagnosis(
             code="tp-not-divisible",
             severity="error",
-            title=f"{heads} {what.strip().lower() if 'what' in e.values else 'attention heads'} cannot be split over {tp} GPUs",
+            title=f"{heads} {what} cannot be split over {tp} GPUs",
             evidence=e.text,
             line=e.line,
             fix=f"--tensor-parallel-size must divide {heads}. Valid sizes: {', '.join(map(str, valid))}. "

@@ -82,7 +82,9 @@ def test_kv_too_small_v1_uses_vllms_estimate() -> None:
     assert d.details["kv_needed_bytes"] == gib(10.12)
 
 
-def test_kv_too_small_real_cpu_log() -> None:
+def test_kv_too_small_real_cpu_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the model folder named in the log is not there: no planner figures, only labelled estimates
+    monkeypatch.setattr(diagnose_mod, "suggest_with_planner", lambda facts: [])
     d, _ = _only("v1_0.32_cpu_kv_too_small_real.log", "kv-cache-too-small")
     assert d.suggested_flags == ["--max-model-len", "768"]
     by_flag = {a.flags[0]: a for a in d.alternatives}
@@ -119,7 +121,9 @@ def test_planner_hook_replaces_estimates(monkeypatch: pytest.MonkeyPatch) -> Non
 
     monkeypatch.setattr(diagnose_mod, "suggest_with_planner", fake_planner)
     d, _ = _only("v1_0.2x_fp8kv_models_s_kv_too_small.log", "kv-cache-too-small")
-    assert d.alternatives == planned
+    # planner figures come first and replace the estimate for the same flag
+    assert d.alternatives[: len(planned)] == planned
+    assert [a.flags[0] for a in d.alternatives].count("--kv-cache-dtype") == 1
     assert seen and seen[0].estimated_max_model_len == 122080
 
 
@@ -265,3 +269,28 @@ def test_json_shape() -> None:
     data = report.model_dump(mode="json")
     assert set(data) == {"facts", "diagnoses"}
     assert {"code", "title", "evidence", "fix", "suggested_flags"} <= set(data["diagnoses"][0])
+
+
+
+def test_planner_alternatives_on_the_runs_own_kv_budget(tmp_path) -> None:
+    """A tiny llama (2 layers, 1 kv head x 64, bf16) refused with --kv-cache-memory-bytes 500000 at
+    max_model_len 2048 (the real CPU log above). With an fp8 KV cache on the same 500,000 bytes:
+    page = 128 tokens x 1 head x (64 + 64) x 1 B = 16,384 B per layer, 32,768 B per block;
+    500,000 - 32,768 (null block) = 467,232 B -> 14 blocks -> 1,792 tokens: still too small."""
+    import json as _json
+
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 128, "num_hidden_layers": 2,
+           "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 64, "vocab_size": 512,
+           "max_position_embeddings": 4096, "torch_dtype": "bfloat16"}
+    (tmp_path / "config.json").write_text(_json.dumps(cfg))
+    save_file({"w": np.zeros((4, 4), dtype=np.float16)}, str(tmp_path / "model.safetensors"))
+    facts = LogFacts(model=str(tmp_path), platform="cpu", kv_pool="CPU", max_model_len=2048,
+                     kv_cache_memory_bytes_requested=500_000, estimated_max_model_len=768, dtype="bfloat16",
+                     vllm_version="0.32.0")
+    alts = diagnose_mod.suggest_with_planner(facts)
+    fp8 = [a for a in alts if a.flags == ["--kv-cache-dtype", "fp8"]]
+    assert fp8 and fp8[0].source == "planner"
+    assert "1,792 tokens" in fp8[0].effect
