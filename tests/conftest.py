@@ -12,3 +12,13 @@ for _var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ.pop(_var, None)
 
 import huggingface_hub  # noqa: E402,F401
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads or writes the developer's real vllmkit state, cache, data or config dirs."""
+    root = tmp_path_factory.mktemp("user-dirs")
+    for var, sub in (("VLLMKIT_DATA_DIR", "data"), ("VLLMKIT_STATE_DIR", "state"), ("VLLMKIT_CACHE_DIR", "cache"),
+                     ("XDG_CONFIG_HOME", "config")):
+        monkeypatch.setenv(var, str(root / sub))

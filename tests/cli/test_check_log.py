@@ -241,6 +241,9 @@ def test_gpu_log_split_and_record_needs_the_gpu(env, tmp_path: Path) -> None:
     assert m["cudagraph"] == round(0.48 * GIB)
     assert m["activation"] == round(2.98 * GIB) - round(0.48 * GIB)
     assert (m["available_kv"], m["kv_tokens"], m["max_concurrency"]) == (round(53.35 * GIB), 388_480, 11.86)
+    assert m["overhead"] == m["non_torch"] + m["activation"] + m["cudagraph"]
+    p = d["predicted"]
+    assert p["overhead"] == p["non_torch"] + p["activation"] + p["cudagraph"]
 
     refused = run("check-log", str(log), "--record")
     assert refused.exit_code == 3 and "--gpu" in refused.stderr
@@ -332,3 +335,19 @@ def test_every_public_log_gives_a_row(env, tmp_path: Path, row: dict) -> None:
     assert ("max_model_len" in assumed) == (not len_shown)
     # every assumption says what value was used
     assert set(d["assumptions"]) == assumed and all(d["assumptions"].values())
+
+
+def test_explicit_gpu_must_exist_and_names_the_platform(env, tmp_path: Path) -> None:
+    log = write_log(tmp_path, GPU_LOG.replace(", device_config=cuda", ""), "")
+    res = run("check-log", str(log), "--gpu", "no-such-gpu")
+    assert res.exit_code == 5 and res.stderr.startswith("error: unknown GPU")
+    d = envelope(run("check-log", str(log), "--json"))["data"]
+    assert "device" in d["assumed"] and "gpu" in d["assumed"]
+    d = envelope(run("check-log", str(log), "--gpu", "mi300x", "--json"))["data"]
+    assert d["device"] == "rocm" and "device" not in d["assumed"] and "gpu" not in d["assumed"]
+
+
+def test_log_quoted_as_comments_is_read(env, model_dir: Path, tmp_path: Path) -> None:
+    commented = "".join(f"#  {line}\n" for line in CPU_EXPLICIT_LOG.splitlines())
+    d = envelope(run("check-log", str(write_log(tmp_path, commented, model_dir)), "--json"))["data"]
+    assert d["measured"]["kv_tokens"] == d["predicted"]["kv_tokens"] == 2_097_152

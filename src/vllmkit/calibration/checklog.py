@@ -33,8 +33,8 @@ from vllmkit.plan.models import PlanRequest, PlanResult
 GIB = 1 << 30
 _COMMENTED = re.compile(r"^[ \t]*#+ ?", re.MULTILINE)
 DEFAULT_GPU = "h100"  # only when neither the flags nor the log name a GPU (listed in `assumed`)
-QUANTITIES = ("weights", "non_torch", "activation", "cudagraph", "cpu_non_kv", "available_kv", "kv_tokens",
-              "max_concurrency")
+QUANTITIES = ("weights", "non_torch", "activation", "cudagraph", "overhead", "cpu_non_kv", "available_kv",
+              "kv_tokens", "max_concurrency")
 NO_FACTS_HINT = ("check-log reads vLLM startup logs: lines such as 'Initializing a V1 LLM engine (v…) with config: …', "
                  "'Model loading took … GiB', 'Available KV cache memory: … GiB' or '… KV cache size: N tokens'")
 
@@ -71,6 +71,7 @@ class Quantities(BaseModel):
     non_torch: int | None = None
     activation: int | None = None
     cudagraph: int | None = None
+    overhead: int | None = None  # GPU: non_torch + activation + cudagraph (all the non-KV memory besides weights)
     cpu_non_kv: int | None = None  # CPU build: worker RSS besides the KV cache (weights included)
     available_kv: int | None = None
     kv_tokens: int | None = None
@@ -200,13 +201,16 @@ def build_request(parsed: ParsedLog, m: Measurement, text: str, inputs: CheckLog
 
     model = _model_spec(inputs.model, facts.model or cmd.model, notes, picker)
 
-    # device and GPU
+    # device and GPU; an explicit --gpu must name a profile (HardwareError, exit 5, like `plan`)
+    gpu_runtime = _runtime_of(inputs.gpu, env) if inputs.gpu and inputs.gpu.lower() != "cpu" else None
     if inputs.device:
         device = inputs.device
     elif m.device == "cpu":
         device = "cpu"
     elif facts.platform in ("cuda", "rocm"):
         device = facts.platform
+    elif gpu_runtime is not None:
+        device = gpu_runtime  # the GPU named by --gpu says CUDA or ROCm
     elif any(e.kind == "amd_hint" for e in parsed.events):
         device = "rocm"
         picker.assumed["device"] = "rocm (the log mentions ROCm/AMD but not the platform)"
@@ -308,6 +312,12 @@ def build_request(parsed: ParsedLog, m: Measurement, text: str, inputs: CheckLog
     return req, picker
 
 
+def _runtime_of(gpu: str, env: Mapping[str, str]) -> str:
+    from vllmkit.hardware.profiles import load_profiles, profile_dirs_from_env, resolve_gpu
+
+    return resolve_gpu(gpu, profiles=load_profiles(profile_dirs_from_env(env), env=env)).runtime
+
+
 def _gpu_from_log(name: str | None, env: Mapping[str, str], notes: list[str]) -> str | None:
     if not name:
         return None
@@ -331,13 +341,21 @@ def predicted_quantities(plan: PlanResult) -> Quantities:
         q.cpu_non_kv = mem.weights_bytes + mem.non_torch_bytes
     else:
         q.non_torch, q.activation, q.cudagraph = mem.non_torch_bytes, mem.activation_bytes, mem.cudagraph_bytes
+        q.overhead = mem.non_torch_bytes + mem.activation_bytes + mem.cudagraph_bytes
     return q
 
 
 def measured_quantities(m: Measurement) -> Quantities:
-    return Quantities(weights=m.weights_bytes, non_torch=m.non_torch_bytes, activation=m.activation_bytes,
-                      cudagraph=m.cudagraph_bytes, cpu_non_kv=m.cpu_non_kv_bytes, available_kv=m.available_kv_bytes,
-                      kv_tokens=m.kv_tokens, max_concurrency=m.max_concurrency)
+    q = Quantities(weights=m.weights_bytes, cpu_non_kv=m.cpu_non_kv_bytes, available_kv=m.available_kv_bytes,
+                   kv_tokens=m.kv_tokens, max_concurrency=m.max_concurrency)
+    if m.lump:
+        # one sum: compared as the whole non-KV overhead, not term by term
+        q.overhead = m.non_torch_bytes
+        return q
+    q.non_torch, q.activation, q.cudagraph = m.non_torch_bytes, m.activation_bytes, m.cudagraph_bytes
+    if m.non_torch_bytes is not None and m.activation_bytes is not None:
+        q.overhead = m.non_torch_bytes + m.activation_bytes + (m.cudagraph_bytes or 0)
+    return q
 
 
 def error_pct(predicted: float | None, measured: float | None) -> float | None:

@@ -24,6 +24,7 @@ ROWS = (  # key, label, kind
     ("non_torch", "non-torch", "bytes"),
     ("activation", "peak activation", "bytes"),
     ("cudagraph", "CUDA graphs", "bytes"),
+    ("overhead", "non-KV besides weights", "bytes"),
     ("cpu_non_kv", "non-KV RSS (CPU worker)", "bytes"),
     ("available_kv", "available KV", "bytes"),
     ("kv_tokens", "KV tokens", "tokens"),

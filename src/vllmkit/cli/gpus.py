@@ -154,7 +154,7 @@ def register(app: typer.Typer) -> None:
             None, help="Show one GPU (any name, alias or nvidia-smi/rocm-smi name)."
         ),
         vendor: str | None = typer.Option(None, "--vendor", help="Only this vendor: nvidia, amd or cpu."),
-        profiles_dir: list[Path] = typer.Option(  # noqa: B008
+        profiles_dir: list[Path] = typer.Option(
             [],
             "--profiles-dir",
             help="Extra folder of profile YAML files (repeatable; also $VLLMKIT_PROFILES_DIR).",

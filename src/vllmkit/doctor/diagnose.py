@@ -102,7 +102,7 @@ def _planner_alternatives(f: LogFacts, kv_bytes: int) -> list[Alternative]:
     env = dict(os.environ)
     out: list[Alternative] = []
 
-    def plan(kv_dtype: str, budget: int):  # noqa: ANN202
+    def plan(kv_dtype: str, budget: int):
         req = PlanRequest(**base, kv_cache_dtype=kv_dtype, kv_cache_memory_bytes=budget)
         try:
             return build_plan(req, env)
@@ -112,7 +112,7 @@ def _planner_alternatives(f: LogFacts, kv_bytes: int) -> list[Alternative]:
                 return build_plan(req, env)
             raise
 
-    def effect(p) -> str:  # noqa: ANN001
+    def effect(p) -> str:
         if p.fits:
             return (f"fits: {p.kv_cache.tokens:,} KV tokens, {p.kv_cache.max_concurrency:.2f}x requests of "
                     f"{p.kv_cache.max_model_len:,} tokens")

@@ -168,7 +168,7 @@ def project_groups(groups: Sequence[KVGroup], layers_on_worker: set[int]) -> lis
     """vLLM _project_kv_cache_groups_to_worker: keep only this PP stage's layers."""
     out = []
     for g in groups:
-        keep = [(i, s) for i, s in zip(g.layers, g.specs) if i in layers_on_worker]
+        keep = [(i, s) for i, s in zip(g.layers, g.specs, strict=True) if i in layers_on_worker]
         if keep:
             out.append(KVGroup(tuple(i for i, _ in keep), tuple(s for _, s in keep)))
         else:
@@ -239,13 +239,13 @@ def kv_capacity(
     """
     checks = [
         avail - bytes_per_block(wg) if any(g.specs for g in wg) else avail
-        for wg, avail in zip(worker_groups, worker_available)
+        for wg, avail in zip(worker_groups, worker_available, strict=True)
     ]
     auto_len: int | None = None
     if auto_fit:
         fitted = [
             estimate_max_model_len(wg, chk, max_model_len, in_flight_tokens)
-            for wg, chk in zip(worker_groups, checks)
+            for wg, chk in zip(worker_groups, checks, strict=True)
             if any(g.specs for g in wg)
         ]
         auto_len = min(fitted) if fitted else max_model_len
@@ -255,7 +255,7 @@ def kv_capacity(
     fits = True
     no_memory = False
     estimated: int | None = None
-    for wg, chk in zip(worker_groups, checks):
+    for wg, chk in zip(worker_groups, checks, strict=True):
         if not any(g.specs for g in wg):
             continue
         if chk <= 0:
@@ -269,7 +269,7 @@ def kv_capacity(
 
     blocks = [
         avail // bytes_per_block(wg) if bytes_per_block(wg) else 0
-        for wg, avail in zip(worker_groups, worker_available)
+        for wg, avail in zip(worker_groups, worker_available, strict=True)
         if any(g.specs for g in wg)
     ]
     num_blocks = max(min(blocks), 0) if blocks else 0

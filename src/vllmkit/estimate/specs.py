@@ -198,7 +198,6 @@ def build_specs(
                 bs = aligned
             # platform pads the mamba page to the attention page computed from the config's head size
             mamba_padded_page = bs * config_token_bytes
-    attn_page = bs * token_bytes
     ids: list[int] = []
     specs: list[LayerSpec] = []
     for i, kind in enumerate(arch.layer_kinds):

@@ -15,6 +15,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, Field
 
+from vllmkit.calibration.checklog import record_startup
 from vllmkit.engine.flags import KnownFlags, known_flags
 from vllmkit.engine.launcher import Launcher, LauncherChoice, choose_launcher, detect_installed
 from vllmkit.errors import LaunchError, UsageError
@@ -497,6 +498,8 @@ def serve(
                 record.status = "running"
                 runs.save(record)
                 result.predicted_vs_actual = compare(plan, sup.tracker.facts)
+                # every healthy start is a measurement: store its non-KV overheads for later plans
+                record_startup(plan, read_log(record.log_path), env, source=f"serve run {record.run_id}")
                 if options.smoke:
                     if rep.note:
                         rep.note("running the smoke test ...")

@@ -181,10 +181,14 @@ def stage_budget(
     zero = MemoryTerm(bytes=0, source="derived", note="")
     if settings.device == "cpu":
         non_torch = MemoryTerm(bytes=CPU_RUNTIME_OVERHEAD, source="estimated", note="CPU worker runtime (RSS besides weights)")
+        runtime = settings.calibrated.get("cpu_runtime")
         measured = settings.calibrated.get("cpu_non_kv")
-        if measured is not None:
+        if runtime is not None:
             # vLLM CPU worker: KV = requested - RSS consumed by non-KV usage ("Auto set ... GiB for KV
-            # cache ... X GiB memory was consumed by non-kv usages"); RSS includes the weights
+            # cache ... X GiB memory was consumed by non-kv usages"); the runtime part is that RSS
+            # minus the calibrated model's weights, so it carries over to other models of the family
+            non_torch = runtime
+        elif measured is not None:
             non_torch = MemoryTerm(bytes=max(measured.bytes - weight_bytes, 0), source="calibrated",
                                    note=measured.note or "measured non-KV RSS minus weights")
         return kv_budget(

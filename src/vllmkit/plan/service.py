@@ -147,14 +147,36 @@ def _sibling_variants(meta: ModelMetadata, rules: VersionRules, base: Variant | 
 
 
 def _host_memory_bytes() -> int:
+    """Memory the vLLM CPU worker sizes against: NUMA node 0's MemTotal
+    (vllm/utils/cpu_resource_utils.py get_memory_node_info), else the system total, clamped to the
+    cgroup memory limit (containers)."""
+    total = 0
     try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
+        with open("/sys/devices/system/node/node0/meminfo", encoding="ascii") as fh:
             for line in fh:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
+                parts = line.split()
+                if len(parts) >= 4 and parts[2] == "MemTotal:":
+                    total = int(parts[3]) * 1024
+                    break
     except OSError:
         pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if not total:
+        try:
+            with open("/proc/meminfo", encoding="ascii") as fh:
+                for line in fh:
+                    if line.startswith("MemTotal:"):
+                        total = int(line.split()[1]) * 1024
+                        break
+        except OSError:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as fh:
+            limit = fh.read().strip()
+        if limit.isdigit() and 0 < int(limit) < total:
+            total = int(limit)
+    except OSError:
+        pass
+    return total
 
 
 def _cpu_flags() -> set[str]:
@@ -179,13 +201,13 @@ def _cpu_has_avx512_bf16() -> bool:
 
 
 def _resolve_gpu(req: PlanRequest, env: Mapping[str, str]):  # -> GpuProfile
+    from vllmkit.hardware.profiles import cpu_profile as make_cpu_profile
     from vllmkit.hardware.profiles import (
         custom_profile,
         load_profiles,
         profile_dirs_from_env,
         resolve_gpu,
     )
-    from vllmkit.hardware.profiles import cpu_profile as make_cpu_profile
 
     extra = profile_dirs_from_env(env)
     if req.profiles_dir:
@@ -209,7 +231,7 @@ def _resolve_gpu(req: PlanRequest, env: Mapping[str, str]):  # -> GpuProfile
     )
 
 
-def batch_defaults(profile, rules: VersionRules, world_size: int) -> tuple[int, int]:  # noqa: ANN001
+def batch_defaults(profile, rules: VersionRules, world_size: int) -> tuple[int, int]:
     """vLLM EngineArgs.get_batch_defaults for the OpenAI API server."""
     if profile.vendor == "cpu":
         return 2048 * world_size, 128 * world_size
@@ -224,7 +246,7 @@ def batch_defaults(profile, rules: VersionRules, world_size: int) -> tuple[int, 
 # ----------------------------------------------------------------------------- ranking
 
 
-def _precision_allowed(label: str, profile) -> tuple[bool, str]:  # noqa: ANN001
+def _precision_allowed(label: str, profile) -> tuple[bool, str]:
     if profile.vendor == "cpu":
         return label in ("bf16", "fp16"), "" if label in ("bf16", "fp16") else "quantized checkpoints are not planned on CPU"
     if label == "fp8" and not profile.fp8_supported:
@@ -236,7 +258,7 @@ def _precision_allowed(label: str, profile) -> tuple[bool, str]:  # noqa: ANN001
     return True, ""
 
 
-def _precision_rank(label: str, variant: Variant, profile) -> float:  # noqa: ANN001
+def _precision_rank(label: str, variant: Variant, profile) -> float:
     rank = float(_QUALITY.get(label, 4))
     if profile.vendor == "amd" and profile.fp8_supported:
         # MI300-class: FP8 is native and the most mature path; AWQ/GPTQ kernels are CUDA-first
@@ -247,7 +269,7 @@ def _precision_rank(label: str, variant: Variant, profile) -> float:  # noqa: AN
 # ----------------------------------------------------------------------------- planning
 
 
-def _calibrated_terms(req: PlanRequest, profile, rules: VersionRules, arch: ModelArch | None, mnbt: int,  # noqa: ANN001
+def _calibrated_terms(req: PlanRequest, profile, rules: VersionRules, arch: ModelArch | None, mnbt: int,
                       tp: int, pp: int, env: Mapping[str, str] | None) -> tuple[dict, str | None]:
     """Closest calibration recorded from real startups (vllmkit.calibration), if any."""
     if env is None or arch is None or env.get("VLLMKIT_NO_CALIBRATION") == "1":
@@ -258,11 +280,11 @@ def _calibrated_terms(req: PlanRequest, profile, rules: VersionRules, arch: Mode
         return {}, None
     return lookup_terms(
         gpu=profile.name, vllm_version=rules.version, family=arch.model_type, max_num_batched_tokens=mnbt,
-        tp=tp, pp=pp, enforce_eager=req.enforce_eager, env=env,
+        tp=tp, pp=pp, enforce_eager=req.enforce_eager, env=env, model=req.model,
     )
 
 
-def _engine_settings(req: PlanRequest, profile, rules: VersionRules, world_size: int, kv_dtype: str,  # noqa: ANN001
+def _engine_settings(req: PlanRequest, profile, rules: VersionRules, world_size: int, kv_dtype: str,
                      arch: ModelArch | None = None, env: Mapping[str, str] | None = None,
                      tp: int = 1, pp: int = 1) -> EngineSettings:
     mnbt, seqs = batch_defaults(profile, rules, world_size)
@@ -338,7 +360,7 @@ def _fit_context(variant: Variant, tp: int, pp: int, native: int, min_conc: floa
     return best
 
 
-def _gpu_options(arch: ModelArch, profile, req: PlanRequest) -> list[tuple[int, int]]:  # noqa: ANN001
+def _gpu_options(arch: ModelArch, profile, req: PlanRequest) -> list[tuple[int, int]]:
     if req.tensor_parallel_size or req.pipeline_parallel_size:
         return [(req.tensor_parallel_size or 1, req.pipeline_parallel_size or 1)]
     if profile.vendor == "cpu":
@@ -431,7 +453,7 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
 # ----------------------------------------------------------------------------- result
 
 
-def _reasons(chosen: Candidate, profile, candidates: list[Candidate]) -> list[str]:  # noqa: ANN001
+def _reasons(chosen: Candidate, profile, candidates: list[Candidate]) -> list[str]:
     ev = chosen.evaluation
     out = []
     fitting = [c for c in candidates if c.evaluation.fits and c.allowed]
@@ -469,7 +491,7 @@ def _alternative(c: Candidate, chosen: Candidate) -> Alternative:
     )
 
 
-def _result(req: PlanRequest, env: Mapping[str, str], chosen: Candidate, candidates: list[Candidate], profile,  # noqa: ANN001
+def _result(req: PlanRequest, env: Mapping[str, str], chosen: Candidate, candidates: list[Candidate], profile,
             rules: VersionRules, version: str, version_src: str, meta: ModelMetadata, warnings: list[str],
             kv_dtype: str) -> PlanResult:
     ev = chosen.evaluation
@@ -573,8 +595,7 @@ def _result(req: PlanRequest, env: Mapping[str, str], chosen: Candidate, candida
         alternatives=[_alternative(c, chosen) for c in candidates],
         reasons=_reasons(chosen, profile, candidates),
         calibration=calibration,
-        warnings=warnings + ([] if kv_dtype == "auto" else [])
-        + ([f"KV cache dtype: {effective_kv_cache_dtype(kv_dtype, arch)}"] if kv_dtype == "auto" and arch.quantization and arch.quantization.kv_cache_scheme else []),
+        warnings=warnings + _kv_dtype_note(kv_dtype, arch),
     )
     argv, serve_env = _serve_command(result, req)
     result.serve_command = argv
@@ -582,7 +603,14 @@ def _result(req: PlanRequest, env: Mapping[str, str], chosen: Candidate, candida
     return result
 
 
-def _serving_dtype(req: PlanRequest, arch: ModelArch, profile, warnings: list[str]) -> str:  # noqa: ANN001
+def _kv_dtype_note(kv_dtype: str, arch: ModelArch) -> list[str]:
+    """The checkpoint declares a quantized KV cache: "auto" then means fp8, not the model dtype."""
+    if kv_dtype == "auto" and arch.quantization and arch.quantization.kv_cache_scheme:
+        return [f"KV cache dtype: {effective_kv_cache_dtype(kv_dtype, arch)}"]
+    return []
+
+
+def _serving_dtype(req: PlanRequest, arch: ModelArch, profile, warnings: list[str]) -> str:
     """--dtype only when needed: a BF16 checkpoint on a GPU without BF16 (V100, T4: sm < 8.0) must be
     served as float16 ("Bfloat16 is only supported on GPUs with compute capability of at least 8.0")."""
     if req.dtype != "auto":
@@ -626,4 +654,4 @@ def require_fit(plan: PlanResult) -> None:
     )
 
 
-__all__ = ["build_plan", "require_fit", "HardwareError"]
+__all__ = ["HardwareError", "build_plan", "require_fit"]

@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vllmkit.calibration.measure import derive_lump, measure, parse_command
 from vllmkit.doctor.logparse import parse_events
@@ -154,3 +156,22 @@ def test_quoted_command_lines(row_id: str, model: str, flags: dict) -> None:
 def test_api_server_command_line() -> None:
     cmd = parse_command("$ python -m vllm.entrypoints.openai.api_server --model /m/llama --port 8000 -tp 2 --enforce-eager")
     assert cmd.model == "/m/llama" and cmd.flags == {"tensor_parallel_size": 2, "enforce_eager": True}
+
+
+LINE_PARTS = st.sampled_from([
+    "Auto set (", "Explicitly set (", ") GiB for KV cache on node 0, with ", " GiB requested memory for the worker. ",
+    " GiB memory was consumed by non-kv usages.", "Free memory on device (", "Actual usage is ", " GiB for consumed "
+    "memory (weights + non-torch), ", " GiB for peak activation, and ", " GiB for CUDAGraph memory.",
+    "Memory profiling takes 1.0 seconds. Total non KV cache memory: ", "Model loading took ", "vllm serve ",
+    " --tensor-parallel-size ", " -tp ", "'", '"', "\\", "# ", "\n", "/", "1.5", "-3", "9" * 30, "nan", "\x00",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(LINE_PARTS, st.text(max_size=20)), max_size=30))
+def test_measure_and_command_never_raise(parts: list[str]) -> None:
+    text = "".join(parts)
+    m = measure(parse_events(text), text)
+    for value in (m.non_torch_bytes, m.activation_bytes, m.cudagraph_bytes, m.cpu_non_kv_bytes):
+        assert value is None or value >= 0
+    parse_command(text)
