@@ -20,14 +20,14 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
-Runner = Callable[[Sequence[str], float], "subprocess.CompletedProcess[str] | None"]
-Which = Callable[[str], "str | None"]
+from vllmkit.proc import Runner, Which, make_runner, make_which
+
 Variant = Literal["cuda", "rocm", "cpu", "xpu", "tpu", "unknown"]
 TorchBuildKind = Literal["cuda", "rocm", "cpu"]
 
@@ -147,32 +147,11 @@ print("VLLMKIT_PROBE " + json.dumps(out))
 
 
 def default_runner(env: Mapping[str, str]) -> Runner:
-    path = env.get("PATH", "")
-
-    def run(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str] | None:
-        exe = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=path)
-        if exe is None:
-            return None
-        try:
-            return subprocess.run(
-                [exe, *argv[1:]],
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                env=dict(env),
-                stdin=subprocess.DEVNULL,
-                check=False,
-                errors="replace",
-            )
-        except (OSError, subprocess.SubprocessError, ValueError):
-            return None
-
-    return run
+    return make_runner(env)
 
 
 def default_which(env: Mapping[str, str]) -> Which:
-    path = env.get("PATH", "")
-    return lambda name: shutil.which(name, path=path)
+    return make_which(env)
 
 
 def _probe_json(res: subprocess.CompletedProcess[str] | None) -> dict | None:

@@ -29,18 +29,16 @@ import contextlib
 import importlib
 import json
 import re
-import shutil
-import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from vllmkit.proc import Runner, Which, make_runner, make_which
+
 MIB = 1 << 20
 
-Runner = Callable[[Sequence[str], float], "subprocess.CompletedProcess[str] | None"]
-Which = Callable[[str], "str | None"]
 
 DEFAULT_TIMEOUT_S = 10.0
 
@@ -79,38 +77,6 @@ class GpuDetection(BaseModel):
 # --- plumbing ----------------------------------------------------------------------------------
 
 
-def make_which(env: Mapping[str, str]) -> Which:
-    path = env.get("PATH", "")
-
-    def which(name: str) -> str | None:
-        return shutil.which(name, path=path)
-
-    return which
-
-
-def make_runner(env: Mapping[str, str]) -> Runner:
-    """Run argv with `env` (its PATH finds the tool); None when absent, failing to start or timing out."""
-    which = make_which(env)
-
-    def run(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str] | None:
-        exe = argv[0] if "/" in argv[0] else which(argv[0])
-        if exe is None:
-            return None
-        try:
-            return subprocess.run(
-                [exe, *argv[1:]],
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                env=dict(env),
-                stdin=subprocess.DEVNULL,
-                check=False,
-                errors="replace",
-            )
-        except (OSError, subprocess.SubprocessError, ValueError):
-            return None
-
-    return run
 
 
 def _num(value: str | None) -> float | None:
