@@ -30,7 +30,9 @@ from vllmkit.plan.models import PlanRequest
 from vllmkit.plan.service import build_plan
 
 GIB = 1 << 30
-DATA = Path(__file__).parent / "data" / "public-startup-logs.jsonl"
+DATA_DIR = Path(__file__).parent / "data"
+# shared/truth's logs, then the ones collected for vllmkit (rows carry gpu_profile / gpu_memory_gib)
+DATA_FILES = (DATA_DIR / "public-startup-logs.jsonl", DATA_DIR / "collected-startup-logs.jsonl")
 
 # How each log's GPU text maps to a profile (or a measured total when the log prints it).
 GPU_MAP = {
@@ -103,16 +105,22 @@ def tokens_from_measured_kv(entry, row: dict, version: str) -> int | None:
 
 def evaluate_row(row: dict) -> Row | None:
     key = row.get("model_family_key")
-    if row["id"] not in GPU_MAP or not key:
+    gpu = GPU_MAP.get(row["id"])
+    if gpu is None and row.get("gpu_profile"):
+        gpu = {"gpu": row["gpu_profile"]}
+        if row.get("gpu_memory_gib"):
+            gpu["gpu_memory"] = int(float(row["gpu_memory_gib"]) * GIB)
+    if gpu is None or not key:
         return None
     model_id = key
     quant = (row.get("quantization") or "").lower()
-    if "gptq" in quant and find_entry(key + "-GPTQ-Int4"):
+    if row.get("model_catalog_id"):
+        model_id = row["model_catalog_id"]
+    elif "gptq" in quant and find_entry(key + "-GPTQ-Int4"):
         model_id = key + "-GPTQ-Int4"
     entry = find_entry(model_id)
     if entry is None:
         return None
-    gpu = GPU_MAP[row["id"]]
     version = _version(row)
     req = PlanRequest(
         model=model_id,
@@ -158,11 +166,12 @@ def summarise(rows: list[Row]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--data", type=Path, action="append", help="JSONL file(s); default: both bundled files")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     rows = []
-    for line in args.data.read_text().splitlines():
+    lines = [ln for f in (args.data or [p for p in DATA_FILES if p.exists()]) for ln in f.read_text().splitlines()]
+    for line in lines:
         if line.strip():
             result = evaluate_row(json.loads(line))
             if result is not None:
