@@ -32,6 +32,10 @@ CASES = [
     ("deepseek_v2", GIB, 2048),
     ("qwen3_next", GIB, 2048),
     ("granitemoehybrid", GIB, 2048),
+    # at 4096 tokens the window / chunk terms bind: min(W - 1 + F, L) < L with F = 2048 on CPU
+    ("llama4_text", GIB, 4096),  # chunked local attention (chunk 256) + one global layer in four
+    ("gpt_oss", GIB, 4096),  # alternating sliding (128) / full attention, MoE
+    ("gemma2", GIB, 4096),  # alternating sliding (256) / full attention
 ]
 
 # budgets too small for max_model_len: vLLM refuses to start and prints its estimate

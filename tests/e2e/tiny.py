@@ -148,8 +148,9 @@ ARCHS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "gemma2": (
         "Gemma2Config",
+        # vLLM's Gemma2ForCausalLM always ties lm_head to the embeddings
         {"num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "sliding_window": 256,
-         "query_pre_attn_scalar": 64},
+         "query_pre_attn_scalar": 64, "tie_word_embeddings": True},
     ),
     "jamba": (
         "JambaConfig",
