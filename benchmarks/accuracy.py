@@ -21,10 +21,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllmkit.arch import read_arch
-from vllmkit.engine.versions import rules_for
-from vllmkit.estimate.kv import group_layers, kv_capacity
-from vllmkit.estimate.specs import build_specs
+from vllmkit.errors import VllmkitError
 from vllmkit.hub.catalog import find_entry
 from vllmkit.plan.models import PlanRequest
 from vllmkit.plan.service import build_plan
@@ -87,20 +84,14 @@ def _weights_measured(row: dict) -> float | None:
     return None
 
 
-def tokens_from_measured_kv(entry, row: dict, version: str) -> int | None:
-    """KV tokens from the log's own available-KV figure (rounded to 0.01 GiB): exact KV maths only."""
+def tokens_from_measured_kv(req: PlanRequest, row: dict) -> int | None:
+    """KV tokens from the log's own available-KV figure (rounded to 0.01 GiB): the exact KV maths
+    only, with the same TP/PP/version rules as the plan (every PP stage given that budget)."""
     if row.get("available_kv_gib") is None or not row.get("max_model_len"):
         return None
-    arch = read_arch(entry.config)
-    rules = rules_for(version)
-    kv_dtype = row.get("kv_cache_dtype") or "auto"
-    hybrid_pc = arch.mamba is None or rules.hybrid_prefix_caching
-    specs = build_specs(arch, tp=row.get("tp") or 1, kv_cache_dtype=kv_dtype, device="cuda",
-                        block_size=None if arch.mamba is not None else row.get("block_size"), prefix_caching=hybrid_pc)
-    groups = group_layers(list(specs.specs))
-    cap = kv_capacity(groups, [groups], [int(row["available_kv_gib"] * GIB)], int(row["max_model_len"]),
-                      2 * 8192, tokens_from_concurrency=rules.tokens_from_concurrency)
-    return cap.tokens
+    fixed = req.model_copy(update={"kv_cache_memory_bytes": int(row["available_kv_gib"] * GIB)})
+    plan = build_plan(fixed, {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"})
+    return plan.kv_cache.tokens
 
 
 def evaluate_row(row: dict) -> Row | None:
@@ -145,7 +136,7 @@ def evaluate_row(row: dict) -> Row | None:
     out.kv_pred = plan.memory.kv_cache_bytes / GIB
     out.kv_meas = row.get("available_kv_gib")
     out.tokens_meas = row.get("kv_cache_tokens") or row.get("kv_cache_tokens_derived")
-    out.tokens_pred = tokens_from_measured_kv(entry, row, version)
+    out.tokens_pred = tokens_from_measured_kv(req, row)
     out.note = f"vLLM {version}, TP={req.tensor_parallel_size}, {gpu['gpu']}"
     return out
 
@@ -173,7 +164,12 @@ def main(argv: list[str] | None = None) -> int:
     lines = [ln for f in (args.data or [p for p in DATA_FILES if p.exists()]) for ln in f.read_text().splitlines()]
     for line in lines:
         if line.strip():
-            result = evaluate_row(json.loads(line))
+            row = json.loads(line)
+            try:
+                result = evaluate_row(row)
+            except VllmkitError as exc:  # a row the planner refuses is reported, not fatal
+                print(f"skipped {row.get('id')}: {exc.message}", file=sys.stderr)
+                continue
             if result is not None:
                 rows.append(result)
     summary = summarise(rows)
