@@ -111,16 +111,6 @@ _PHASES: list[tuple[str, str, re.Pattern[str], _Detail | None]] = [
     ),
 ]
 
-_KV_LINE = re.compile(
-    rf"(?:GPU|CPU|XPU|NPU|TPU) KV cache size: (?P<tokens>{_NUM}) tokens"
-    rf"(?:, Maximum concurrency for (?P<len>{_NUM}) tokens per request: (?P<conc>[\d,.]+)x)?"
-)
-# <=0.27 printed concurrency on its own line
-_CONC_LINE = re.compile(rf"Maximum concurrency for (?P<len>{_NUM}) tokens per request: (?P<conc>[\d,.]+)x")
-_WEIGHTS = re.compile(r"Model loading took ([\d.]+) ?GiB|Loading model weights took ([\d.]+) GB")
-_AVAIL = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
-_GRAPHS = re.compile(r"Graph capturing finished in \d+ secs?, took ([\d.]+) GiB")
-_EST = re.compile(r"estimated maximum model length is (\d+)")
 _URL = re.compile(r"Starting vLLM (?:API )?server (?:\d+ )?on (\S+)")
 _ERROR = re.compile(r"^(?:\w+\.)*\w*(?:Error|Exception): .+")
 
@@ -135,7 +125,31 @@ class StartupTracker:
     def __init__(self) -> None:
         self.seen: set[str] = set()
         self.events: list[PhaseEvent] = []
-        self.facts = StartupFacts()
+        self._lines: list[str] = []
+        self._errors: list[str] = []
+        self._api_url: str | None = None
+
+    @property
+    def facts(self) -> StartupFacts:
+        """The numbers so far, read by the doctor's log parser (one parser for every vLLM log format)."""
+        from vllmkit.doctor.logparse import parse_log
+
+        lf = parse_log("\n".join(self._lines))
+
+        def gib(n: int | None) -> float | None:
+            return None if n is None else round(n / (1 << 30), 4)
+
+        return StartupFacts(
+            kv_tokens=lf.kv_cache_tokens,
+            kv_max_model_len=lf.concurrency_tokens_per_request,
+            max_concurrency=lf.max_concurrency,
+            weights_gib=gib(lf.weights_bytes),
+            available_kv_gib=gib(lf.available_kv_bytes) if lf.kv_pool != "CPU" else None,
+            graph_gib=gib(lf.graph_memory_bytes),
+            estimated_max_model_len=lf.estimated_max_model_len,
+            api_url=self._api_url,
+            error_lines=list(self._errors),
+        )
 
     def feed(self, raw: str, elapsed_s: float) -> list[PhaseEvent]:
         line = strip_line(raw)
@@ -156,26 +170,10 @@ class StartupTracker:
         return new
 
     def _facts(self, line: str) -> None:
-        f = self.facts
-        if m := _KV_LINE.search(line):
-            f.kv_tokens = _int(m.group("tokens"))
-            if m.group("len"):
-                f.kv_max_model_len = _int(m.group("len"))
-                f.max_concurrency = float(m.group("conc").replace(",", ""))
-        elif m := _CONC_LINE.search(line):
-            f.kv_max_model_len = _int(m.group("len"))
-            f.max_concurrency = float(m.group("conc").replace(",", ""))
-        if m := _WEIGHTS.search(line):
-            f.weights_gib = float(m.group(1) or m.group(2))
-        if m := _AVAIL.search(line):
-            f.available_kv_gib = float(m.group(1))
-        if m := _GRAPHS.search(line):
-            f.graph_gib = float(m.group(1))
-        if m := _EST.search(line):
-            f.estimated_max_model_len = int(m.group(1))
+        self._lines.append(line)
         if m := _URL.search(line):
-            f.api_url = m.group(1)
+            self._api_url = m.group(1)
         # The final exception line of a traceback ("ValueError: To serve at least one ...").
         bare = line.split("] ", 1)[1] if "] " in line and line.startswith("(") else line
-        if _ERROR.match(bare) and bare not in f.error_lines:
-            f.error_lines.append(bare[:2000])
+        if _ERROR.match(bare) and bare[:2000] not in self._errors:
+            self._errors.append(bare[:2000])
