@@ -16,10 +16,6 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _NUM = r"[\d,]+"
 
 
-def _int(text: str) -> int:
-    return int(text.replace(",", ""))
-
-
 class PhaseEvent(BaseModel):
     phase: str  # stable key
     label: str  # for people
