@@ -66,7 +66,9 @@ def _variant_label(meta: ModelMetadata, arch: ModelArch) -> str:
     if q is None:
         return "fp16" if arch.dtype == "float16" else "bf16"
     method = q.method
-    if method == "fp8" or (method == "compressed-tensors" and q.bits == 8 and (q.weight_format or "").startswith("float")):
+    if method in ("fp8", "fbgemm_fp8", "ptpc_fp8") or (
+        method == "compressed-tensors" and q.bits == 8 and (q.weight_format or "").startswith("float")
+    ):
         return "fp8"
     if method in ("awq", "awq_marlin"):
         return "awq"
