@@ -42,6 +42,7 @@ class VersionRules:
     yarn_scales_max_len: bool
     large_gpu_batch_defaults: bool
     hybrid_prefix_caching: bool  # prefix caching (mamba "align" mode) on by default for hybrids
+    mla_backend_generation: int  # 2: FA-MLA on Hopper / FlashInfer-MLA on Blackwell; 1: FlashMLA / CUTLASS
     capacity_line_prefix: str  # how the capacity line starts ("GPU KV cache size" / "<DEV> KV cache size")
     v1_engine: bool
 
@@ -63,6 +64,9 @@ def rules_for(version: str) -> VersionRules:
         # 0.10.x logs "Hybrid or mamba-based model detected: disabling prefix caching"; align mode
         # landed with vllm PR #30877 (Dec 2025); 0.32 enables it by default. Threshold approximate.
         hybrid_prefix_caching=v >= (0, 15, 0),
+        # 0.32 ranks FLASH_ATTN_MLA first on sm90 and FLASHINFER_MLA on sm100; earlier releases
+        # used FlashMLA (block 64) / CUTLASS MLA (block 128). Threshold approximate.
+        mla_backend_generation=2 if v >= (0, 30, 0) else 1,
         capacity_line_prefix="<DEV> KV cache size" if v >= (0, 30, 0) else "GPU KV cache size",
         v1_engine=v >= (0, 8, 0),
     )

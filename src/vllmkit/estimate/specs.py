@@ -107,16 +107,24 @@ class BlockSizeChoice:
 
 
 def default_block_size(arch: ModelArch, device: str, *, compute_capability: float | None = None,
-                       cpu_amx: bool = False) -> BlockSizeChoice:
-    """The block size vLLM picks before hybrid alignment."""
+                       cpu_amx: bool = False, mla_backend_generation: int = 2) -> BlockSizeChoice:
+    """The block size vLLM picks before hybrid alignment: 16, unless the attention backend it selects
+    cannot run 16 (Attention backend get_preferred_block_size -> smallest supported kernel block).
+    MLA on CUDA (platforms/cuda.py backend priorities): generation 2 (vLLM >= 0.30, read from 0.32):
+    Hopper FLASH_ATTN_MLA (multiples of 16), Blackwell FLASHINFER_MLA ([32, 64] -> 32); generation 1
+    (older): FlashMLA [64] on Hopper, CUTLASS MLA [128] on Blackwell. ROCm AITER MLA takes any size."""
     if device == "cpu":
         if arch.mla is not None and not cpu_amx:
             return BlockSizeChoice(16, "CPU MLA decode kernel requires block size 16 (platforms/cpu.py)")
         return BlockSizeChoice(128, "CPU backend default block size 128 (platforms/cpu.py)")
-    if arch.mla is not None and device == "cuda":
-        if compute_capability is not None and compute_capability >= 10.0:
+    if arch.mla is not None and device == "cuda" and compute_capability is not None:
+        if compute_capability >= 12.0:
+            pass  # sm12x: Triton MLA, multiples of 16
+        elif compute_capability >= 10.0:
+            if mla_backend_generation >= 2:
+                return BlockSizeChoice(32, "FlashInfer MLA backend on Blackwell: smallest kernel block 32")
             return BlockSizeChoice(128, "CUTLASS MLA backend on Blackwell uses block size 128")
-        if compute_capability is not None and compute_capability >= 9.0:
+        elif compute_capability >= 9.0 and mla_backend_generation < 2:
             return BlockSizeChoice(64, "FlashMLA backend on Hopper uses block size 64")
     return BlockSizeChoice(16, "default block size 16 (CacheConfig.DEFAULT_BLOCK_SIZE)")
 
@@ -170,13 +178,15 @@ def build_specs(
     compute_capability: float | None = None,
     cpu_amx: bool = False,
     ssm_dtype_override: str | None = None,
+    mla_backend_generation: int = 2,
 ) -> ModelSpecs:
     """ssm_dtype_override: the platform's forced SSM state dtype (vLLM's CPU platform stores SSM
     state in float32 when the CPU has AVX512-BF16, platforms/cpu.py check_and_update_config)."""
     dtype_bytes = kv_dtype_bytes(kv_cache_dtype, arch)
     token_bytes = attention_token_bytes(arch, tp, dtype_bytes)
     if block_size is None:
-        choice = default_block_size(arch, device, compute_capability=compute_capability, cpu_amx=cpu_amx)
+        choice = default_block_size(arch, device, compute_capability=compute_capability, cpu_amx=cpu_amx,
+                                    mla_backend_generation=mla_backend_generation)
         bs, reason = choice.block_size, choice.reason
     else:
         bs, reason = block_size, "set with --block-size"

@@ -124,6 +124,7 @@ def evaluate(
         compute_capability=settings.compute_capability,
         cpu_amx=settings.cpu_amx,
         ssm_dtype_override="float32" if settings.device == "cpu" and settings.cpu_avx512_bf16 else None,
+        mla_backend_generation=rules.mla_backend_generation,
     )
     groups = group_layers(list(specs.specs))
     split = split_weights(arch, weight_total_bytes, tp=tp, pp=pp, mtp_layers=mtp_layers,

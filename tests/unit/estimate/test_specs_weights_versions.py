@@ -131,3 +131,26 @@ def test_layer_kinds_count_in_specs() -> None:
     a = arch("google/gemma-3-27b-it")
     specs = build_specs(a, tp=2, kv_cache_dtype="auto", device="cuda")
     assert len(specs.specs) == sum(1 for k in a.layer_kinds if k is not LayerKind.NONE)
+
+
+@pytest.mark.parametrize(
+    ("cc", "generation", "block"),
+    [
+        # vLLM 0.32 platforms/cuda.py: sm90 MLA -> FLASH_ATTN_MLA (MultipleOf(16)) keeps 16;
+        # sm100 -> FLASHINFER_MLA (kernel blocks [32, 64]) -> smallest supported, 32
+        (9.0, 2, 16),
+        (10.0, 2, 32),
+        # older releases (reference §2): FlashMLA 64 on Hopper, CUTLASS MLA 128 on Blackwell
+        (9.0, 1, 64),
+        (10.0, 1, 128),
+        (8.0, 2, 16),
+    ],
+)
+def test_mla_block_size_by_backend(cc: float, generation: int, block: int) -> None:
+    from vllmkit.estimate.specs import default_block_size
+
+    a = arch("deepseek-ai/DeepSeek-V3")
+    assert default_block_size(a, "cuda", compute_capability=cc, mla_backend_generation=generation).block_size == block
+    assert default_block_size(a, "rocm", compute_capability=None).block_size == 16  # AITER MLA: any size
+    assert default_block_size(a, "cpu", cpu_amx=False).block_size == 16  # CPU MLA kernel
+    assert default_block_size(a, "cpu", cpu_amx=True).block_size == 128  # AMX MLA (seen in the oracle)
