@@ -218,7 +218,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Will MODEL fit on GPU, and how: memory per GPU, KV capacity exactly as vLLM computes it,
         precision / TP / PP / context recommendation and the `vllm serve` line."""
-        from vllmkit.plan.service import build_plan
+        from vllmkit.plan.service import build_plan, does_not_fit_error
 
         req = plan_request_from_flags(
             model, gpu=gpu, gpu_memory=gpu_memory, gpu_count=gpu_count, device=device, source=source,
@@ -232,18 +232,9 @@ def register(app: typer.Typer) -> None:
         plan = build_plan(req, dict(os.environ), min_concurrency=min_concurrency)
         if save is not None:
             save_plan(save, req, plan)
-        errors = []
-        code = 0
-        if not plan.fits:
-            code = 3
-            est = plan.estimated_max_model_len
-            errors.append({
-                "code": "does-not-fit",
-                "message": f"{plan.model.id} does not fit on {plan.gpu.count} x {plan.gpu.display_name} at "
-                           f"max_model_len {plan.settings.max_model_len:,}",
-                "hint": (f"use --max-model-len {est} (vLLM's estimate) or more GPUs / a quantized variant"
-                         if est else "the weights leave no KV memory: use a quantized variant or more GPUs"),
-            })
+        misfit = does_not_fit_error(plan)
+        code = int(misfit.exit_code) if misfit else 0
+        errors = [{"code": misfit.code, "message": misfit.message, "hint": misfit.hint}] if misfit else []
         emit("plan", plan, json_mode=json_output, render=render_plan, exit_code=code, errors=errors)
         if code:
             raise typer.Exit(code)

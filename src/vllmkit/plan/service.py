@@ -16,7 +16,7 @@ from pathlib import Path
 
 from vllmkit.arch import ModelArch, read_arch
 from vllmkit.engine.versions import VersionRules, resolve_version, rules_for
-from vllmkit.errors import DoesNotFitError, HardwareError, UsageError
+from vllmkit.errors import DoesNotFitError, UsageError
 from vllmkit.estimate.specs import effective_kv_cache_dtype, kv_bytes_per_token_full
 from vllmkit.estimate.weights import estimate_param_bytes
 from vllmkit.hub.base import ModelMetadata
@@ -655,19 +655,20 @@ def _serve_command(plan: PlanResult, req: PlanRequest) -> tuple[list[str], dict[
     return argv, {}
 
 
-def require_fit(plan: PlanResult) -> None:
+def does_not_fit_error(plan: PlanResult) -> DoesNotFitError | None:
+    """The exit-3 error for a plan vLLM would refuse (None when it fits)."""
     if plan.fits:
-        return
+        return None
     est = plan.estimated_max_model_len
     if est:
         hint = f"use --max-model-len {est} (vLLM's estimate), a quantized variant, --kv-cache-dtype fp8 or more GPUs"
     else:
         hint = "the weights leave no KV memory: use a quantized variant or more GPUs (--tensor-parallel-size)"
-    raise DoesNotFitError(
+    return DoesNotFitError(
         f"{plan.model.id} does not fit on {plan.gpu.count} x {plan.gpu.display_name} at max_model_len "
         f"{plan.settings.max_model_len:,}",
         hint,
     )
 
 
-__all__ = ["HardwareError", "build_plan", "require_fit"]
+__all__ = ["build_plan", "does_not_fit_error"]
