@@ -43,6 +43,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from vllmkit.dirs import user_dir
 from vllmkit.engine.versions import parse_version
 from vllmkit.errors import UsageError
 from vllmkit.estimate.memory import MemoryTerm
@@ -140,15 +141,7 @@ def now_iso() -> str:
 
 def data_dir(env: Mapping[str, str]) -> Path:
     """$VLLMKIT_DATA_DIR, else $XDG_DATA_HOME/vllmkit, else ~/.local/share/vllmkit (XDG default)."""
-    explicit = env.get("VLLMKIT_DATA_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = env.get("XDG_DATA_HOME")
-    if xdg:
-        return Path(xdg).expanduser() / "vllmkit"
-    home = env.get("HOME")
-    return (Path(home) if home else Path.home()) / ".local" / "share" / "vllmkit"
-
+    return user_dir("data", env)
 
 def store_path(env: Mapping[str, str]) -> Path:
     return data_dir(env) / STORE_NAME

@@ -9,22 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from vllmkit.dirs import user_dir
+
 RUN_LOG_NAME = "vllm.log"
 
 
 def state_dir(env: Mapping[str, str]) -> Path:
     """vllmkit's state folder: $VLLMKIT_STATE_DIR, else $XDG_STATE_HOME/vllmkit,
     else ~/.local/state/vllmkit (the XDG base-directory default for state)."""
-    explicit = env.get("VLLMKIT_STATE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = env.get("XDG_STATE_HOME")
-    if xdg:
-        return Path(xdg).expanduser() / "vllmkit"
-    home = env.get("HOME")
-    base = Path(home) if home else Path.home()
-    return base / ".local" / "state" / "vllmkit"
-
+    return user_dir("state", env)
 
 def runs_dir(env: Mapping[str, str]) -> Path:
     """Folder holding one sub-folder per `vllmkit serve` run (<run-id>/vllm.log)."""

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from vllmkit.dirs import user_dir
 from vllmkit.engine.detect import VllmInstall
 
 PROBE_MARK = "VLLMKIT_FLAGS_JSON="
@@ -160,15 +161,7 @@ def _reverse_rename(name: str) -> str | None:
 
 def cache_dir(env: Mapping[str, str]) -> Path:
     """$VLLMKIT_CACHE_DIR, else $XDG_CACHE_HOME/vllmkit, else ~/.cache/vllmkit."""
-    explicit = env.get("VLLMKIT_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = env.get("XDG_CACHE_HOME")
-    if xdg:
-        return Path(xdg).expanduser() / "vllmkit"
-    home = env.get("HOME")
-    return (Path(home) if home else Path.home()) / ".cache" / "vllmkit"
-
+    return user_dir("cache", env)
 
 def _cache_file(env: Mapping[str, str], installed: VllmInstall) -> Path | None:
     if not installed.version:

@@ -29,6 +29,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from vllmkit.dirs import user_dir
 from vllmkit.errors import HardwareError, UsageError
 
 Vendor = Literal["nvidia", "amd", "cpu"]
@@ -175,15 +176,7 @@ class GpuProfile(BaseModel):
 
 def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
     """~/.config/vllmkit/profiles, honouring XDG_CONFIG_HOME."""
-    env = os.environ if env is None else env
-    xdg = env.get("XDG_CONFIG_HOME")
-    if xdg:
-        base = Path(xdg)
-    else:
-        home = env.get("HOME")
-        base = (Path(home) if home else Path.home()) / ".config"
-    return base / "vllmkit" / "profiles"
-
+    return user_dir("config", os.environ if env is None else env) / "profiles"
 
 def profile_dirs_from_env(env: Mapping[str, str]) -> list[Path]:
     """Folders named by $VLLMKIT_PROFILES_DIR (os.pathsep-separated), for the caller to pass on."""

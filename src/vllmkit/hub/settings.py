@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from vllmkit.dirs import user_dir
+
 HF_DEFAULT_ENDPOINT = "https://huggingface.co"
 MS_DEFAULT_ENDPOINT = "https://www.modelscope.cn"
 
@@ -101,9 +103,7 @@ class HubSettings:
         ms_cache = _expand(env["MODELSCOPE_CACHE"], env) if env.get("MODELSCOPE_CACHE") else xdg_cache / "modelscope"
 
         if cache_dir is None:
-            cache_dir = (
-                _expand(env["VLLMKIT_CACHE_DIR"], env) if env.get("VLLMKIT_CACHE_DIR") else xdg_cache / "vllmkit"
-            )
+            cache_dir = user_dir("cache", env)
         return cls(
             hf_endpoint=(env.get("HF_ENDPOINT") or HF_DEFAULT_ENDPOINT).strip().rstrip("/"),
             hf_token=token,

@@ -1,0 +1,43 @@
+"""vllmkit's user folders, from an environment mapping (never read at import time).
+
+kind     override             XDG variable      default
+cache    VLLMKIT_CACHE_DIR    XDG_CACHE_HOME    ~/.cache/vllmkit
+data     VLLMKIT_DATA_DIR     XDG_DATA_HOME     ~/.local/share/vllmkit
+state    VLLMKIT_STATE_DIR    XDG_STATE_HOME    ~/.local/state/vllmkit
+config   (none)               XDG_CONFIG_HOME   ~/.config/vllmkit
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+Kind = Literal["cache", "data", "state", "config"]
+
+_SPEC: dict[str, tuple[str | None, str, tuple[str, ...]]] = {
+    "cache": ("VLLMKIT_CACHE_DIR", "XDG_CACHE_HOME", (".cache",)),
+    "data": ("VLLMKIT_DATA_DIR", "XDG_DATA_HOME", (".local", "share")),
+    "state": ("VLLMKIT_STATE_DIR", "XDG_STATE_HOME", (".local", "state")),
+    "config": (None, "XDG_CONFIG_HOME", (".config",)),
+}
+
+
+def home(env: Mapping[str, str]) -> Path:
+    return Path(env["HOME"]) if env.get("HOME") else Path.home()
+
+
+def expand(value: str, env: Mapping[str, str]) -> Path:
+    """`~` is the HOME of `env` (the environment the command runs with), not of this process."""
+    if value.startswith("~"):
+        return home(env) / value[1:].lstrip("/")
+    return Path(value)
+
+
+def user_dir(kind: Kind, env: Mapping[str, str]) -> Path:
+    override, xdg_var, default = _SPEC[kind]
+    if override and env.get(override):
+        return expand(env[override], env)
+    if env.get(xdg_var):
+        return expand(env[xdg_var], env) / "vllmkit"
+    return home(env).joinpath(*default, "vllmkit")
