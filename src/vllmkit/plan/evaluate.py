@@ -44,6 +44,7 @@ class EngineSettings:
     cpu_amx: bool = False
     cpu_avx512_bf16: bool = False
     calibrated: dict[str, MemoryTerm] = field(default_factory=dict)
+    calibration_source: str | None = None  # provenance of `calibrated`
 
 
 @dataclass

@@ -57,6 +57,7 @@ class Candidate:
     allowed: bool
     note: str
     rank: tuple[float, ...]
+    settings: EngineSettings
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -293,7 +294,8 @@ def _engine_settings(req: PlanRequest, profile, rules: VersionRules, world_size:
                      tp: int = 1, pp: int = 1) -> EngineSettings:
     mnbt, seqs = batch_defaults(profile, rules, world_size)
     cc = float(profile.compute_capability) if profile.compute_capability else None
-    calibrated, _ = _calibrated_terms(req, profile, rules, arch, req.max_num_batched_tokens or mnbt, tp, pp, env)
+    calibrated, calibration_source = _calibrated_terms(req, profile, rules, arch, req.max_num_batched_tokens or mnbt,
+                                                       tp, pp, env)
     return EngineSettings(
         device=profile.runtime,
         vendor=profile.vendor,
@@ -313,6 +315,7 @@ def _engine_settings(req: PlanRequest, profile, rules: VersionRules, world_size:
         cpu_amx=_cpu_has_amx() if profile.vendor == "cpu" else False,
         cpu_avx512_bf16=_cpu_has_avx512_bf16() if profile.vendor == "cpu" else False,
         calibrated=calibrated,
+        calibration_source=calibration_source,
     )
 
 
@@ -459,7 +462,7 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
                 rank = (tier, prec - (0.5 if small_model else 0), gpus, -ev.max_model_len)
             else:
                 rank = (tier, gpus, prec - (0.5 if small_model else 0), -ev.max_model_len)
-            candidates.append(Candidate(variant, ev, allowed, why, rank))
+            candidates.append(Candidate(variant, ev, allowed, why, rank, settings))
             if useful and not req.gpu_count:
                 extra_after_fit -= 1
 
@@ -516,8 +519,7 @@ def _result(req: PlanRequest, env: Mapping[str, str], chosen: Candidate, candida
     variant = chosen.variant
     arch = variant.arch
     budget = ev.budget
-    settings = _engine_settings(req, profile, rules, ev.tp * ev.pp, kv_dtype, arch, env, ev.tp, ev.pp)
-    _, calibration = _calibrated_terms(req, profile, rules, arch, settings.max_num_batched_tokens, ev.tp, ev.pp, env)
+    settings = chosen.settings
     groups = []
     for g in ev.groups:
         spec = g.specs[0]
@@ -612,7 +614,7 @@ def _result(req: PlanRequest, env: Mapping[str, str], chosen: Candidate, candida
         estimated_max_model_len=None if ev.fits else cap.estimated_max_model_len,
         alternatives=[_alternative(c, chosen) for c in candidates],
         reasons=_reasons(chosen, profile, candidates),
-        calibration=calibration,
+        calibration=settings.calibration_source,
         warnings=warnings + _kv_dtype_note(kv_dtype, arch),
     )
     argv, serve_env = _serve_command(result, req)
