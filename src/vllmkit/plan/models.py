@@ -40,6 +40,9 @@ class PlanRequest(BaseModel):
     api_key: str | None = None  # never serialised in clear (see launch.command)
     generation_config_vllm: bool = False
     profiles_dir: str | None = None
+    # serving features (issue 14): the model family's tool-call / reasoning parsers, on by default
+    tools: bool = True
+    reasoning: bool = True
 
 
 class ModelInfo(BaseModel):
@@ -133,6 +136,37 @@ class Alternative(BaseModel):
     note: str = ""
 
 
+# --- serving features (issue 14; built by launch/presets.py) -------------------------------------
+
+
+class ParserPick(BaseModel):
+    name: str
+    enabled: bool = True  # False: turned off by --no-tools / --no-reasoning
+    checked: str = "preset table"  # or "installed vLLM registry (<dist> <version>)"
+
+
+class FeatureNote(BaseModel):
+    enabled: bool
+    source: str  # "vLLM default" | "--enable-prefix-caching" | ...
+    detail: str
+
+
+class FeaturesInfo(BaseModel):
+    family: str | None = None  # the preset that matched, None when none did
+    tool_call_parser: ParserPick | None = None
+    reasoning_parser: ParserPick | None = None
+    reasoning_field: str | None = None  # "reasoning" or "reasoning_content" (by vLLM version)
+    chat_template: str | None = None  # template vLLM's docs recommend for tools (examples/...)
+    tokenizer_mode: str | None = None
+    generation_config: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)
+    prefix_caching: FeatureNote | None = None
+    chunked_prefill: FeatureNote | None = None
+    structured_outputs: FeatureNote | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
 class PlanResult(BaseModel):
     model: ModelInfo
     gpu: GpuInfo
@@ -151,3 +185,4 @@ class PlanResult(BaseModel):
     reasons: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     calibration: str | None = None  # provenance of calibrated terms, when a calibration was used
+    features: FeaturesInfo | None = None  # serving features (issue 14)

@@ -617,6 +617,12 @@ def _result(req: PlanRequest, env: Mapping[str, str], chosen: Candidate, candida
         calibration=settings.calibration_source,
         warnings=warnings + _kv_dtype_note(kv_dtype, arch),
     )
+    # --- serving features (issue 14): model-family presets, prefix caching, chunked prefill ---
+    from vllmkit.launch.presets import plan_features
+
+    result.features = plan_features(result, req)
+    result.warnings += result.features.warnings
+    # --- end serving features ---
     argv, serve_env = _serve_command(result, req)
     result.serve_command = argv
     result.serve_env = serve_env
