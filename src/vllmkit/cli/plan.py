@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from vllmkit.cli._common import JSON_OPTION, boundary
+from vllmkit.cli._features import render_features
 from vllmkit.errors import UsageError
 from vllmkit.output import emit, gib, thousands
 from vllmkit.plan.models import PlanRequest, PlanResult
@@ -182,6 +183,7 @@ def render_plan(console: Console, plan: PlanResult) -> None:
         console.print(f"- {reason}", markup=False)
     for warning in plan.warnings:
         console.print(f"warning: {warning}", markup=False)
+    render_features(console, plan.features)  # issue 14
     env = " ".join(f"{k}={v}" for k, v in plan.serve_env.items())
     console.print("\nvllm serve command:", markup=False)
     console.print((env + " " if env else "") + " ".join(plan.serve_command), markup=False, soft_wrap=True)
@@ -214,6 +216,8 @@ def register(app: typer.Typer) -> None:
         enforce_eager: bool = typer.Option(False, "--enforce-eager"),
         min_concurrency: float | None = typer.Option(None, "--min-concurrency", help="Requests of full context to keep (default 4)."),
         save: Path | None = typer.Option(None, "--save", help="Write the plan as YAML for `vllmkit serve PLAN.yaml`."),
+        no_tools: bool = typer.Option(False, "--no-tools", help="Do not turn on the model family's tool-call parser."),
+        no_reasoning: bool = typer.Option(False, "--no-reasoning", help="Do not turn on its reasoning parser."),
         json_output: bool = JSON_OPTION,
     ) -> None:
         """Will MODEL fit on GPU, and how: memory per GPU, KV capacity exactly as vLLM computes it,
@@ -229,6 +233,7 @@ def register(app: typer.Typer) -> None:
             quantization=quantization, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
             block_size=block_size, enforce_eager=enforce_eager,
         )
+        req = req.model_copy(update={"tools": not no_tools, "reasoning": not no_reasoning})  # issue 14
         plan = build_plan(req, dict(os.environ), min_concurrency=min_concurrency)
         if save is not None:
             save_plan(save, req, plan)

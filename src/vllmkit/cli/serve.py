@@ -194,6 +194,8 @@ def register(app: typer.Typer) -> None:
             help="Pass --generation-config vllm (ignore the model's sampling defaults).",
         ),
         served_model_name: str | None = typer.Option(None, "--served-model-name"),
+        no_tools: bool = typer.Option(False, "--no-tools", help="Do not turn on the model family's tool-call parser."),
+        no_reasoning: bool = typer.Option(False, "--no-reasoning", help="Do not turn on its reasoning parser."),
         host: str | None = typer.Option(None, "--host", help="Bind address (default 127.0.0.1)."),
         port: int | None = typer.Option(None, "--port", help="Port (default 8000)."),
         api_key_file: str | None = typer.Option(
@@ -251,6 +253,7 @@ def register(app: typer.Typer) -> None:
         overrides = dict(
             host=host, port=port, served_model_name=served_model_name,
             enable_prefix_caching=enable_prefix_caching, generation_config_vllm=generation_config_vllm or None,
+            tools=False if no_tools else None, reasoning=False if no_reasoning else None,  # issue 14
         )  # fmt: skip
         req, plan = _load_or_plan(target, plan_kwargs, overrides)
         options = svc.ServeOptions(
