@@ -124,6 +124,21 @@ def _parse_devices(text: str | None) -> list[int] | None:
     return ids
 
 
+def _parse_scaling(replicas: str, scale_on: str) -> tuple[tuple[int, int], Any]:
+    """--replicas MIN:MAX (or N) and --scale-on queue|kv for the k8s autoscaler (issue 14)."""
+    hint = "e.g. --replicas 1:4 (MIN:MAX, 1 <= MIN <= MAX)"
+    parts = replicas.split(":")
+    try:
+        lo, hi = (int(parts[0]), int(parts[-1])) if len(parts) in (1, 2) else (0, 0)
+    except ValueError:
+        raise UsageError(f"cannot read --replicas {replicas!r}", hint) from None
+    if not 1 <= lo <= hi:
+        raise UsageError(f"cannot read --replicas {replicas!r}", hint)
+    if scale_on not in ("queue", "kv"):
+        raise UsageError(f"unknown --scale-on {scale_on!r}", "use queue (waiting requests) or kv (KV-cache usage)")
+    return (lo, hi), scale_on
+
+
 def _is_plan_file(target: str) -> bool:
     p = Path(target)
     return p.suffix.lower() in PLAN_SUFFIXES and p.is_file()
@@ -205,10 +220,13 @@ def register(app: typer.Typer) -> None:
             False, "--no-auth", help="Allow a non-loopback --host without an API key."
         ),
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the command, start nothing."),
-        export: str | None = typer.Option(None, "--export", help="shell | docker | compose | k8s | ray"),
+        export: str | None = typer.Option(None, "--export", help="shell | docker | compose | k8s | ray | grafana"),
         output: Path | None = OUTPUT_OPTION,
         image: str | None = typer.Option(None, "--image", help="Container image for exports."),
         name: str | None = typer.Option(None, "--name", help="Container / Kubernetes name for exports."),
+        replicas: str = typer.Option("1:4", "--replicas", help="k8s export: MIN:MAX replicas for the autoscaler."),
+        scale_on: str = typer.Option("queue", "--scale-on", help="k8s export: autoscale on queue | kv."),
+        storage_class: str | None = typer.Option(None, "--storage-class", help="k8s export: StorageClass of the model cache."),
         detach: bool = typer.Option(False, "--detach", "-d", help="Leave the server running once healthy."),
         no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke test after startup."),
         health_timeout: float | None = typer.Option(
@@ -264,14 +282,16 @@ def register(app: typer.Typer) -> None:
 
         if export is not None:
             key = svc.resolve_api_key(req.host, env, api_key_file=api_key_file, no_auth=no_auth)
-            auth = not no_auth and (key.key is not None or export == "k8s")
+            # k8s and Ray expose the API beyond the machine: ask for a key unless --no-auth
+            auth = not no_auth and (key.key is not None or export in ("k8s", "ray"))
+            scaling = _parse_scaling(replicas, scale_on)  # issue 14
             timeout = health_timeout or health_timeout_s(
                 plan.model.weight_files_bytes or plan.memory.weights_bytes,
                 remote=plan.model.source != "local",
             )
             text = do_export(
                 plan, req, export, image=image, name=name, auth=auth, visible_devices=options.visible_devices,
-                health_timeout_s=timeout,
+                health_timeout_s=timeout, replicas=scaling[0], scale_metric=scaling[1], storage_class=storage_class,
             )  # fmt: skip
             if output is not None:
                 output.write_text(text, encoding="utf-8")
