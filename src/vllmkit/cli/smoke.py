@@ -11,7 +11,7 @@ from rich.table import Table
 
 from vllmkit.cli._common import JSON_OPTION, boundary
 from vllmkit.errors import ExitCode, UsageError
-from vllmkit.launch.smoke import SmokeReport, run_smoke
+from vllmkit.launch.smoke import FEATURE_NAMES, SmokeFeatures, SmokeReport, run_smoke
 from vllmkit.output import emit
 
 API_KEY_FILE_OPTION = typer.Option(None, "--api-key-file", help="Read the key from a file.")
@@ -46,6 +46,17 @@ def read_api_key(api_key: str | None, api_key_file: Path | None) -> str | None:
     return os.environ.get("VLLM_API_KEY") or None
 
 
+def parse_features(text: str | None) -> SmokeFeatures | None:
+    """--features structured,tools,reasoning (issue 14)."""
+    if text is None:
+        return None
+    names = {t.strip() for t in text.split(",") if t.strip()}
+    unknown = names - set(FEATURE_NAMES)
+    if unknown or not names:
+        raise UsageError(f"unknown --features {', '.join(sorted(unknown)) or repr(text)}", "use structured,tools,reasoning")
+    return SmokeFeatures(**{n: True for n in names})
+
+
 def smoke_errors(report: SmokeReport) -> tuple[int, list[dict[str, str | None]]]:
     """Exit code and envelope errors: unreachable -> 6 (health failure), a failed check -> 3."""
     if not report.reachable:
@@ -74,6 +85,9 @@ def register(app: typer.Typer) -> None:
         ),
         timeout: float = typer.Option(60.0, "--timeout", help="Seconds per request."),
         max_tokens: int = typer.Option(16, "--max-tokens", help="Tokens to generate per request."),
+        features: str | None = typer.Option(
+            None, "--features", help="Also check: structured,tools,reasoning (comma list)."
+        ),
         json_output: bool = JSON_OPTION,
     ) -> None:
         """Check any OpenAI-compatible endpoint: /health, /v1/models, chat, streamed chat (TTFT,
@@ -81,7 +95,10 @@ def register(app: typer.Typer) -> None:
         if not url.startswith(("http://", "https://")):
             url = "http://" + url
         key = read_api_key(api_key, api_key_file)
-        report = run_smoke(url, api_key=key, model=model, timeout_s=timeout, max_tokens=max_tokens)
+        report = run_smoke(
+            url, api_key=key, model=model, timeout_s=timeout, max_tokens=max_tokens,
+            features=parse_features(features),
+        )  # fmt: skip
         code, errors = smoke_errors(report)
         emit("smoke", report, json_mode=json_output, render=render_smoke, exit_code=code, errors=errors)
         if code:

@@ -34,6 +34,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from vllmkit.engine.flags import Flag
 from vllmkit.engine.versions import installed_vllm_version, parse_version, rules_for
+from vllmkit.launch.smoke import SmokeFeatures
 from vllmkit.plan.models import FeatureNote, FeaturesInfo, ParserPick, PlanRequest, PlanResult
 
 _PACKAGE = "vllmkit"
@@ -76,6 +77,8 @@ class Preset(BaseModel):
     reasoning_parser: list[ParserChoice] = Field(default_factory=list)
     chat_template: str | None = None
     tokenizer_mode: str | None = None
+    thinking_on_kwargs: dict[str, Any] | None = None
+    thinking_off_kwargs: dict[str, Any] | None = None
     notes: list[str] = Field(default_factory=list)
     generation_config: str | None = None
     sources: list[str] = Field(min_length=1)
@@ -359,6 +362,8 @@ def plan_features(
             )
     info.chat_template = preset.chat_template
     info.tokenizer_mode = preset.tokenizer_mode
+    info.thinking_on_kwargs = preset.thinking_on_kwargs
+    info.thinking_off_kwargs = preset.thinking_off_kwargs
     info.generation_config = preset.generation_config
     info.notes = list(preset.notes)
     if preset.chat_template and info.tool_call_parser is not None:
@@ -394,6 +399,21 @@ def feature_flags(plan: PlanResult, req: PlanRequest) -> list[Flag]:
     return out
 
 
+def smoke_features(plan: PlanResult, req: PlanRequest) -> SmokeFeatures | None:
+    """What `serve` smoke-tests beyond plain chat: structured outputs always (no flag needed), the
+    tool call and the reasoning field when their parsers are turned on."""
+    f = plan.features
+    if f is None:
+        return None
+    return SmokeFeatures(
+        structured=True,
+        tools=bool(f.tool_call_parser and f.tool_call_parser.enabled and req.tools),
+        reasoning=bool(f.reasoning_parser and f.reasoning_parser.enabled and req.reasoning),
+        thinking_on_kwargs=f.thinking_on_kwargs,
+        thinking_off_kwargs=f.thinking_off_kwargs,
+    )
+
+
 __all__ = [
     "ParserRegistry",
     "Preset",
@@ -405,4 +425,5 @@ __all__ = [
     "parse_presets",
     "plan_features",
     "read_registry",
+    "smoke_features",
 ]

@@ -30,6 +30,7 @@ from vllmkit.launch.command import (
 )
 from vllmkit.launch.diagnose import StartFailure, diagnose_start_failure
 from vllmkit.launch.phases import PhaseEvent, StartupFacts
+from vllmkit.launch.presets import smoke_features
 from vllmkit.launch.smoke import SmokeReport, run_smoke
 from vllmkit.launch.supervisor import (
     STOP_GRACE_S,
@@ -503,7 +504,9 @@ def serve(
                 if options.smoke:
                     if rep.note:
                         rep.note("running the smoke test ...")
-                    result.smoke = run_smoke(url, api_key=prep.api_key.key, model=served)
+                    result.smoke = run_smoke(
+                        url, api_key=prep.api_key.key, model=served, features=smoke_features(plan, prep.request)
+                    )  # features: issue 14
                 if options.detach:
                     keep_running = True
                     result.status = "detached"

@@ -3,7 +3,7 @@ what `plan --save` writes, and what `serve` / `check-log` consume. Sizes are int
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -158,6 +158,8 @@ class FeaturesInfo(BaseModel):
     reasoning_field: str | None = None  # "reasoning" or "reasoning_content" (by vLLM version)
     chat_template: str | None = None  # template vLLM's docs recommend for tools (examples/...)
     tokenizer_mode: str | None = None
+    thinking_on_kwargs: dict[str, Any] | None = None  # chat_template_kwargs that turn thinking on
+    thinking_off_kwargs: dict[str, Any] | None = None  # ... and off
     generation_config: str | None = None
     notes: list[str] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list)
