@@ -163,3 +163,20 @@ def test_bf16_checkpoint_on_t4_is_served_as_float16(env) -> None:
     d = envelope(run("plan", "Qwen/Qwen3-8B", "--gpu", "t4", "--json"))["data"]
     assert d["settings"]["dtype"] == "half"
     assert "--dtype" in d["serve_command"]
+
+
+def test_plan_shows_serving_features_and_opt_outs(env) -> None:
+    """Issue 14: Qwen3 -> hermes tool calls + qwen3 reasoning (vLLM docs), in the data and the command."""
+    d = envelope(run("plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--vllm-version", "0.32.0", "--json"))["data"]
+    f = d["features"]
+    assert f["family"] == "qwen3"
+    assert f["tool_call_parser"]["name"] == "hermes" and f["tool_call_parser"]["enabled"] is True
+    assert f["reasoning_parser"]["name"] == "qwen3" and f["reasoning_field"] == "reasoning"
+    assert f["prefix_caching"]["enabled"] is True and f["prefix_caching"]["source"] == "vLLM default"
+    cmd = d["serve_command"]
+    assert cmd[cmd.index("--tool-call-parser") + 1] == "hermes" and "--reasoning-parser" in cmd
+    d = envelope(run("plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--no-tools", "--no-reasoning", "--json"))["data"]
+    assert d["features"]["tool_call_parser"]["enabled"] is False
+    assert "--tool-call-parser" not in d["serve_command"] and "--reasoning-parser" not in d["serve_command"]
+    human = run("plan", "Qwen/Qwen3-8B", "--gpu", "h100")
+    assert "serving features:" in human.stdout and "tool calls: hermes (on" in human.stdout
