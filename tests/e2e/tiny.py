@@ -189,6 +189,11 @@ def _tokenizer(
 
     specials = ["<unk>", "<s>", "</s>", "<pad>", "<|user|>", "<|assistant|>", "<|system|>", *extra_specials]
     words = [chr(c) for c in range(33, 127)] + [f"w{i}" for i in range(300)]
+    if fused_decoder:
+        # a space token: xgrammar's compact JSON (any_whitespace off, which vLLM uses for tool-call
+        # arguments in 0.32) writes `": "` and `", "` with a space, so a vocab without one leaves the
+        # grammar no token to allow
+        words.append(" ")
     vocab = {tok: i for i, tok in enumerate(specials + words)}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
