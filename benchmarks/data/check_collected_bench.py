@@ -13,15 +13,49 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REQUIRED = [
-    "id", "source", "source_kind", "quote", "vllm_version", "engine", "gpu", "gpu_count", "tp", "pp",
-    "dp", "model", "precision", "kv_cache_dtype", "benchmark_tool", "dataset", "input_len",
-    "output_len", "concurrency", "request_rate", "num_prompts", "enable_prefix_caching",
-    "speculative", "measured", "server_cmd",
+    "id",
+    "source",
+    "source_kind",
+    "quote",
+    "vllm_version",
+    "engine",
+    "gpu",
+    "gpu_count",
+    "tp",
+    "pp",
+    "dp",
+    "model",
+    "precision",
+    "kv_cache_dtype",
+    "benchmark_tool",
+    "dataset",
+    "input_len",
+    "output_len",
+    "concurrency",
+    "request_rate",
+    "num_prompts",
+    "enable_prefix_caching",
+    "speculative",
+    "measured",
+    "server_cmd",
 ]
 MEASURED = [
-    "output_tok_s", "total_tok_s", "request_throughput_rps", "ttft_ms_mean", "ttft_ms_median",
-    "ttft_ms_p99", "tpot_ms_mean", "tpot_ms_median", "tpot_ms_p99", "itl_ms_mean", "itl_ms_median",
-    "itl_ms_p99", "e2e_latency_s_mean", "successful_requests", "duration_s", "total_input_tokens",
+    "output_tok_s",
+    "total_tok_s",
+    "request_throughput_rps",
+    "ttft_ms_mean",
+    "ttft_ms_median",
+    "ttft_ms_p99",
+    "tpot_ms_mean",
+    "tpot_ms_median",
+    "tpot_ms_p99",
+    "itl_ms_mean",
+    "itl_ms_median",
+    "itl_ms_p99",
+    "e2e_latency_s_mean",
+    "successful_requests",
+    "duration_s",
+    "total_input_tokens",
     "total_output_tokens",
 ]
 
@@ -56,7 +90,10 @@ def check(path: Path, known_ids: set[str]) -> list[str]:
         for k, v in meas.items():
             if v is not None and not isinstance(v, (int, float)):
                 errors.append(f"{path.name}:{n}: measured.{k} is not a number: {v!r}")
-        if not any(meas.get(k) is not None for k in ("output_tok_s", "total_tok_s", "request_throughput_rps", "ttft_ms_mean", "tpot_ms_mean")):
+        if not any(
+            meas.get(k) is not None
+            for k in ("output_tok_s", "total_tok_s", "request_throughput_rps", "ttft_ms_mean", "tpot_ms_mean")
+        ):
             errors.append(f"{path.name}:{n}: no throughput or latency number")
         for k in ("tp", "pp", "dp", "gpu_count"):
             v = row.get(k)
@@ -73,7 +110,11 @@ def main() -> int:
     errors = check(HERE / "collected-bench-results.jsonl", known)
     for e in errors:
         print(e)
-    rows = sum(1 for x in (HERE / "collected-bench-results.jsonl").read_text(encoding="utf-8").splitlines() if x.strip())
+    rows = sum(
+        1
+        for x in (HERE / "collected-bench-results.jsonl").read_text(encoding="utf-8").splitlines()
+        if x.strip()
+    )
     print(f"{rows} rows, {len(errors)} problems")
     return 1 if errors else 0
 
