@@ -1,4 +1,4 @@
-"""Validate benchmarks/data/collected-bench-results.jsonl.
+"""Validate benchmarks/data/collected-bench-results.jsonl and collected-startup-logs-2.jsonl.
 
 Every line must parse as JSON, carry the keys of the public-bench-results schema, have a unique
 id not already used by the curated truth file, cite a source URL, and have numbers (not strings)
@@ -102,12 +102,72 @@ def check(path: Path, known_ids: set[str]) -> list[str]:
     return errors
 
 
+STARTUP_REQUIRED = [
+    "id",
+    "source",
+    "source_kind",
+    "model",
+    "vllm_version",
+    "engine",
+    "gpu",
+    "gpu_profile",
+    "num_gpus",
+    "tp",
+    "pp",
+    "quantization",
+    "kv_cache_dtype",
+    "max_model_len",
+    "gpu_memory_utilization",
+    "enforce_eager",
+    "max_num_seqs",
+    "weights_gib",
+    "cudagraph_gib",
+    "available_kv_gib",
+    "kv_needed_for_max_len_gib",
+    "kv_cache_tokens",
+    "max_concurrency",
+    "init_engine_s",
+    "startup_ok",
+    "quote",
+    "notes",
+]
+
+
+def check_startup(path: Path) -> list[str]:
+    """Startup rows: JSON, schema keys of collected-startup-logs.jsonl, unique ids, a quote."""
+    errors: list[str] = []
+    seen: set[str] = set()
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            errors.append(f"{path.name}:{n}: not JSON ({exc})")
+            continue
+        missing = [k for k in STARTUP_REQUIRED if k not in row]
+        if missing:
+            errors.append(f"{path.name}:{n}: missing keys {missing}")
+        if row.get("id") in seen:
+            errors.append(f"{path.name}:{n}: duplicate id {row.get('id')}")
+        seen.add(row.get("id"))
+        if not row.get("quote") or not row.get("source"):
+            errors.append(f"{path.name}:{n}: needs a quote and a source")
+        if not isinstance(row.get("startup_ok"), bool):
+            errors.append(f"{path.name}:{n}: startup_ok must be true/false")
+        mc = row.get("max_concurrency")
+        if mc is not None and not (isinstance(mc, dict) and {"tokens_per_request", "x"} <= set(mc)):
+            errors.append(f"{path.name}:{n}: max_concurrency must be {{tokens_per_request, x}}")
+    return errors
+
+
 def main() -> int:
     truth = HERE.parent.parent.parent / "shared" / "truth" / "public-bench-results.jsonl"
     known: set[str] = set()
     if truth.exists():
         known = {json.loads(x)["id"] for x in truth.read_text(encoding="utf-8").splitlines() if x.strip()}
     errors = check(HERE / "collected-bench-results.jsonl", known)
+    startup = HERE / "collected-startup-logs-2.jsonl"
+    if startup.exists():
+        errors += check_startup(startup)
     for e in errors:
         print(e)
     rows = sum(
