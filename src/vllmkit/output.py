@@ -12,6 +12,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
@@ -95,6 +96,62 @@ def emit(
         render(console(), data)
     for err in errors or []:
         error_line(err["message"], err.get("hint"))
+
+
+View = Callable[[Console, Any], None]
+
+
+@dataclass
+class CommandResult:
+    """What a command returns; `show` prints it (the envelope with --json, else `view` or `text`).
+
+    `text` is printed verbatim on stdout for people (exports, manifests); `stderr_view` renders on
+    stderr (a failure report) before the `error:` lines."""
+
+    command: str
+    data: Any = None
+    view: View | None = None
+    json_mode: bool = False
+    exit_code: int = 0
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    text: str | None = None
+    stderr_view: View | None = None
+
+    def fail(self, error: VllmkitError) -> CommandResult:
+        """The same result, now failing with `error` (its exit code and envelope entry)."""
+        self.exit_code = int(error.exit_code)
+        self.errors.append(error_entry(error))
+        return self
+
+
+def error_entry(exc: VllmkitError) -> dict[str, Any]:
+    return {"code": exc.code, "message": exc.message, "hint": exc.hint}
+
+
+def show(result: CommandResult) -> int:
+    """Print a command's result and return its exit code."""
+    if result.json_mode:
+        print_json(envelope(result.command, result.data, exit_code=result.exit_code, errors=result.errors))
+        return result.exit_code
+    if result.stderr_view is not None:
+        result.stderr_view(console(stderr=True), result.data)
+    if result.text is not None:
+        sys.stdout.write(result.text)
+        sys.stdout.flush()
+    elif result.view is not None and (result.exit_code == 0 or result.stderr_view is None):
+        result.view(console(), result.data)
+    for err in result.errors:
+        error_line(err["message"], err.get("hint"))
+    return result.exit_code
+
+
+def show_error(command: str, exc: VllmkitError, *, json_mode: bool) -> int:
+    """An error that ended a command: the envelope (with the error's data) or `error:`/`hint:` lines
+    (after the error's own failure report, when it carries one)."""
+    data = getattr(exc, "data", None)
+    stderr_view = getattr(exc, "view", None)
+    return show(CommandResult(command, data, json_mode=json_mode, exit_code=int(exc.exit_code),
+                              errors=[error_entry(exc)], stderr_view=stderr_view))
 
 
 def error_line(message: str, hint: str | None = None) -> None:

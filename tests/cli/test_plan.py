@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
-
-from vllmkit.cli.app import app
+from tests.clirun import invoke
 
 GIB = 1 << 30
 
@@ -31,7 +29,7 @@ def env(tmp_path, monkeypatch):
 
 
 def run(*args: str):
-    return CliRunner().invoke(app, list(args))
+    return invoke(list(args))
 
 
 def envelope(result) -> dict:

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.clirun import invoke
 from tests.unit.launch.fakevllm import install_fake_vllm
 from tests.unit.launch.plans import cpu_plan, cuda_plan
-from typer.testing import CliRunner
 
-from vllmkit.cli.app import app
-from vllmkit.cli.plan import save_plan
 from vllmkit.launch import runs
+from vllmkit.plan.planfile import save_plan
 
 
 def _free_port() -> int:
@@ -52,7 +51,7 @@ def _plan_file(tmp_path: Path, plan_fn=cpu_plan, **req_update: object) -> Path: 
 
 
 def run(*args: str):
-    return CliRunner().invoke(app, list(args))
+    return invoke(list(args))
 
 
 def test_dry_run_from_saved_plan(fake: Path) -> None:
