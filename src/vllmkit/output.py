@@ -13,12 +13,12 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
-
-from pydantic import BaseModel
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from vllmkit.errors import VllmkitError
+
+if TYPE_CHECKING:  # rich and pydantic load when something is printed, not when the CLI starts
+    from rich.console import Console
 
 RESULT_VERSION = 1
 GIB = 1 << 30
@@ -33,6 +33,8 @@ def _is_tty(stream: Any) -> bool:
 
 def console(stderr: bool = False) -> Console:
     """A console bound to the *current* sys.stdout/sys.stderr (CliRunner swaps them)."""
+    from rich.console import Console
+
     stream = sys.stderr if stderr else sys.stdout
     tty = _is_tty(stream)
     no_color = (not tty) or bool(os.environ.get("NO_COLOR"))
@@ -48,7 +50,7 @@ def console(stderr: bool = False) -> Console:
 
 
 def to_jsonable(data: Any) -> Any:
-    if isinstance(data, BaseModel):
+    if hasattr(data, "model_dump"):  # a pydantic model
         return data.model_dump(mode="json")
     if isinstance(data, dict):
         return {k: to_jsonable(v) for k, v in data.items()}
@@ -98,7 +100,7 @@ def emit(
         error_line(err["message"], err.get("hint"))
 
 
-View = Callable[[Console, Any], None]
+View = Callable[["Console", Any], None]
 
 
 @dataclass

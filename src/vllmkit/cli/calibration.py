@@ -20,7 +20,6 @@ import typer
 from vllmkit.cli.options import JSON_OPTION
 from vllmkit.errors import UsageError
 from vllmkit.output import CommandResult, warn
-from vllmkit.views.calibration import render_list, render_message
 
 if TYPE_CHECKING:
     from vllmkit.calibration.store import CalibrationRecord
@@ -64,6 +63,8 @@ def list_cmd(gpu: str | None = GPU_FILTER, family: str | None = FAMILY_FILTER, j
     if bad and not json_output:
         warn(f"{len(bad)} line(s) of {path} are not valid records and are ignored (first: line {bad[0][0]}: {bad[0][1]})")
     data = {"store": str(path), "records": _record_rows(chosen), "invalid_lines": [n for n, _ in bad]}
+    from vllmkit.views.calibration import render_list
+
     return CommandResult("calibration list", data, view=render_list, json_mode=json_output)
 
 
@@ -95,6 +96,8 @@ def clear_cmd(
     wanted = {r.record_id for r in targets}
     removed = remove_records(path, lambda r: r.record_id in wanted) if wanted else 0
     data = {"store": str(path), "removed": removed, "message": f"removed {removed} calibration(s) from {path}"}
+    from vllmkit.views.calibration import render_message
+
     return CommandResult("calibration clear", data, view=render_message, json_mode=json_output)
 
 
@@ -117,6 +120,8 @@ def export_cmd(
     export_records(file, chosen)
     data = {"store": str(path), "file": str(file), "exported": len(chosen),
             "message": f"exported {len(chosen)} calibration(s) to {file}"}
+    from vllmkit.views.calibration import render_message
+
     return CommandResult("calibration export", data, view=render_message, json_mode=json_output)
 
 
@@ -133,6 +138,8 @@ def import_cmd(
     added, duplicates = add_records(path, records)
     data = {"store": str(path), "file": str(file), "read": len(records), "added": added, "duplicates": duplicates,
             "message": f"imported {added} calibration(s) from {file} ({duplicates} already stored) into {path}"}
+    from vllmkit.views.calibration import render_message
+
     return CommandResult("calibration import", data, view=render_message, json_mode=json_output)
 
 
