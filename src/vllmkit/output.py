@@ -8,10 +8,11 @@ Machine output (`--json`): exactly one envelope on stdout, also for errors:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -175,6 +176,17 @@ def emit_error(command: str, exc: VllmkitError, *, json_mode: bool, data: Any = 
         )
     else:
         error_line(exc.message, exc.hint)
+
+
+@contextlib.contextmanager
+def waiting(message: str) -> Iterator[None]:
+    """A status line with a spinner on stderr while a slow step runs (hub reads, importing vLLM to check
+    flags, environment probes). Only on a terminal: never on stdout, never in a pipe or a log file."""
+    if not _is_tty(sys.stderr) or os.environ.get("VLLMKIT_NO_PROGRESS") == "1":
+        yield
+        return
+    with console(stderr=True).status(message, spinner="dots"):
+        yield
 
 
 def info(message: str) -> None:

@@ -52,7 +52,7 @@ def _record_rows(records: list[CalibrationRecord]) -> list[dict]:
     return [r.model_dump(mode="json") for r in records]
 
 
-@calibration_app.command("list")
+@calibration_app.command("list", short_help="Show the stored calibrations.")
 def list_cmd(gpu: str | None = GPU_FILTER, family: str | None = FAMILY_FILTER, json_output: bool = JSON_OPTION) -> CommandResult:
     """Show the stored calibrations."""
     from vllmkit.calibration.store import load_records, store_path
@@ -68,7 +68,7 @@ def list_cmd(gpu: str | None = GPU_FILTER, family: str | None = FAMILY_FILTER, j
     return CommandResult("calibration list", data, view=render_list, json_mode=json_output)
 
 
-@calibration_app.command("clear")
+@calibration_app.command("clear", short_help="Remove calibrations.")
 def clear_cmd(
     record_ids: list[str] | None = IDS_ARGUMENT,
     gpu: str | None = GPU_FILTER,
@@ -101,7 +101,7 @@ def clear_cmd(
     return CommandResult("calibration clear", data, view=render_message, json_mode=json_output)
 
 
-@calibration_app.command("export")
+@calibration_app.command("export", short_help="Write the calibrations to a file.")
 def export_cmd(
     file: Path = EXPORT_ARGUMENT,
     gpu: str | None = GPU_FILTER,
@@ -125,7 +125,7 @@ def export_cmd(
     return CommandResult("calibration export", data, view=render_message, json_mode=json_output)
 
 
-@calibration_app.command("import")
+@calibration_app.command("import", short_help="Merge calibrations from a file.")
 def import_cmd(
     file: Path = IMPORT_ARGUMENT,
     json_output: bool = JSON_OPTION,
@@ -144,4 +144,4 @@ def import_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(calibration_app, name="calibration")
+    app.add_typer(calibration_app, name="calibration", short_help="Measured startups used by plan (list/clear/export/import).")

@@ -8,13 +8,13 @@ from pathlib import Path
 import typer
 
 from vllmkit.cli.options import JSON_OPTION, PlanFlags, planning_options, request_overrides
-from vllmkit.output import CommandResult
+from vllmkit.output import CommandResult, waiting
 
 LOG_ARGUMENT = typer.Argument(..., help="A vLLM startup log (e.g. a run's vllm.log).", show_default=False)
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("check-log")
+    @app.command("check-log", short_help="Compare a vLLM startup log with the plan for the same run.")
     @planning_options
     def check_log_cmd(
         log: Path = LOG_ARGUMENT,
@@ -36,7 +36,8 @@ def register(app: typer.Typer) -> None:
         from vllmkit.views.check_log import render
 
         inputs = PlanOverrides(model=model, **request_overrides(flags))
-        result = check_log(log, inputs, dict(os.environ), record=record, use_calibration=use_calibration)
+        with waiting(f"reading {log} and planning the same run ..."):
+            result = check_log(log, inputs, dict(os.environ), record=record, use_calibration=use_calibration)
         out = CommandResult("check-log", result, view=render, json_mode=json_output)
         if record and result.record is not None and not result.record.recorded:
             out.exit_code = 3

@@ -9,11 +9,11 @@ import typer
 
 from vllmkit.cli.options import JSON_OPTION
 from vllmkit.errors import UsageError
-from vllmkit.output import CommandResult
+from vllmkit.output import CommandResult, waiting
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("doctor")
+    @app.command("doctor", short_help="What is wrong (machine, log, model, live server) and the fix.")
     def doctor_cmd(
         model: str | None = typer.Argument(None, help="Also check this model (hub id or folder): template, "
                                            "generation config, custom code, context, disk space."),
@@ -24,12 +24,16 @@ def register(app: typer.Typer) -> None:
         host: str = typer.Option("0.0.0.0", "--host", help="Address vLLM will listen on (port check)."),
         port: int = typer.Option(8000, "--port", help="Port vLLM will listen on (port check)."),
         tensor_parallel_size: int = typer.Option(1, "--tensor-parallel-size", "-tp", help="Checks /dev/shm when > 1."),
-        pipeline_parallel_size: int = typer.Option(1, "--pipeline-parallel-size", "-pp"),
+        pipeline_parallel_size: int = typer.Option(1, "--pipeline-parallel-size", "-pp", help="Pipeline stages vLLM will use (shared-memory check)."),
         source: str = typer.Option("auto", "--source", help="auto | hf | modelscope | local | catalog"),
-        revision: str | None = typer.Option(None, "--revision"),
+        revision: str | None = typer.Option(None, "--revision", help="Branch, tag or commit of MODEL on the hub."),
         offline: bool = typer.Option(False, "--offline", help="Do not probe the model hubs over the network."),
         json_output: bool = JSON_OPTION,
     ) -> None:
+        """Find what is wrong and the exact fix. Without arguments: this machine (GPUs, drivers, the torch
+        and vLLM builds, ports, shared memory, limits). MODEL: its chat template, generation config,
+        custom code, context and disk space. --log: diagnose a vLLM startup log (stable codes, exact
+        flags). --url: triage a running server from its /metrics."""
         from vllmkit.doctor.service import run_doctor
         from vllmkit.views.doctor import render
 
@@ -38,11 +42,12 @@ def register(app: typer.Typer) -> None:
                              "run `vllmkit doctor MODEL` and `vllmkit doctor --log FILE` separately")
         if interval < 0:
             raise UsageError("--interval must be >= 0", "e.g. --interval 10")
-        result = run_doctor(
-            env=dict(os.environ), model=model, log=log, url=url, host=host, port=port,
-            tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
-            source=source, revision=revision, offline=offline, interval_s=interval,
-        )
+        with waiting("checking ..."):
+            result = run_doctor(
+                env=dict(os.environ), model=model, log=log, url=url, host=host, port=port,
+                tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
+                source=source, revision=revision, offline=offline, interval_s=interval,
+            )
         code, errors = 0, []
         if result.failed:
             code = 3

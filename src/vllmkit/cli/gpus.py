@@ -12,7 +12,7 @@ from vllmkit.output import CommandResult
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("gpus")
+    @app.command("gpus", short_help="List the GPU profiles, or show one.")
     def gpus_cmd(
         name: str | None = typer.Argument(
             None, help="Show one GPU (any name, alias or nvidia-smi/rocm-smi name)."

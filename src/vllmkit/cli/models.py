@@ -9,7 +9,7 @@ from vllmkit.output import CommandResult
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("models")
+    @app.command("models", short_help="List the models of the bundled offline catalog.")
     def models_cmd(
         search: str | None = typer.Argument(None, help="Only ids containing this text."),
         json_output: bool = JSON_OPTION,

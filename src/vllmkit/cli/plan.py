@@ -8,11 +8,11 @@ from pathlib import Path
 import typer
 
 from vllmkit.cli.options import JSON_OPTION, PlanFlags, make_plan, plan_request, planning_options
-from vllmkit.output import CommandResult
+from vllmkit.output import CommandResult, waiting
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("plan")
+    @app.command("plan", short_help="Will it fit, and how: memory, KV, TP, context, serve line.")
     @planning_options
     def plan_cmd(
         model: str = typer.Argument(..., help="Hub id (Qwen/Qwen3-8B), hf://…, ms://…, or a local folder."),
@@ -29,7 +29,8 @@ def register(app: typer.Typer) -> None:
         from vllmkit.views.plan import render
 
         req = plan_request(model, flags)
-        plan = make_plan(req, dict(os.environ), min_concurrency=min_concurrency)
+        with waiting(f"planning {model} ..."):
+            plan = make_plan(req, dict(os.environ), min_concurrency=min_concurrency)
         if save is not None:
             from vllmkit.plan.planfile import save_plan
 

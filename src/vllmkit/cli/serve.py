@@ -10,7 +10,7 @@ import typer
 
 from vllmkit.cli.options import JSON_OPTION, PlanFlags, make_plan, plan_request, planning_options
 from vllmkit.errors import UsageError
-from vllmkit.output import CommandResult, info, warn
+from vllmkit.output import CommandResult, info, waiting, warn
 
 OUTPUT_OPTION = typer.Option(None, "--output", "-o", help="Write the export to a file.")
 VLLM_ARG_OPTION = typer.Option([], "--vllm-arg", help="Extra vLLM flag (repeatable), e.g. --vllm-arg=--seed=1.")
@@ -31,7 +31,7 @@ def _parse_devices(text: str | None) -> list[int] | None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("serve")
+    @app.command("serve", short_help="Start vLLM as planned, watch it start, smoke-test it.")
     @planning_options
     def serve_cmd(
         target: str = typer.Argument(..., help="Model (hub id or local folder) or a plan saved by `vllmkit plan --save`."),
@@ -82,7 +82,8 @@ def register(app: typer.Typer) -> None:
 
         # prefix caching may be switched on a saved plan too (like host/port); other flags re-plan
         given = {k: v for k, v in flags.given().items() if k != "enable_prefix_caching"}
-        req, plan = load_or_plan(target, given, replan)
+        with waiting(f"planning {target} ..."):
+            req, plan = load_or_plan(target, given, replan)
         req = req.model_copy(update=overrides)
         if flags.enable_prefix_caching is not None:
             req = req.model_copy(update={"enable_prefix_caching": flags.enable_prefix_caching})
@@ -100,13 +101,15 @@ def register(app: typer.Typer) -> None:
             return CommandResult("serve", exported, json_mode=json_output, text=exported.content)
 
         if dry_run:
-            result = svc.dry_run_result(svc.prepare(plan, req, options, env, require_vllm=False))
+            with waiting("checking the flags against the installed vLLM ..."):
+                result = svc.dry_run_result(svc.prepare(plan, req, options, env, require_vllm=False))
             if not json_output:
                 for w in result.warnings:
                     warn(w)
             return CommandResult("serve", result, view=view.render_result, json_mode=json_output)
 
-        prep = svc.prepare(plan, req, options, env)
+        with waiting("checking the flags against the installed vLLM ..."):
+            prep = svc.prepare(plan, req, options, env)
         for w in prep.command.warnings:
             warn(w)
         if not plan.fits:
@@ -135,7 +138,7 @@ def register(app: typer.Typer) -> None:
             raise
         return CommandResult("serve", result, view=view.render_result, json_mode=json_output)
 
-    @app.command("stop")
+    @app.command("stop", short_help="Stop servers started by `vllmkit serve`.")
     def stop_cmd(
         run_ids: list[str] = RUN_IDS_ARGUMENT,
         all_runs: bool = typer.Option(False, "--all", help="Stop every running server started by vllmkit."),
@@ -149,7 +152,7 @@ def register(app: typer.Typer) -> None:
         result = stop_runs(dict(os.environ), list(run_ids or []), all_runs=all_runs, grace_s=grace)
         return CommandResult("stop", result, view=render_stop, json_mode=json_output)
 
-    @app.command("ps")
+    @app.command("ps", short_help="List servers started by `vllmkit serve`.")
     def ps_cmd(
         all_runs: bool = typer.Option(False, "--all", "-a", help="Include finished runs."),
         json_output: bool = JSON_OPTION,

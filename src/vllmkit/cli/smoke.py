@@ -13,7 +13,7 @@ API_KEY_FILE_OPTION = typer.Option(None, "--api-key-file", help="Read the key fr
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("smoke")
+    @app.command("smoke", short_help="Check a running OpenAI-compatible endpoint.")
     def smoke_cmd(
         url: str = typer.Argument("http://127.0.0.1:8000", help="Base URL of the server."),
         api_key: str | None = typer.Option(None, "--api-key", help="Key to send (default: VLLM_API_KEY); also checks 401 without it."),

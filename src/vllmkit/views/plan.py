@@ -55,7 +55,7 @@ def render(console: Console, plan: PlanResult) -> None:
         for grp in kv.groups:
             kinds[grp.kind] = kinds.get(grp.kind, 0) + 1
         console.print("KV groups: " + ", ".join(f"{n} x {k}" for k, n in kinds.items()))
-    if not plan.fits and plan.estimated_max_model_len is not None:
+    if not plan.fits and plan.estimated_max_model_len:
         console.print(f"vLLM will refuse this context; estimated maximum model length is "
                       f"{thousands(plan.estimated_max_model_len)}")
 
