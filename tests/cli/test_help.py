@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import typer
-
 from tests.clirun import invoke
+
 from vllmkit.cli.app import app
 
 

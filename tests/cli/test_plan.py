@@ -178,7 +178,7 @@ def test_does_not_fit_prints_no_serve_line_and_no_negative_kv(env) -> None:
     assert "DOES NOT FIT" in res.stdout
     assert "vllm serve" not in res.stdout
     assert "-1" not in res.stdout.replace("-1 ", "")  # no negative sizes
-    kv_row = next(ln for ln in res.stdout.splitlines() if ln.strip("│ ").startswith("KV cache  ") or "KV cache " in ln and "short" in ln)
+    kv_row = next(ln for ln in res.stdout.splitlines() if ln.strip("│ ").startswith("KV cache  ") or ("KV cache " in ln and "short" in ln))
     assert "short" in kv_row
     assert "estimated maximum model length is 0" not in res.stdout
 
