@@ -180,6 +180,7 @@ def prepare(
     warnings: list[str] = []
     try:
         install = detect_installed(env, options.python)
+        _require_platform(plan, install)
         launcher = choose_launcher(install, options.launcher)
         vllm_desc = f"{install.dist} {install.version}"
         if options.check_flags:
@@ -221,6 +222,21 @@ def prepare(
         vllm=vllm_desc,
         flags_checked=checked,
         api_key=key,
+    )
+
+
+def _require_platform(plan: PlanResult, install) -> None:
+    """A plan for CUDA/ROCm GPUs cannot start on a CPU (or other-platform) build of vLLM: say so
+    instead of printing or running that build's launcher for it."""
+    have = install.variant
+    if have in ("unknown", None) or have == plan.device:
+        return
+    raise LaunchError(
+        f"the installed vLLM ({install.dist} {install.version}) is a {have} build; this plan is for "
+        f"{plan.device} ({plan.gpu.display_name})",
+        f"run it where a {plan.device} build of vLLM is installed (`--dry-run` prints the command for it), "
+        "or plan for this one with --device cpu",
+        code="vllm-platform-mismatch",
     )
 
 
