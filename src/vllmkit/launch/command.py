@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 
 from vllmkit.engine.flags import Flag, KnownFlags, check_flags
 from vllmkit.engine.launcher import uses_positional_model
-from vllmkit.launch.presets import feature_flags
+from vllmkit.launch.presets import feature_flags, plan_features
 from vllmkit.plan.models import PlanRequest, PlanResult
 
 REDACTED = "***"
@@ -321,3 +321,17 @@ def secure_launch(cmd: ServeCommand) -> tuple[list[str], dict[str, str]]:
             continue
         argv.append(tok)
     return argv, env
+
+
+def attach_serve_command(plan: PlanResult, req: PlanRequest) -> PlanResult:
+    """Fill the plan's `serve_command` / `serve_env` (the `vllm serve` line people copy, API key
+    redacted). The planner does not build commands; launch does. The serving-features block
+    (issue 14: model-family parsers, prefix caching, chunked prefill) is attached first: it
+    decides the parser flags."""
+    if plan.features is None:
+        plan.features = plan_features(plan, req)
+        plan.warnings += [w for w in plan.features.warnings if w not in plan.warnings]
+    cmd = build_serve_command(plan, req)
+    plan.serve_command = list(cmd.redacted_argv)
+    plan.serve_env = dict(cmd.env)
+    return plan

@@ -8,7 +8,7 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -44,7 +44,7 @@ def _answer(body: dict[str, Any], mode: str) -> dict[str, Any]:
 
 class _Handler(BaseHTTPRequestHandler):
     mode = "good"
-    seen: list[dict[str, Any]] = []
+    seen: ClassVar[list[dict[str, Any]]] = []
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -57,13 +57,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(raw)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         if self.path == "/health":
             self._send({})
         else:
             self._send({"data": [{"id": "m", "max_model_len": 1024}]})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).seen.append(body)
         if body.get("stream"):

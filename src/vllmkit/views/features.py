@@ -1,5 +1,5 @@
 """Rendering of a plan's serving-features block (issue 14): presets, prefix caching, chunked
-prefill, structured outputs. Shared by `plan` and `doctor MODEL`."""
+prefill, structured outputs. Shown by `plan`."""
 
 from __future__ import annotations
 
