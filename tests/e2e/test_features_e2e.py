@@ -7,8 +7,8 @@ unless chat_template_kwargs {enable_thinking: false} closes it in the prompt. It
 tokens (no spaces), so grammar-constrained text decodes to exactly the JSON the grammar allowed.
 Weights are random: the parsers' and grammar's behaviour is what is tested, not the model's. A
 random model given optional whitespace fills it until max_tokens, so the server runs with vLLM's
-compact-JSON option (--structured-outputs-config {"disable_any_whitespace": true}): every valid
-document is then a few dozen tokens.
+compact-JSON option (--structured-outputs-config disable_any_whitespace, which vLLM accepts only
+with an explicit xgrammar or guidance backend): every valid document is then a few dozen tokens.
 
 What must hold:
 - vLLM accepts the preset's flags (--enable-auto-tool-choice --tool-call-parser hermes
@@ -69,7 +69,7 @@ def served(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
     port = free_port()
     proc = _vllmkit(env, "serve", str(model), "--device", "cpu", "--port", str(port), "--kv-cache-memory-bytes",
                     str(GIB), "--max-model-len", "1024", "--detach", "--json",
-                    '--vllm-arg=--structured-outputs-config={"disable_any_whitespace": true}')  # fmt: skip
+                    '--vllm-arg=--structured-outputs-config={"backend": "xgrammar", "disable_any_whitespace": true}')  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     data = json.loads(proc.stdout)["data"]
     try:
