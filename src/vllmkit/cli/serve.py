@@ -316,7 +316,7 @@ def register(app: typer.Typer) -> None:
             ready=None if json_output else _on_ready,
         )
         try:
-            result = svc.serve(prep, options, env, reporter=reporter)
+            result = svc.serve(prep, options, env, reporter=reporter, diagnose=_diagnoser(env))
         except svc.ServeFailed as failure:
             errors = [{"code": failure.code, "message": failure.message, "hint": failure.hint}]
             if json_output:
@@ -375,6 +375,18 @@ def register(app: typer.Typer) -> None:
             console.print(table)
 
         emit("ps", views, json_mode=json_output, render=render)
+
+
+def _diagnoser(env: dict[str, str]) -> Any:
+    """serve's failure diagnosis: the doctor's, with the planner's exact alternatives (launch imports neither)."""
+
+    def diagnose(log_text: str) -> Any:
+        from vllmkit.doctor import diagnose_log
+        from vllmkit.plan.log_alternatives import planner_alternatives
+
+        return diagnose_log(log_text, planner=lambda facts: planner_alternatives(facts, env)).diagnoses
+
+    return diagnose
 
 
 def _envelope(result: Any, code: int, errors: list[dict[str, Any]]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from vllmkit.doctor.logparse import LogFacts
+from vllmkit.logs import LogFacts
 
 Status = Literal["ok", "warn", "fail", "info"]
 

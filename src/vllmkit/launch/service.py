@@ -28,7 +28,7 @@ from vllmkit.launch.command import (
     secure_launch,
     served_model_name,
 )
-from vllmkit.launch.diagnose import StartFailure, diagnose_start_failure
+from vllmkit.launch.failure import Diagnoser, StartFailure, start_failures
 from vllmkit.launch.phases import PhaseEvent, StartupFacts
 from vllmkit.launch.smoke import SmokeReport, run_smoke
 from vllmkit.launch.supervisor import (
@@ -390,8 +390,12 @@ def serve(
     *,
     reporter: Reporter | None = None,
     cwd: str | None = None,
+    diagnose: Diagnoser | None = None,
 ) -> ServeResult:
     """Start, wait for health, smoke, then detach or supervise until stopped.
+
+    `diagnose` explains a failed start from the log (the CLI passes the doctor's diagnosis); without
+    it the failure carries what the log reader saw (first exception, vLLM's estimated length).
 
     Raises ServeFailed (exit 6) when vLLM exits or never becomes healthy, KeyboardInterrupt when
     interrupted during startup (exit 130); always leaves no process behind unless detached healthy."""
@@ -487,7 +491,7 @@ def serve(
                 if outcome != HealthOutcome.HEALTHY:
                     sup.stop(options.stop_grace_s)
                     result.facts = sup.tracker.facts
-                    result.failure = diagnose_start_failure(read_log(record.log_path))
+                    result.failure = start_failures(read_log(record.log_path), sup.tracker.log_facts, diagnose)
                     result.exit_code = sup.returncode()
                     record.status, record.exit_code = "failed", result.exit_code
                     message, hint = _failure_message(result.failure, outcome, timeout)
@@ -521,7 +525,7 @@ def serve(
                 # it died by itself after being healthy
                 result.status = "exited"
                 record.status, record.exit_code = "exited", code
-                result.failure = diagnose_start_failure(read_log(record.log_path))
+                result.failure = start_failures(read_log(record.log_path), sup.tracker.log_facts, diagnose)
                 raise ServeFailed(f"vLLM exited with code {code} after startup", "see the run log", result)
             except StopRequested as stop:
                 sup.stop(options.stop_grace_s)
