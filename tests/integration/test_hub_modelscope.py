@@ -98,3 +98,12 @@ def test_file_list_and_search_go_through_the_modelscope_client(hub: HubServer, h
     assert isinstance(api, HubApi)
     assert "acme/tiny-llama" in search_models(settings, "tiny", owner="acme", api=api)
     assert [r.api for r in hub.requests()] == ["ms-search"]
+
+
+def test_unreachable_endpoint(hub_env: dict[str, str]) -> None:
+    """Nothing listens on port 9: exit-4 code hub-unreachable, a one-line cause (the client's retries
+    take ~7 s: 1 + 2 + 4 s backoff)."""
+    with pytest.raises(ModelSourceError) as info:
+        resolve_model("ms://acme/tiny-llama", env={**hub_env, "MODELSCOPE_ENDPOINT": "http://127.0.0.1:9"})
+    assert info.value.code == "hub-unreachable"
+    assert "connection failed" in info.value.message and "\n" not in info.value.message

@@ -77,7 +77,7 @@ def _sdk_failure(exc: BaseException) -> Failure | None:
     if isinstance(exc, ms.RequestTimeoutError):
         return Failure("timeout")
     if isinstance(exc, ms.NetworkError):
-        return Failure("unreachable", detail=str(exc).splitlines()[0][:200])
+        return Failure("unreachable", detail="connection failed")  # the client's text names its internal pool
     if isinstance(exc, ms.APIError):
         if exc.status_code is not None and exc.status_code >= 500:
             return Failure("server", status=exc.status_code)
