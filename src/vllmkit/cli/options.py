@@ -48,6 +48,8 @@ class PlanFlags:
     block_size: int | None = None
     enforce_eager: bool | None = None
     enable_prefix_caching: bool | None = None
+    tools: bool | None = None  # issue 14: the model family's tool-call parser (default on)
+    reasoning: bool | None = None  # issue 14: its reasoning parser (default on)
 
     def given(self) -> dict[str, Any]:
         """The flags the user passed, by field name."""
@@ -77,6 +79,9 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     "block_size": (int | None, typer.Option(None, "--block-size", help="KV block size in tokens (default: the backend's).", rich_help_panel=_P)),
     "enforce_eager": (bool | None, typer.Option(None, "--enforce-eager/--no-enforce-eager", help="Disable CUDA graphs (saves their memory, slower decode).", show_default=False, rich_help_panel=_P)),
     "enable_prefix_caching": (bool | None, typer.Option(None, "--enable-prefix-caching/--no-enable-prefix-caching", help="Prefix caching (default: vLLM's for the model).", show_default=False, rich_help_panel=_P)),
+    # issue 14: serving features from the model-family presets (profiles/presets)
+    "tools": (bool | None, typer.Option(None, "--tools/--no-tools", help="Turn on the model family's tool-call parser (default: on when it has one).", show_default=False, rich_help_panel=_P)),
+    "reasoning": (bool | None, typer.Option(None, "--reasoning/--no-reasoning", help="Turn on its reasoning parser (default: on when it has one).", show_default=False, rich_help_panel=_P)),
 }
 assert set(_OPTIONS) == {f.name for f in fields(PlanFlags)}
 

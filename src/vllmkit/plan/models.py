@@ -3,7 +3,7 @@ what `plan --save` writes, and what `serve` / `check-log` consume. Sizes are int
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -40,6 +40,9 @@ class PlanRequest(BaseModel):
     api_key: str | None = None  # never serialised in clear (see launch.command)
     generation_config_vllm: bool = False
     profiles_dir: str | None = None
+    # serving features (issue 14): the model family's tool-call / reasoning parsers, on by default
+    tools: bool = True
+    reasoning: bool = True
 
 
 class PlanOverrides(BaseModel):
@@ -69,6 +72,8 @@ class PlanOverrides(BaseModel):
     enforce_eager: bool | None = None
     enable_prefix_caching: bool | None = None
     profiles_dir: str | None = None
+    tools: bool | None = None  # issue 14
+    reasoning: bool | None = None
 
     def given(self) -> dict[str, object]:
         return self.model_dump(exclude_none=True)
@@ -165,6 +170,39 @@ class Alternative(BaseModel):
     note: str = ""
 
 
+# --- serving features (issue 14; built by launch/presets.py) -------------------------------------
+
+
+class ParserPick(BaseModel):
+    name: str
+    enabled: bool = True  # False: turned off by --no-tools / --no-reasoning
+    checked: str = "preset table"  # or "installed vLLM registry (<dist> <version>)"
+
+
+class FeatureNote(BaseModel):
+    enabled: bool
+    source: str  # "vLLM default" | "--enable-prefix-caching" | ...
+    detail: str
+
+
+class FeaturesInfo(BaseModel):
+    family: str | None = None  # the preset that matched, None when none did
+    tool_call_parser: ParserPick | None = None
+    reasoning_parser: ParserPick | None = None
+    reasoning_field: str | None = None  # "reasoning" or "reasoning_content" (by vLLM version)
+    chat_template: str | None = None  # template vLLM's docs recommend for tools (examples/...)
+    tokenizer_mode: str | None = None
+    thinking_on_kwargs: dict[str, Any] | None = None  # chat_template_kwargs that turn thinking on
+    thinking_off_kwargs: dict[str, Any] | None = None  # ... and off
+    generation_config: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)
+    prefix_caching: FeatureNote | None = None
+    chunked_prefill: FeatureNote | None = None
+    structured_outputs: FeatureNote | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
 class PlanResult(BaseModel):
     model: ModelInfo
     gpu: GpuInfo
@@ -183,3 +221,4 @@ class PlanResult(BaseModel):
     reasons: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     calibration: str | None = None  # provenance of calibrated terms, when a calibration was used
+    features: FeaturesInfo | None = None  # serving features (issue 14)
