@@ -204,6 +204,40 @@ def _nemotron_pattern(pattern: str, n_layers: int) -> list[LayerKind]:
     return out + [LayerKind.NONE] * (n_layers - len(out))
 
 
+# hybrid families whose config may omit layer_types: transformers fills it from
+# full_attention_interval (Qwen3NextConfig / Qwen3_5TextConfig / Qwen3_5MoeTextConfig, default 4):
+# layer i is full attention when (i + 1) % interval == 0, else linear attention (gated delta net)
+_INTERVAL_FAMILIES = ("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text")
+
+
+def derive_layer_pattern(cfg: dict[str, Any], model_type: str, n_layers: int) -> list[LayerKind] | None:
+    """Layer kinds of a hybrid (attention + recurrent) config that carries no explicit layer_types,
+    derived the way transformers' config classes (and so vLLM, which reads the resolved config) do.
+    Returns FULL for attention layers (the caller turns it into MLA where needed), MAMBA for
+    recurrent ones, NONE for layers without a cache; None when the config has no such rule."""
+    interval = cfg.get("full_attention_interval")
+    if interval is None and model_type in _INTERVAL_FAMILIES:
+        interval = 4
+    if isinstance(interval, int) and interval > 0:
+        return [LayerKind.FULL if (i + 1) % interval == 0 else LayerKind.MAMBA for i in range(n_layers)]
+    blocks = cfg.get("layers_block_type")
+    if isinstance(blocks, list) and blocks:
+        # Zamba2 / Jamba-style explicit list ("mamba", "attention", "hybrid")
+        return None  # handled by the layer_types branch of _layer_kinds
+    indices = cfg.get("attn_layer_indices")
+    if isinstance(indices, list) and all(isinstance(i, int) for i in indices):
+        # Bamba / FalconH1-style: transformers BambaConfig.layers_block_type =
+        # ["attention" if i in attn_layer_indices else "mamba" for i in range(num_hidden_layers)]
+        wanted = set(indices)
+        return [LayerKind.FULL if i in wanted else LayerKind.MAMBA for i in range(n_layers)]
+    if model_type == "jamba" or ("attn_layer_period" in cfg and "attn_layer_offset" in cfg):
+        # transformers JambaConfig.layers_block_type: attention when i % period == offset
+        period = int(cfg.get("attn_layer_period", 8))
+        offset = int(cfg.get("attn_layer_offset", 4))
+        return [LayerKind.FULL if i % period == offset else LayerKind.MAMBA for i in range(n_layers)]
+    return None
+
+
 def _layer_kinds(cfg: dict[str, Any], model_type: str, n_layers: int, mla: bool) -> list[LayerKind]:
     attn_kind = LayerKind.MLA if mla else LayerKind.FULL
     sliding = cfg.get("sliding_window")
@@ -226,17 +260,17 @@ def _layer_kinds(cfg: dict[str, Any], model_type: str, n_layers: int, mla: bool)
             else:
                 out.append(LayerKind.NONE)
         return out
-    if model_type == "jamba":
-        period = int(cfg.get("attn_layer_period", 8))
-        offset = int(cfg.get("attn_layer_offset", 4))
-        return [LayerKind.FULL if i % period == offset else LayerKind.MAMBA for i in range(n_layers)]
-    if model_type == "qwen3_next" and cfg.get("full_attention_interval"):
-        interval = int(cfg["full_attention_interval"])
-        return [LayerKind.FULL if (i + 1) % interval == 0 else LayerKind.MAMBA for i in range(n_layers)]
+    derived = derive_layer_pattern(cfg, model_type, n_layers)
+    if derived is not None:
+        return [attn_kind if k is LayerKind.FULL else k for k in derived]
     if model_type in ("gemma3", "gemma3_text") and sliding:
         pattern = int(cfg.get("sliding_window_pattern") or 6)
         return [LayerKind.FULL if (i + 1) % pattern == 0 else LayerKind.SLIDING for i in range(n_layers)]
-    if model_type in ("gemma2", "cohere2") and sliding:
+    if model_type == "cohere2" and sliding:
+        # transformers Cohere2Config: sliding unless (i + 1) % sliding_window_pattern == 0 (default 4)
+        pattern = int(cfg.get("sliding_window_pattern") or 4)
+        return [LayerKind.FULL if (i + 1) % pattern == 0 else LayerKind.SLIDING for i in range(n_layers)]
+    if model_type == "gemma2" and sliding:
         return [LayerKind.SLIDING if i % 2 == 0 else LayerKind.FULL for i in range(n_layers)]
     if model_type.startswith("llama4") and cfg.get("attention_chunk_size"):
         nope = cfg.get("no_rope_layers")
