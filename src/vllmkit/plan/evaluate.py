@@ -19,6 +19,7 @@ from vllmkit.estimate.memory import (
     estimate_non_torch,
     kv_budget,
 )
+from vllmkit.estimate.multimodal import encoder_extra_bytes, encoder_profile
 from vllmkit.estimate.specs import ModelSpecs, build_specs, pp_layer_ranges
 from vllmkit.estimate.weights import WeightSplit, split_weights
 
@@ -45,6 +46,8 @@ class EngineSettings:
     cpu_avx512_bf16: bool = False
     calibrated: dict[str, MemoryTerm] = field(default_factory=dict)
     calibration_source: str | None = None  # provenance of `calibrated`
+    # --limit-mm-per-prompt for images (None: vLLM default 999; 0: text-only / --language-model-only)
+    mm_image_limit: int | None = None
 
 
 @dataclass
@@ -138,7 +141,8 @@ def evaluate(
         layer_set = set(layers)
         kv_positions = {i for i, layer_id in enumerate(specs.layer_ids) if layer_id in layer_set}
         worker_groups.append(project_groups(groups, kv_positions))
-        budget = stage_budget(arch, split.per_stage_bytes[s], weights_source, len(layers), tp, pp, settings, rules)
+        budget = stage_budget(arch, split.per_stage_bytes[s], weights_source, len(layers), tp, pp, settings, rules,
+                              max_model_len=max_model_len, first_stage=s == 0)
         budgets.append(budget)
         worker_avail.append(budget.kv_cache.bytes)
     cap = kv_capacity(
@@ -174,6 +178,9 @@ def stage_budget(
     pp: int,
     settings: EngineSettings,
     rules: VersionRules,
+    *,
+    max_model_len: int = 0,
+    first_stage: bool = True,
 ) -> MemoryBudget:
     weights = MemoryTerm(
         bytes=weight_bytes,
@@ -206,10 +213,18 @@ def stage_budget(
     activation = settings.calibrated.get("activation") or estimate_activation(
         arch, tp=tp, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs
     )
+    extra = {}
+    if arch.vision is not None and first_stage and max_model_len:
+        enc = encoder_term(arch, settings, activation.bytes, max_model_len, tp)
+        if enc is not None:
+            extra["encoder"] = enc
     if settings.enforce_eager:
         cudagraph = MemoryTerm(bytes=0, source="derived", note="--enforce-eager: no CUDA graphs")
     elif not rules.cudagraph_counted:
         cudagraph = MemoryTerm(bytes=0, source="derived", note=f"vLLM {rules.version} does not count CUDA-graph memory")
+    elif settings.device == "rocm" and not rules.rocm_cudagraph_counted:
+        cudagraph = MemoryTerm(bytes=0, source="derived",
+                               note=f"vLLM {rules.version} counts CUDA-graph memory on CUDA only (ROCm from 0.24)")
     else:
         layers = sum(1 for k in arch.layer_kinds if k is not LayerKind.NONE) * layers_on_stage // max(arch.num_hidden_layers, 1)
         cudagraph = settings.calibrated.get("cudagraph") or estimate_cudagraph(layers)
@@ -221,4 +236,27 @@ def stage_budget(
         activation=activation,
         cudagraph=cudagraph,
         kv_cache_memory_bytes=settings.kv_cache_memory_bytes,
+        extra=extra,
+    )
+
+
+def encoder_term(arch: ModelArch, settings: EngineSettings, lm_activation_bytes: int,
+                 max_model_len: int, tp: int = 1) -> MemoryTerm | None:
+    """The vision tower's share of the profile-run peak (estimate/multimodal.py)."""
+    assert arch.vision is not None
+    prof = encoder_profile(
+        arch.vision,
+        max_num_batched_tokens=settings.max_num_batched_tokens,
+        max_num_seqs=settings.max_num_seqs,
+        max_model_len=max_model_len,
+        limit_per_prompt=settings.mm_image_limit,
+        tp=tp,
+    )
+    if prof.skipped:
+        return MemoryTerm(bytes=0, source="derived", note="multimodal limit 0: encoder not profiled")
+    return MemoryTerm(
+        bytes=encoder_extra_bytes(prof, lm_activation_bytes),
+        source="estimated",
+        note=(f"vision encoder profiled with {prof.items} item(s) of {prof.tokens_per_item} tokens "
+              f"(encoder cache budget {prof.budget_tokens} tokens)"),
     )

@@ -40,6 +40,9 @@ class PlanRequest(BaseModel):
     api_key: str | None = None  # never serialised in clear (see launch.command)
     generation_config_vllm: bool = False
     profiles_dir: str | None = None
+    # --- issue 13: multimodal, LoRA, speculative decoding, data/expert parallel --------------
+    limit_mm_per_prompt: dict[str, int] | None = None  # --limit-mm-per-prompt '{"image": 0}'
+    language_model_only: bool = False  # --language-model-only (text-only serving of a VLM)
 
 
 class ModelInfo(BaseModel):
@@ -96,6 +99,7 @@ class MemoryInfo(BaseModel):
     non_torch_bytes: int
     cudagraph_bytes: int
     kv_cache_bytes: int
+    encoder_bytes: int = 0  # multimodal encoder share of the profile run (0 for text-only models)
     sources: dict[str, SourceTag] = Field(default_factory=dict)
     notes: dict[str, str] = Field(default_factory=dict)
 

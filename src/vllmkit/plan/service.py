@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vllmkit.arch import ModelArch, read_arch
-from vllmkit.engine.versions import VersionRules, resolve_version, rules_for
+from vllmkit.engine.versions import (
+    VersionRules,
+    engine_is_v1,
+    resolve_version,
+    rules_for,
+    v0_batch_defaults,
+    version_warning,
+)
 from vllmkit.errors import DoesNotFitError, UsageError
 from vllmkit.estimate.specs import effective_kv_cache_dtype, kv_bytes_per_token_full
 from vllmkit.estimate.weights import estimate_param_bytes
@@ -91,7 +98,8 @@ def _weights(meta: ModelMetadata, arch: ModelArch) -> tuple[int, str]:
 
 
 def make_variant(meta: ModelMetadata, rules: VersionRules) -> Variant:
-    arch = read_arch(meta.config, tokenizer_config=meta.tokenizer_config, yarn_scaled_max_len=rules.yarn_scales_max_len)
+    arch = read_arch(meta.config, tokenizer_config=meta.tokenizer_config, yarn_scaled_max_len=rules.yarn_scales_max_len,
+                     mla_cache=rules.mla_cache)
     total, src = _weights(meta, arch)
     return Variant(_variant_label(meta, arch), meta, arch, total, src)
 
@@ -293,6 +301,12 @@ def _engine_settings(req: PlanRequest, profile, rules: VersionRules, world_size:
                      arch: ModelArch | None = None, env: Mapping[str, str] | None = None,
                      tp: int = 1, pp: int = 1) -> EngineSettings:
     mnbt, seqs = batch_defaults(profile, rules, world_size)
+    if arch is not None and env is not None and not engine_is_v1(rules, env) and profile.vendor != "cpu":
+        # issue 13: the V0 engine sizes its profile run from max_model_len (no chunked prefill)
+        target = req.max_model_len if isinstance(req.max_model_len, int) else arch.native_max_model_len
+        mnbt, seqs, _chunked = v0_batch_defaults(
+            target, is_multimodal=arch.is_multimodal, sliding_window=arch.sliding_window is not None,
+            device="cuda" if profile.vendor == "nvidia" else profile.runtime)
     cc = float(profile.compute_capability) if profile.compute_capability else None
     calibrated, calibration_source = _calibrated_terms(req, profile, rules, arch, req.max_num_batched_tokens or mnbt,
                                                        tp, pp, env)
@@ -316,7 +330,20 @@ def _engine_settings(req: PlanRequest, profile, rules: VersionRules, world_size:
         cpu_avx512_bf16=_cpu_has_avx512_bf16() if profile.vendor == "cpu" else False,
         calibrated=calibrated,
         calibration_source=calibration_source,
+        mm_image_limit=_mm_image_limit(req),  # issue 13
     )
+
+
+def _mm_image_limit(req: PlanRequest) -> int | None:
+    """--language-model-only or a zero limit for every modality -> 0 (text-only); else the image limit."""
+    if req.language_model_only:
+        return 0
+    limits = req.limit_mm_per_prompt
+    if not limits:
+        return None
+    if all(int(v) == 0 for v in limits.values()):
+        return 0
+    return max(int(v) for v in limits.values())
 
 
 def _mtp_layers(arch: ModelArch, meta: ModelMetadata) -> int:
@@ -410,6 +437,8 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
         base = _online_fp8(base)
     arch = base.arch
     warnings = list(arch.warnings) + [n for n in meta.notes if n.startswith("offline")]
+    if version_src == "--vllm-version" and (vw := version_warning(version)):
+        warnings.append(vw)  # issue 13
 
     native = arch.native_max_model_len
     auto_fit = req.max_model_len == "auto"
@@ -540,6 +569,7 @@ def _result(req: PlanRequest, env: Mapping[str, str], chosen: Candidate, candida
         non_torch_bytes=budget.non_torch.bytes,
         cudagraph_bytes=budget.cudagraph.bytes,
         kv_cache_bytes=budget.kv_cache.bytes,
+        encoder_bytes=budget.extra["encoder"].bytes if "encoder" in budget.extra else 0,
         sources={
             "weights": budget.weights.source,  # type: ignore[dict-item]
             "non_torch": budget.non_torch.source,  # type: ignore[dict-item]
@@ -549,7 +579,7 @@ def _result(req: PlanRequest, env: Mapping[str, str], chosen: Candidate, candida
         },
         notes={k: t.note for k, t in (("weights", budget.weights), ("non_torch", budget.non_torch),
                                       ("activation", budget.activation), ("cudagraph", budget.cudagraph),
-                                      ("kv_cache", budget.kv_cache)) if t.note},
+                                      ("kv_cache", budget.kv_cache), *budget.extra.items()) if t.note},
     )
     cap = ev.capacity
     kv_info = KVCacheInfo(
