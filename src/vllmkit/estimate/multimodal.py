@@ -95,3 +95,17 @@ def encoder_extra_bytes(profile: EncoderProfile, lm_activation_bytes: int) -> in
     if profile.skipped:
         return 0
     return max(profile.embeddings_bytes, profile.vit_peak_bytes - lm_activation_bytes)
+
+
+def vision_param_bytes(vision: VisionFacts, dtype_bytes: int = 2) -> int:
+    """Approximate bytes of the vision tower in the checkpoint (kept 16-bit by the official
+    quantized releases): per block qkv + proj (4H^2) and the MLP (2HI), the patch embedding
+    (C*T*p*p*H), and a merger of (merge^2 H) -> (merge^2 H) -> out where tokens merge patches.
+    Qwen3.5-27B: ~0.46 B parameters = 0.92 GB, matching the 0.9 GB "visual encoder" of public
+    FP8 re-quantizations of that model."""
+    h, i = vision.hidden_size, vision.intermediate_size
+    blocks = vision.depth * (4 * h * h + 2 * h * i)
+    patch = vision.in_channels * vision.temporal_patch_size * vision.patch_size ** 2 * h
+    m = vision.patches_per_token * h if vision.family in ("qwen2_vl", "qwen3_vl") else h
+    merger = m * m + m * vision.out_hidden_size
+    return (blocks + patch + merger) * dtype_bytes

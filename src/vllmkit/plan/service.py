@@ -378,6 +378,12 @@ def _loaded_weight_bytes(variant: Variant, settings: EngineSettings) -> tuple[in
 def _evaluate(variant: Variant, tp: int, pp: int, max_model_len: int, auto_fit: bool, settings: EngineSettings,
               rules: VersionRules) -> Evaluation:
     weight_bytes, weight_source = _loaded_weight_bytes(variant, settings)
+    if variant.arch.vision is not None and settings.mm_image_limit == 0 and rules.mm_tower_skipped_at_zero_limit:
+        # issue 13: text-only serving of a VLM does not build the vision tower (0.28 _mark_tower_model)
+        from vllmkit.estimate.multimodal import vision_param_bytes
+
+        weight_bytes = max(weight_bytes - vision_param_bytes(variant.arch.vision), 0)
+        weight_source = "estimated"
     return evaluate(variant.arch, weight_bytes, weight_source, tp=tp, pp=pp,
                     max_model_len=max_model_len, auto_fit=auto_fit, settings=settings, rules=rules,
                     mtp_layers=_mtp_layers(variant.arch, variant.meta),
