@@ -11,6 +11,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from vllmkit.cli import _features as F
 from vllmkit.cli._common import JSON_OPTION, boundary
 from vllmkit.errors import UsageError
 from vllmkit.output import emit, gib, thousands
@@ -215,6 +216,16 @@ def register(app: typer.Typer) -> None:
         min_concurrency: float | None = typer.Option(None, "--min-concurrency", help="Requests of full context to keep (default 4)."),
         save: Path | None = typer.Option(None, "--save", help="Write the plan as YAML for `vllmkit serve PLAN.yaml`."),
         json_output: bool = JSON_OPTION,
+        # issue 13 feature flags (cli/_features.py)
+        limit_mm_per_prompt: str | None = F.LIMIT_MM_OPTION,
+        language_model_only: bool = F.LANGUAGE_MODEL_ONLY_OPTION,
+        enable_lora: bool = F.ENABLE_LORA_OPTION,
+        max_loras: int | None = F.MAX_LORAS_OPTION,
+        max_lora_rank: int | None = F.MAX_LORA_RANK_OPTION,
+        max_cpu_loras: int | None = F.MAX_CPU_LORAS_OPTION,
+        speculative_config: str | None = F.SPECULATIVE_OPTION,
+        data_parallel_size: int | None = F.DATA_PARALLEL_OPTION,
+        enable_expert_parallel: bool = F.EXPERT_PARALLEL_OPTION,
     ) -> None:
         """Will MODEL fit on GPU, and how: memory per GPU, KV capacity exactly as vLLM computes it,
         precision / TP / PP / context recommendation and the `vllm serve` line."""
@@ -229,6 +240,11 @@ def register(app: typer.Typer) -> None:
             quantization=quantization, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
             block_size=block_size, enforce_eager=enforce_eager,
         )
+        req = F.apply_feature_flags(
+            req, limit_mm_per_prompt=limit_mm_per_prompt, language_model_only=language_model_only,
+            enable_lora=enable_lora, max_loras=max_loras, max_lora_rank=max_lora_rank, max_cpu_loras=max_cpu_loras,
+            speculative_config=speculative_config, data_parallel_size=data_parallel_size,
+            enable_expert_parallel=enable_expert_parallel)
         plan = build_plan(req, dict(os.environ), min_concurrency=min_concurrency)
         if save is not None:
             save_plan(save, req, plan)

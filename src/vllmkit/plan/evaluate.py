@@ -48,6 +48,8 @@ class EngineSettings:
     calibration_source: str | None = None  # provenance of `calibrated`
     # --limit-mm-per-prompt for images (None: vLLM default 999; 0: text-only / --language-model-only)
     mm_image_limit: int | None = None
+    lora: tuple[int, int] | None = None  # (max_loras, max_lora_rank) with --enable-lora
+    speculative: dict | None = field(default=None, hash=False)  # --speculative-config
 
 
 @dataclass
@@ -117,9 +119,19 @@ def evaluate(
     rules: VersionRules,
     mtp_layers: int = 0,
     mtp_own_embeddings: bool = True,
+    extra_terms: dict[str, MemoryTerm] | None = None,
+    last_stage_terms: dict[str, MemoryTerm] | None = None,
+    extra_kv_layers: list[LayerKind] | None = None,
 ) -> Evaluation:
+    """extra_terms: further per-GPU memory on every stage (LoRA stacks); last_stage_terms: on the
+    last PP stage only (speculative-decoding drafter); extra_kv_layers: the drafter's attention
+    layers, which join the KV pool on the last stage."""
+    kv_arch = arch
+    if extra_kv_layers:
+        kv_arch = arch.model_copy(update={"layer_kinds": [*arch.layer_kinds, *extra_kv_layers],
+                                          "num_hidden_layers": arch.num_hidden_layers + len(extra_kv_layers)})
     specs = build_specs(
-        arch,
+        kv_arch,
         tp=tp,
         kv_cache_dtype=settings.kv_cache_dtype,
         device=settings.device,
@@ -139,10 +151,16 @@ def evaluate(
     worker_avail: list[int] = []
     for s, layers in enumerate(stages):
         layer_set = set(layers)
+        last = s == len(stages) - 1
+        if last and extra_kv_layers:
+            layer_set |= set(range(arch.num_hidden_layers, kv_arch.num_hidden_layers))
         kv_positions = {i for i, layer_id in enumerate(specs.layer_ids) if layer_id in layer_set}
         worker_groups.append(project_groups(groups, kv_positions))
+        terms = dict(extra_terms or {})
+        if last:
+            terms.update(last_stage_terms or {})
         budget = stage_budget(arch, split.per_stage_bytes[s], weights_source, len(layers), tp, pp, settings, rules,
-                              max_model_len=max_model_len, first_stage=s == 0)
+                              max_model_len=max_model_len, first_stage=s == 0, extra_terms=terms)
         budgets.append(budget)
         worker_avail.append(budget.kv_cache.bytes)
     cap = kv_capacity(
@@ -181,6 +199,7 @@ def stage_budget(
     *,
     max_model_len: int = 0,
     first_stage: bool = True,
+    extra_terms: dict[str, MemoryTerm] | None = None,
 ) -> MemoryBudget:
     weights = MemoryTerm(
         bytes=weight_bytes,
@@ -208,12 +227,13 @@ def stage_budget(
             activation=zero.model_copy(update={"note": "counted in the worker RSS on CPU"}),
             cudagraph=zero.model_copy(update={"note": "no CUDA graphs on CPU"}),
             kv_cache_memory_bytes=settings.kv_cache_memory_bytes,
+            extra=dict(extra_terms or {}),
         )
     non_torch = settings.calibrated.get("non_torch") or estimate_non_torch(tp, pp, settings.vendor)
     activation = settings.calibrated.get("activation") or estimate_activation(
         arch, tp=tp, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs
     )
-    extra = {}
+    extra = dict(extra_terms or {})
     if arch.vision is not None and first_stage and max_model_len:
         enc = encoder_term(arch, settings, activation.bytes, max_model_len, tp)
         if enc is not None:

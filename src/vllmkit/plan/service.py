@@ -331,6 +331,8 @@ def _engine_settings(req: PlanRequest, profile, rules: VersionRules, world_size:
         calibrated=calibrated,
         calibration_source=calibration_source,
         mm_image_limit=_mm_image_limit(req),  # issue 13
+        lora=(req.max_loras or 1, req.max_lora_rank or 16) if req.enable_lora else None,
+        speculative=req.speculative_config or None,
     )
 
 
@@ -375,9 +377,42 @@ def _loaded_weight_bytes(variant: Variant, settings: EngineSettings) -> tuple[in
     return variant.weight_bytes, variant.weight_source
 
 
+def _feature_terms(variant: Variant, tp: int, settings: EngineSettings):
+    """issue 13: LoRA stacks (every stage), the speculative drafter (last stage) and its KV layers."""
+    from vllmkit.estimate.memory import MemoryTerm
+
+    every: dict = {}
+    last: dict = {}
+    kv_layers: list = []
+    arch = variant.arch
+    if settings.lora is not None:
+        from vllmkit.estimate.lora import lora_weight_bytes
+
+        loras, rank = settings.lora
+        every["lora"] = MemoryTerm(bytes=lora_weight_bytes(arch, tp=tp, max_loras=loras, max_lora_rank=rank),
+                                   source="derived", note=f"LoRA stacks for {loras} adapter(s) of rank {rank}")
+    if settings.speculative:
+        from vllmkit.estimate.speculative import speculative_terms
+        from vllmkit.estimate.weights import split_weights
+
+        spec = settings.speculative
+        n_mtp = _mtp_layers(arch, variant.meta)
+        mtp_bytes = 0
+        if n_mtp:
+            full = split_weights(arch, variant.weight_bytes, tp=1, pp=1, mtp_layers=n_mtp, mtp_own_embeddings=False)
+            mtp_bytes = full.skipped_bytes
+        terms = speculative_terms(arch, str(spec.get("method") or ("draft_model" if spec.get("model") else "ngram")),
+                                  int(spec.get("num_speculative_tokens") or 1), tp=tp,
+                                  mtp_layer_bytes=mtp_bytes, mtp_layers=n_mtp)
+        last["speculative"] = MemoryTerm(bytes=terms.weight_bytes, source="estimated", note=terms.note)
+        kv_layers = list(terms.kv_layers)
+    return every, last, kv_layers
+
+
 def _evaluate(variant: Variant, tp: int, pp: int, max_model_len: int, auto_fit: bool, settings: EngineSettings,
               rules: VersionRules) -> Evaluation:
     weight_bytes, weight_source = _loaded_weight_bytes(variant, settings)
+    every, last, spec_kv = _feature_terms(variant, tp, settings)
     if variant.arch.vision is not None and settings.mm_image_limit == 0 and rules.mm_tower_skipped_at_zero_limit:
         # issue 13: text-only serving of a VLM does not build the vision tower (0.28 _mark_tower_model)
         from vllmkit.estimate.multimodal import vision_param_bytes
@@ -387,7 +422,8 @@ def _evaluate(variant: Variant, tp: int, pp: int, max_model_len: int, auto_fit: 
     return evaluate(variant.arch, weight_bytes, weight_source, tp=tp, pp=pp,
                     max_model_len=max_model_len, auto_fit=auto_fit, settings=settings, rules=rules,
                     mtp_layers=_mtp_layers(variant.arch, variant.meta),
-                    mtp_own_embeddings=_mtp_own_embeddings(variant.meta))
+                    mtp_own_embeddings=_mtp_own_embeddings(variant.meta),
+                    extra_terms=every, last_stage_terms=last, extra_kv_layers=spec_kv)
 
 
 def _fit_context(variant: Variant, tp: int, pp: int, native: int, min_conc: float, settings: EngineSettings,
@@ -576,6 +612,8 @@ def _result(req: PlanRequest, env: Mapping[str, str], chosen: Candidate, candida
         cudagraph_bytes=budget.cudagraph.bytes,
         kv_cache_bytes=budget.kv_cache.bytes,
         encoder_bytes=budget.extra["encoder"].bytes if "encoder" in budget.extra else 0,
+        lora_bytes=budget.extra["lora"].bytes if "lora" in budget.extra else 0,
+        speculative_bytes=budget.extra["speculative"].bytes if "speculative" in budget.extra else 0,
         sources={
             "weights": budget.weights.source,  # type: ignore[dict-item]
             "non_torch": budget.non_torch.source,  # type: ignore[dict-item]
