@@ -92,3 +92,33 @@ def split_weights(
         skipped_bytes=skipped,
         per_stage_bytes=per_stage,
     )
+
+
+def expert_fraction(arch: ModelArch) -> float:
+    """Share of the checkpoint held by routed experts (from the config's shapes): what
+    --enable-expert-parallel distributes over TP x DP ranks instead of splitting by TP only."""
+    if arch.moe is None or not arch.moe.num_experts:
+        return 0.0
+    h = arch.hidden_size
+    moe_inter = arch.moe.moe_intermediate_size or arch.intermediate_size or 4 * h
+    moe_layers = max(arch.num_hidden_layers - arch.moe.dense_layers, 0)
+    experts = moe_layers * arch.moe.num_experts * 3 * h * moe_inter
+    inter = arch.intermediate_size or 4 * h
+    attn = arch.num_hidden_layers * (h * arch.num_attention_heads * arch.head_dim * 2
+                                     + h * arch.num_kv_heads * arch.head_dim * 2)
+    shared = moe_layers * 3 * h * (arch.moe.shared_expert_intermediate_size or moe_inter) * arch.moe.num_shared_experts
+    dense = arch.moe.dense_layers * 3 * h * inter
+    embed = arch.vocab_size * h * (1 if arch.tie_word_embeddings else 2)
+    total = experts + attn + shared + dense + embed
+    return experts / total if total else 0.0
+
+
+def expert_parallel_total(arch: ModelArch, total_bytes: int, *, dp: int, enable_expert_parallel: bool) -> int:
+    """The checkpoint bytes one DP replica's TP group effectively holds per rank x TP: with expert
+    parallelism over TP x DP ranks each rank keeps num_experts / (TP x DP) whole experts, so a
+    replica's TP group holds the non-expert part plus 1/DP of the experts (vLLM FusedMoE with
+    EP: local experts = global experts / ep_size, ep_size = TP x DP)."""
+    if not enable_expert_parallel or dp <= 1:
+        return total_bytes
+    f = expert_fraction(arch)
+    return int(total_bytes * (1 - f) + total_bytes * f / dp)

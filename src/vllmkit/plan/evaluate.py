@@ -50,6 +50,8 @@ class EngineSettings:
     mm_image_limit: int | None = None
     lora: tuple[int, int] | None = None  # (max_loras, max_lora_rank) with --enable-lora
     speculative: dict | None = field(default=None, hash=False)  # --speculative-config
+    data_parallel_size: int = 1  # --data-parallel-size (replicas of this TP x PP group)
+    expert_parallel: bool = False  # --enable-expert-parallel
 
 
 @dataclass

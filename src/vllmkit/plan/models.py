@@ -82,6 +82,8 @@ class ParallelInfo(BaseModel):
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     nodes: int = 1
+    data_parallel_size: int = 1  # replicas (--data-parallel-size); memory figures are per GPU of one replica
+    expert_parallel: bool = False
 
 
 class SettingsInfo(BaseModel):
@@ -144,6 +146,7 @@ class Alternative(BaseModel):
     weights_bytes: int
     chosen: bool = False
     note: str = ""
+    data_parallel_size: int = 1
 
 
 class PlanResult(BaseModel):

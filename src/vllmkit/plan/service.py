@@ -333,6 +333,8 @@ def _engine_settings(req: PlanRequest, profile, rules: VersionRules, world_size:
         mm_image_limit=_mm_image_limit(req),  # issue 13
         lora=(req.max_loras or 1, req.max_lora_rank or 16) if req.enable_lora else None,
         speculative=req.speculative_config or None,
+        data_parallel_size=max(req.data_parallel_size or 1, 1),
+        expert_parallel=req.enable_expert_parallel,
     )
 
 
@@ -413,6 +415,12 @@ def _evaluate(variant: Variant, tp: int, pp: int, max_model_len: int, auto_fit: 
               rules: VersionRules) -> Evaluation:
     weight_bytes, weight_source = _loaded_weight_bytes(variant, settings)
     every, last, spec_kv = _feature_terms(variant, tp, settings)
+    if settings.expert_parallel and settings.data_parallel_size > 1 and variant.arch.moe is not None:
+        from vllmkit.estimate.weights import expert_parallel_total
+
+        weight_bytes = expert_parallel_total(variant.arch, weight_bytes, dp=settings.data_parallel_size,
+                                             enable_expert_parallel=True)
+        weight_source = "estimated"
     if variant.arch.vision is not None and settings.mm_image_limit == 0 and rules.mm_tower_skipped_at_zero_limit:
         # issue 13: text-only serving of a VLM does not build the vision tower (0.28 _mark_tower_model)
         from vllmkit.estimate.multimodal import vision_param_bytes
@@ -668,7 +676,8 @@ def _result(req: PlanRequest, env: Mapping[str, str], chosen: Candidate, candida
         device=profile.runtime,
         vllm_version=version,
         vllm_version_source=version_src,
-        parallel=ParallelInfo(tensor_parallel_size=ev.tp, pipeline_parallel_size=ev.pp, nodes=nodes),
+        parallel=ParallelInfo(tensor_parallel_size=ev.tp, pipeline_parallel_size=ev.pp, nodes=nodes,
+                              data_parallel_size=settings.data_parallel_size, expert_parallel=settings.expert_parallel),
         settings=SettingsInfo(
             gpu_memory_utilization=settings.gpu_memory_utilization,
             max_model_len=ev.max_model_len,
@@ -691,10 +700,47 @@ def _result(req: PlanRequest, env: Mapping[str, str], chosen: Candidate, candida
         calibration=settings.calibration_source,
         warnings=warnings + _kv_dtype_note(kv_dtype, arch),
     )
+    _data_parallel_option(result, req, chosen, candidates)  # issue 13
     argv, serve_env = _serve_command(result, req)
     result.serve_command = argv
     result.serve_env = serve_env
     return result
+
+
+def _data_parallel_option(result: PlanResult, req: PlanRequest, chosen: Candidate, candidates: list[Candidate]) -> None:
+    """More GPUs than the chosen plan needs: offer --data-parallel-size replicas (throughput: every
+    replica has the same KV capacity) against the larger-TP candidates already listed (context and
+    concurrency per replica)."""
+    ev = chosen.evaluation
+    group = ev.tp * ev.pp
+    if req.data_parallel_size and req.data_parallel_size > 1:
+        result.gpu.count = group * req.data_parallel_size
+        result.reasons.append(f"{req.data_parallel_size} data-parallel replicas of TP={ev.tp} PP={ev.pp}: "
+                              f"{ev.capacity.tokens * req.data_parallel_size:,} KV tokens in total")
+        return
+    if not req.gpu_count or group >= req.gpu_count or not ev.fits or result.device == "cpu":
+        return
+    replicas = req.gpu_count // group
+    if replicas < 2:
+        return
+    result.alternatives.append(Alternative(
+        precision=chosen.variant.label, model_id=chosen.variant.meta.id, tensor_parallel_size=ev.tp,
+        pipeline_parallel_size=ev.pp, max_model_len=ev.max_model_len, fits=True,
+        kv_tokens=ev.capacity.tokens * replicas, max_concurrency=round(ev.capacity.max_concurrency * replicas, 2),
+        weights_bytes=ev.budget.weights.bytes, data_parallel_size=replicas,
+        note=(f"--data-parallel-size {replicas}: {replicas} replicas for throughput"
+              + ("; add --enable-expert-parallel to spread experts over all ranks" if chosen.variant.arch.moe else "")),
+    ))
+    bigger = [c for c in candidates if c.evaluation.fits and c.evaluation.tp * c.evaluation.pp > group
+              and c.variant is chosen.variant]
+    longest = max(bigger, key=lambda c: (c.evaluation.max_model_len, c.evaluation.capacity.tokens), default=None)
+    line = (f"{req.gpu_count} GPUs given, {group} needed: --data-parallel-size {replicas} gives {replicas} replicas "
+            f"({ev.capacity.tokens * replicas:,} KV tokens in total) for throughput")
+    if longest is not None:
+        le = longest.evaluation
+        line += (f"; TP={le.tp} instead gives one replica with {le.capacity.tokens:,} KV tokens "
+                 f"(context up to {le.max_model_len:,}) for long requests")
+    result.reasons.append(line)
 
 
 def _kv_dtype_note(kv_dtype: str, arch: ModelArch) -> list[str]:
