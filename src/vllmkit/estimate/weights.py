@@ -122,3 +122,17 @@ def expert_parallel_total(arch: ModelArch, total_bytes: int, *, dp: int, enable_
         return total_bytes
     f = expert_fraction(arch)
     return int(total_bytes * (1 - f) + total_bytes * f / dp)
+
+
+def mxfp4_load_factor(version: tuple[int, int, int], compute_capability: float | None) -> float:
+    """Loaded / checkpoint bytes of MXFP4 (gpt-oss) weights on GPUs without native FP4 (Hopper,
+    Ampere: the Marlin / Triton MoE paths repack the experts and keep padded scales), by release:
+    - 0.10.x on H100: "Model loading took 65.97 GiB" for 60.77 GiB of gpt-oss-120b files (vllm#23278);
+    - 0.14.1 on H100: 64.38 GiB for the same files (vllm#33155);
+    - 0.19.0 on A100: 13.72 GiB for 12.82 GiB of gpt-oss-20b (myoceane.fr public log).
+    Other GPUs and releases fall back to the middle value (estimated)."""
+    if compute_capability is not None and 9.0 <= compute_capability < 10.0:
+        return 65.97 / 60.77 if version < (0, 14, 0) else 64.38 / 60.77
+    if compute_capability is not None and 8.0 <= compute_capability < 9.0 and version >= (0, 14, 0):
+        return 13.72 / 12.82
+    return 1.07

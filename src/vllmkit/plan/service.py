@@ -372,10 +372,15 @@ def _mtp_own_embeddings(meta: ModelMetadata) -> bool:
 MXFP4_GPU_LOAD_FACTOR = 1.07
 
 
-def _loaded_weight_bytes(variant: Variant, settings: EngineSettings) -> tuple[int, str]:
+def _loaded_weight_bytes(variant: Variant, settings: EngineSettings,
+                        version: tuple[int, int, int] | None = None) -> tuple[int, str]:
     q = variant.arch.quantization
     if q is not None and q.method == "mxfp4" and settings.device in ("cuda", "rocm"):
-        return int(variant.weight_bytes * MXFP4_GPU_LOAD_FACTOR), "estimated"
+        if version is None:
+            return int(variant.weight_bytes * MXFP4_GPU_LOAD_FACTOR), "estimated"
+        from vllmkit.estimate.weights import mxfp4_load_factor  # issue 13: by release and GPU
+
+        return int(variant.weight_bytes * mxfp4_load_factor(version, settings.compute_capability)), "estimated"
     return variant.weight_bytes, variant.weight_source
 
 
@@ -413,7 +418,7 @@ def _feature_terms(variant: Variant, tp: int, settings: EngineSettings):
 
 def _evaluate(variant: Variant, tp: int, pp: int, max_model_len: int, auto_fit: bool, settings: EngineSettings,
               rules: VersionRules) -> Evaluation:
-    weight_bytes, weight_source = _loaded_weight_bytes(variant, settings)
+    weight_bytes, weight_source = _loaded_weight_bytes(variant, settings, rules.key)
     every, last, spec_kv = _feature_terms(variant, tp, settings)
     if settings.expert_parallel and settings.data_parallel_size > 1 and variant.arch.moe is not None:
         from vllmkit.estimate.weights import expert_parallel_total
