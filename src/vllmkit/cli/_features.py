@@ -24,6 +24,10 @@ DATA_PARALLEL_OPTION = typer.Option(None, "--data-parallel-size", "-dp", help="R
 EXPERT_PARALLEL_OPTION = typer.Option(False, "--enable-expert-parallel")
 
 
+FEATURE_FIELDS = ("limit_mm_per_prompt", "language_model_only", "enable_lora", "max_loras", "max_lora_rank",
+                  "max_cpu_loras", "speculative_config", "data_parallel_size", "enable_expert_parallel")
+
+
 def _json_object(text: str | None, flag: str, example: str) -> dict[str, Any] | None:
     if text is None:
         return None

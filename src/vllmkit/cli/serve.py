@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from vllmkit.cli import _features as F
 from vllmkit.cli._common import JSON_OPTION, boundary
 from vllmkit.cli.smoke import render_smoke
 from vllmkit.errors import ExitCode, UsageError
@@ -225,6 +226,16 @@ def register(app: typer.Typer) -> None:
         ),
         follow: bool = typer.Option(False, "--follow", "-f", help="Echo vLLM's log lines to stderr."),
         json_output: bool = JSON_OPTION,
+        # issue 13 feature flags (cli/_features.py)
+        limit_mm_per_prompt: str | None = F.LIMIT_MM_OPTION,
+        language_model_only: bool = F.LANGUAGE_MODEL_ONLY_OPTION,
+        enable_lora: bool = F.ENABLE_LORA_OPTION,
+        max_loras: int | None = F.MAX_LORAS_OPTION,
+        max_lora_rank: int | None = F.MAX_LORA_RANK_OPTION,
+        max_cpu_loras: int | None = F.MAX_CPU_LORAS_OPTION,
+        speculative_config: str | None = F.SPECULATIVE_OPTION,
+        data_parallel_size: int | None = F.DATA_PARALLEL_OPTION,
+        enable_expert_parallel: bool = F.EXPERT_PARALLEL_OPTION,
     ) -> None:
         """Start vLLM with the planned flags, watch it start, wait for /health, smoke-test it.
 
@@ -252,6 +263,17 @@ def register(app: typer.Typer) -> None:
             host=host, port=port, served_model_name=served_model_name,
             enable_prefix_caching=enable_prefix_caching, generation_config_vllm=generation_config_vllm or None,
         )  # fmt: skip
+        features = F.apply_feature_flags(
+            PlanRequest(model=target), limit_mm_per_prompt=limit_mm_per_prompt,
+            language_model_only=language_model_only, enable_lora=enable_lora, max_loras=max_loras,
+            max_lora_rank=max_lora_rank, max_cpu_loras=max_cpu_loras, speculative_config=speculative_config,
+            data_parallel_size=data_parallel_size, enable_expert_parallel=enable_expert_parallel,
+        ).model_dump(include=set(F.FEATURE_FIELDS))
+        given_features = {k: v for k, v in features.items() if v not in (None, False)}
+        if given_features and _is_plan_file(target):
+            raise UsageError("feature options (LoRA, speculative decoding, multimodal limits, DP/EP) cannot change "
+                             "a saved plan", "re-plan with `vllmkit plan ... --save`, or serve the model directly")
+        overrides.update(given_features)
         req, plan = _load_or_plan(target, plan_kwargs, overrides)
         options = svc.ServeOptions(
             detach=detach, smoke=not no_smoke, health_timeout_s=health_timeout, launcher=launcher,  # type: ignore[arg-type]
