@@ -39,3 +39,17 @@ def test_speculative_config_needs_a_method() -> None:
 def test_negative_mm_limit_is_refused() -> None:
     r = run("--limit-mm-per-prompt", '{"image": -1}')
     assert r.exit_code == 2
+
+
+def test_serve_dry_run_carries_feature_flags() -> None:
+    r = CliRunner().invoke(app, ["serve", "Qwen/Qwen3-8B", "--source", "catalog", "--gpu", "h100", "--dry-run",
+                                 "--enable-lora", "--max-lora-rank", "32", "--json"], env=ENV)
+    assert r.exit_code == 0, r.stderr
+    assert "--enable-lora" in r.stdout and "--max-lora-rank" in r.stdout
+
+
+def test_serve_refuses_feature_flags_on_a_saved_plan(tmp_path) -> None:
+    saved = tmp_path / "plan.yaml"
+    assert run("--save", str(saved)).exit_code == 0
+    r = CliRunner().invoke(app, ["serve", str(saved), "--enable-lora", "--dry-run"], env=ENV)
+    assert r.exit_code == 2 and "saved plan" in r.stderr
