@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 
-from typer.testing import CliRunner
-
-from vllmkit.cli.app import app
+from tests.clirun import invoke
 
 ENV = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
 
 
 def run(*args: str):
-    return CliRunner().invoke(app, ["plan", "Qwen/Qwen3-8B", "--source", "catalog", "--gpu", "h100", *args], env=ENV)
+    return invoke(["plan", "Qwen/Qwen3-8B", "--source", "catalog", "--gpu", "h100", *args], env=ENV)
 
 
 def test_feature_flags_reach_the_plan_and_the_serve_line() -> None:
@@ -42,8 +40,8 @@ def test_negative_mm_limit_is_refused() -> None:
 
 
 def test_serve_dry_run_carries_feature_flags() -> None:
-    r = CliRunner().invoke(app, ["serve", "Qwen/Qwen3-8B", "--source", "catalog", "--gpu", "h100", "--dry-run",
-                                 "--enable-lora", "--max-lora-rank", "32", "--json"], env=ENV)
+    r = invoke(["serve", "Qwen/Qwen3-8B", "--source", "catalog", "--gpu", "h100", "--dry-run",
+                "--enable-lora", "--max-lora-rank", "32", "--json"], env=ENV)
     assert r.exit_code == 0, r.stderr
     assert "--enable-lora" in r.stdout and "--max-lora-rank" in r.stdout
 
@@ -51,5 +49,5 @@ def test_serve_dry_run_carries_feature_flags() -> None:
 def test_serve_refuses_feature_flags_on_a_saved_plan(tmp_path) -> None:
     saved = tmp_path / "plan.yaml"
     assert run("--save", str(saved)).exit_code == 0
-    r = CliRunner().invoke(app, ["serve", str(saved), "--enable-lora", "--dry-run"], env=ENV)
+    r = invoke(["serve", str(saved), "--enable-lora", "--dry-run"], env=ENV)
     assert r.exit_code == 2 and "saved plan" in r.stderr

@@ -14,6 +14,7 @@ import pytest
 
 from tests.e2e.tiny import build_tiny_lora
 from tests.e2e.vllm_proc import CAPACITY_RE, start_vllm
+from vllmkit.launch.command import attach_serve_command
 from vllmkit.plan.models import PlanRequest
 from vllmkit.plan.service import build_plan
 
@@ -28,7 +29,7 @@ def test_lora_and_ngram_flags_start_vllm_and_match_capacity(tiny_model_factory, 
     req = PlanRequest(model=str(model), source="local", device="cpu", kv_cache_memory_bytes=GIB, max_model_len=1024,
                       enable_lora=True, max_loras=2, max_lora_rank=8,
                       speculative_config={"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_max": 3})
-    plan = build_plan(req, {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"})
+    plan = attach_serve_command(build_plan(req, {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}), req)
     assert plan.memory.lora_bytes > 0 and plan.memory.speculative_bytes == 0
     flags = plan.serve_command[3:]  # after "vllm serve MODEL"
     # keep the plan's feature flags; host/port are chosen by the test harness

@@ -46,8 +46,10 @@ class EngineSettings:
     cpu_avx512_bf16: bool = False
     calibrated: dict[str, MemoryTerm] = field(default_factory=dict)
     calibration_source: str | None = None  # provenance of `calibrated`
+    # --- issue 13 -------------------------------------------------------------------------------
     # --limit-mm-per-prompt for images (None: vLLM default 999; 0: text-only / --language-model-only)
     mm_image_limit: int | None = None
+    mm_max_model_len: int | None = None  # context the encoder profile assumes (items per prompt)
     lora: tuple[int, int] | None = None  # (max_loras, max_lora_rank) with --enable-lora
     speculative: dict | None = field(default=None, hash=False)  # --speculative-config
     data_parallel_size: int = 1  # --data-parallel-size (replicas of this TP x PP group)
@@ -108,15 +110,32 @@ def in_flight_tokens(rules: VersionRules, settings: EngineSettings, pp: int) -> 
     return batches * settings.max_num_batched_tokens
 
 
-def evaluate(
+@dataclass
+class Prepared:
+    """Everything about a candidate (variant x TP x PP on a GPU) that does not depend on the context
+    length: layer specs, KV groups, weights per rank, each stage's memory budget. Only the KV
+    capacity depends on max_model_len (`at_length`), so the context search reuses this."""
+
+    tp: int
+    pp: int
+    specs: ModelSpecs
+    groups: list[KVGroup]
+    weights: WeightSplit
+    budgets: list[MemoryBudget]  # one per PP stage
+    worker_groups: list[list[KVGroup]]
+    worker_avail: list[int]
+    tightest_stage: int
+    in_flight_tokens: int
+    tokens_from_concurrency: bool
+
+
+def prepare(
     arch: ModelArch,
     weight_total_bytes: int,
     weights_source: str,
     *,
     tp: int,
     pp: int,
-    max_model_len: int,
-    auto_fit: bool,
     settings: EngineSettings,
     rules: VersionRules,
     mtp_layers: int = 0,
@@ -124,7 +143,7 @@ def evaluate(
     extra_terms: dict[str, MemoryTerm] | None = None,
     last_stage_terms: dict[str, MemoryTerm] | None = None,
     extra_kv_layers: list[LayerKind] | None = None,
-) -> Evaluation:
+) -> Prepared:
     """extra_terms: further per-GPU memory on every stage (LoRA stacks); last_stage_terms: on the
     last PP stage only (speculative-decoding drafter); extra_kv_layers: the drafter's attention
     layers, which join the KV pool on the last stage."""
@@ -162,31 +181,71 @@ def evaluate(
         if last:
             terms.update(last_stage_terms or {})
         budget = stage_budget(arch, split.per_stage_bytes[s], weights_source, len(layers), tp, pp, settings, rules,
-                              max_model_len=max_model_len, first_stage=s == 0, extra_terms=terms)
+                              first_stage=s == 0, extra_terms=terms)
         budgets.append(budget)
         worker_avail.append(budget.kv_cache.bytes)
-    cap = kv_capacity(
-        groups,
-        worker_groups,
-        worker_avail,
-        max_model_len,
-        in_flight_tokens(rules, settings, pp),
-        auto_fit=auto_fit,
-        tokens_from_concurrency=rules.tokens_from_concurrency,
-    )
     tightest = min(range(len(budgets)), key=lambda i: budgets[i].kv_cache.bytes)
-    return Evaluation(
+    return Prepared(
         tp=tp,
         pp=pp,
-        max_model_len=cap.max_model_len,
         specs=specs,
         groups=groups,
         weights=split,
         budgets=budgets,
-        capacity=cap,
+        worker_groups=worker_groups,
+        worker_avail=worker_avail,
         tightest_stage=tightest,
         in_flight_tokens=in_flight_tokens(rules, settings, pp),
+        tokens_from_concurrency=rules.tokens_from_concurrency,
     )
+
+
+def at_length(prep: Prepared, max_model_len: int, auto_fit: bool = False) -> Evaluation:
+    """The candidate at one context length: vLLM's KV capacity check for it."""
+    cap = kv_capacity(
+        prep.groups,
+        prep.worker_groups,
+        prep.worker_avail,
+        max_model_len,
+        prep.in_flight_tokens,
+        auto_fit=auto_fit,
+        tokens_from_concurrency=prep.tokens_from_concurrency,
+    )
+    return Evaluation(
+        tp=prep.tp,
+        pp=prep.pp,
+        max_model_len=cap.max_model_len,
+        specs=prep.specs,
+        groups=prep.groups,
+        weights=prep.weights,
+        budgets=prep.budgets,
+        capacity=cap,
+        tightest_stage=prep.tightest_stage,
+        in_flight_tokens=prep.in_flight_tokens,
+    )
+
+
+def evaluate(
+    arch: ModelArch,
+    weight_total_bytes: int,
+    weights_source: str,
+    *,
+    tp: int,
+    pp: int,
+    max_model_len: int,
+    auto_fit: bool,
+    settings: EngineSettings,
+    rules: VersionRules,
+    mtp_layers: int = 0,
+    mtp_own_embeddings: bool = True,
+    extra_terms: dict[str, MemoryTerm] | None = None,
+    last_stage_terms: dict[str, MemoryTerm] | None = None,
+    extra_kv_layers: list[LayerKind] | None = None,
+) -> Evaluation:
+    prep = prepare(arch, weight_total_bytes, weights_source, tp=tp, pp=pp, settings=settings, rules=rules,
+                   mtp_layers=mtp_layers, mtp_own_embeddings=mtp_own_embeddings, extra_terms=extra_terms,
+                   last_stage_terms=last_stage_terms, extra_kv_layers=extra_kv_layers)
+    return at_length(prep, max_model_len, auto_fit)
 
 
 def stage_budget(
@@ -199,7 +258,6 @@ def stage_budget(
     settings: EngineSettings,
     rules: VersionRules,
     *,
-    max_model_len: int = 0,
     first_stage: bool = True,
     extra_terms: dict[str, MemoryTerm] | None = None,
 ) -> MemoryBudget:
@@ -236,8 +294,8 @@ def stage_budget(
         arch, tp=tp, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs
     )
     extra = dict(extra_terms or {})
-    if arch.vision is not None and first_stage and max_model_len:
-        enc = encoder_term(arch, settings, activation.bytes, max_model_len, tp)
+    if arch.vision is not None and first_stage:
+        enc = encoder_term(arch, settings, activation.bytes, settings.mm_max_model_len or arch.native_max_model_len, tp)
         if enc is not None:
             extra["encoder"] = enc
     if settings.enforce_eager:

@@ -11,6 +11,7 @@ from vllmkit.estimate.lora import lora_weight_bytes
 from vllmkit.estimate.speculative import eagle_head_bytes, speculative_terms
 from vllmkit.estimate.weights import expert_fraction, expert_parallel_total
 from vllmkit.hub.catalog import find_entry
+from vllmkit.launch.command import attach_serve_command
 from vllmkit.plan.models import PlanRequest
 from vllmkit.plan.service import build_plan
 
@@ -37,7 +38,9 @@ def test_lora_lowers_the_kv_budget_by_its_stacks() -> None:
     lora = build_plan(base.model_copy(update={"enable_lora": True, "max_loras": 4, "max_lora_rank": 64}), ENV)
     assert lora.memory.lora_bytes == 81920 * 32 * 4 * 64 * 2
     assert plain.memory.kv_cache_bytes - lora.memory.kv_cache_bytes == lora.memory.lora_bytes
-    assert "--enable-lora" in lora.serve_command and "--max-lora-rank" in lora.serve_command
+    argv = attach_serve_command(lora, base.model_copy(update={"enable_lora": True, "max_loras": 4,
+                                                              "max_lora_rank": 64})).serve_command
+    assert "--enable-lora" in argv and "--max-lora-rank" in argv
 
 
 def test_ngram_needs_no_gpu_memory() -> None:
@@ -85,7 +88,8 @@ def test_data_parallel_proposed_when_more_gpus_than_needed() -> None:
 
 
 def test_explicit_data_parallel_counts_gpus_and_adds_flags() -> None:
-    plan = build_plan(PlanRequest(model="Qwen/Qwen3-30B-A3B", source="catalog", gpu="h100", tensor_parallel_size=2,
-                                  max_model_len=8192, data_parallel_size=4, enable_expert_parallel=True), ENV)
+    req = PlanRequest(model="Qwen/Qwen3-30B-A3B", source="catalog", gpu="h100", tensor_parallel_size=2,
+                      max_model_len=8192, data_parallel_size=4, enable_expert_parallel=True)
+    plan = attach_serve_command(build_plan(req, ENV), req)
     assert plan.gpu.count == 8 and plan.parallel.data_parallel_size == 4
     assert plan.serve_command[-3:] == ["--data-parallel-size", "4", "--enable-expert-parallel"]
