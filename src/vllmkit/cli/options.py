@@ -50,6 +50,16 @@ class PlanFlags:
     enable_prefix_caching: bool | None = None
     tools: bool | None = None  # issue 14: the model family's tool-call parser (default on)
     reasoning: bool | None = None  # issue 14: its reasoning parser (default on)
+    # issue 13: features that change the memory plan (parsed in cli/_features.py)
+    limit_mm_per_prompt: str | None = None
+    language_model_only: bool | None = None
+    enable_lora: bool | None = None
+    max_loras: int | None = None
+    max_lora_rank: int | None = None
+    max_cpu_loras: int | None = None
+    speculative_config: str | None = None
+    data_parallel_size: int | None = None
+    enable_expert_parallel: bool | None = None
 
     def given(self) -> dict[str, Any]:
         """The flags the user passed, by field name."""
@@ -57,6 +67,7 @@ class PlanFlags:
 
 
 _P = "Planning"  # help panel
+_FP = "Features"  # help panel of the issue-13 feature flags
 _OPTIONS: dict[str, tuple[Any, Any]] = {
     "gpu": (str | None, typer.Option(None, "--gpu", help="GPU profile or product name (see `vllmkit gpus`), or 'cpu'.", rich_help_panel=_P)),
     "gpu_memory": (str | None, typer.Option(None, "--gpu-memory", help="Memory of an unlisted GPU, e.g. 48GiB.", rich_help_panel=_P)),
@@ -82,6 +93,16 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     # issue 14: serving features from the model-family presets (profiles/presets)
     "tools": (bool | None, typer.Option(None, "--tools/--no-tools", help="Turn on the model family's tool-call parser (default: on when it has one).", show_default=False, rich_help_panel=_P)),
     "reasoning": (bool | None, typer.Option(None, "--reasoning/--no-reasoning", help="Turn on its reasoning parser (default: on when it has one).", show_default=False, rich_help_panel=_P)),
+    # issue 13: features that change the memory plan
+    "limit_mm_per_prompt": (str | None, typer.Option(None, "--limit-mm-per-prompt", help='Items per prompt, JSON: \'{"image": 2, "video": 0}\' (all 0 = text-only).', rich_help_panel=_FP)),
+    "language_model_only": (bool | None, typer.Option(None, "--language-model-only", help="Serve a vision-language model as text-only (no vision tower).", show_default=False, rich_help_panel=_FP)),
+    "enable_lora": (bool | None, typer.Option(None, "--enable-lora", help="Reserve LoRA adapter stacks.", show_default=False, rich_help_panel=_FP)),
+    "max_loras": (int | None, typer.Option(None, "--max-loras", help="LoRA adapters in one batch (vLLM default 1).", rich_help_panel=_FP)),
+    "max_lora_rank": (int | None, typer.Option(None, "--max-lora-rank", help="Largest LoRA rank (vLLM default 16).", rich_help_panel=_FP)),
+    "max_cpu_loras": (int | None, typer.Option(None, "--max-cpu-loras", help="LoRA adapters cached in host memory.", rich_help_panel=_FP)),
+    "speculative_config": (str | None, typer.Option(None, "--speculative-config", help='Speculative decoding, JSON: \'{"method": "ngram", "num_speculative_tokens": 3}\' (ngram, eagle, eagle3, mtp, draft_model).', rich_help_panel=_FP)),
+    "data_parallel_size": (int | None, typer.Option(None, "--data-parallel-size", "-dp", help="Replicas of the planned TP x PP group.", rich_help_panel=_FP)),
+    "enable_expert_parallel": (bool | None, typer.Option(None, "--enable-expert-parallel", help="Spread MoE experts over TP x DP ranks.", show_default=False, rich_help_panel=_FP)),
 }
 assert set(_OPTIONS) == {f.name for f in fields(PlanFlags)}
 
@@ -188,6 +209,11 @@ def request_overrides(flags: PlanFlags) -> dict[str, Any]:
     for name in ("gpu_memory", "kv_cache_memory_bytes"):
         if name in out:
             out[name] = parse_bytes(out[name], "--" + name.replace("_", "-"))
+    from vllmkit.cli._features import FEATURE_FIELDS, parse_features
+
+    features = {k: out.pop(k) for k in FEATURE_FIELDS if k in out}
+    if features:
+        out.update(parse_features(**features))
     return out
 
 
