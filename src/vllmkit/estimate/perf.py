@@ -3,14 +3,15 @@
 An engine step runs `decode` sequences (one token each) and `prefill` tokens (chunked prefill) through
 the model on every rank at once. Its time is a roofline plus fixed costs:
 
-    t_step = pp * max(t_memory, t_compute) + t_allreduce + t_overhead
+    t_step = pp * (max(gemm_memory, gemm_compute) + max(attn_memory, attn_compute)) + t_allreduce + t_overhead
 
-- t_memory: bytes read per rank / (peak bandwidth x achievable fraction). Bytes = dense weights of the
+GEMMs and attention are separate kernels, so each is its own roofline and their times add.
+- memory: bytes read per rank / (peak bandwidth x achievable fraction). Bytes = dense weights of the
   rank (read once per step whatever the batch) + routed-expert weights actually touched (a batch of B
   tokens touches E * (1 - (1 - k/E)^B) of the E experts of a layer, in expectation) + the KV cache /
   recurrent state the step reads (full attention: the whole context; sliding window: at most the
   window; MLA: one latent per token; mamba / linear attention: the constant state, read and written).
-- t_compute: FLOPs per rank / (dense peak for the compute precision x achievable fraction). FLOPs =
+- compute: FLOPs per rank / (dense peak for the compute precision x achievable fraction). FLOPs =
   2 x active parameters per token x tokens + attention (4 x heads x head_dim per query-key pair).
 - t_allreduce: tensor parallel runs two all-reduces per layer (after attention and after the MLP,
   vLLM RowParallelLinear); each is latency + 2 (tp-1)/tp x message / link bandwidth, message =
@@ -133,6 +134,7 @@ class Efficiency:
     per_seq_overhead_s: float = 2.0e-5  # per running sequence per step
     allreduce_latency_s: float = 1.2e-5  # one small all-reduce over NVLink / xGMI
     moe_compute: float = 0.5  # grouped-GEMM efficiency relative to dense GEMMs
+    request_overhead_s: float = 0.02  # API server work before a request reaches the engine (TTFT only)
     source: str = "estimated"
     note: str = ""
 
@@ -198,23 +200,66 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
     """Time of one engine step with `decode` decoding sequences (contexts summing to `context_sum`)
     and `prefill_tokens` prompt tokens whose attention covers `prefill_pairs` (query, key) pairs."""
     tokens = decode + prefill_tokens
-    kv_read = model.kv_bytes_read(decode, context_sum)
-    kv_write = model.kv_bytes_per_token() * tokens
-    mem_bytes = model.weight_bytes_read(tokens) + kv_read + kv_write
-    t_mem = mem_bytes / (gpu.bandwidth_bytes_s * eff.bandwidth)
-    peak = gpu.peak_flops(model.compute_precision)
-    dense_flops = model.flops(tokens, 0.0)
+    bw = gpu.bandwidth_bytes_s * eff.bandwidth
+    peak = gpu.peak_flops(model.compute_precision) * eff.compute
+    # linear layers (GEMMs): weights streamed once per step, 2 FLOPs per parameter per token
+    gemm_mem = model.weight_bytes_read(tokens) / bw
+    gemm_flops = model.flops(tokens, 0.0)
     if model.is_moe and model.active_params > 0:
         # the routed-expert share of the FLOPs runs as grouped GEMMs at a lower rate
-        expert_share = min(_expert_flop_share(model), 1.0)
-        dense_flops = dense_flops * (1 - expert_share) + dense_flops * expert_share / eff.moe_compute
-    attn_flops = model.attn_flops_per_pair * (context_sum + prefill_pairs)
-    t_cmp = (dense_flops + attn_flops) / (peak * eff.compute)
+        share = min(_expert_flop_share(model), 1.0)
+        gemm_flops = gemm_flops * (1 - share) + gemm_flops * share / eff.moe_compute
+    gemm_cmp = gemm_flops / peak
+    # attention kernels run after / between the GEMMs (separate kernels): their time adds
+    attn_mem = (model.kv_bytes_read(decode, context_sum) + model.kv_bytes_per_token() * tokens) / bw
+    attn_cmp = model.attn_flops_per_pair * (context_sum + prefill_pairs) / peak
+    t_mem = gemm_mem + attn_mem
+    t_cmp = gemm_cmp + attn_cmp
+    stage = max(gemm_mem, gemm_cmp) + max(attn_mem, attn_cmp)
     comm = allreduce_seconds(model, gpu, eff, tokens)
     overhead = eff.step_overhead_s + eff.per_seq_overhead_s * (decode + (1 if prefill_tokens else 0))
-    stage = max(t_mem, t_cmp)
     return StepCost(seconds=model.pp * stage + comm + overhead, memory_s=model.pp * t_mem,
                     compute_s=model.pp * t_cmp, comm_s=comm, overhead_s=overhead)
+
+
+def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
+    """`step_cost` as a closure over precomputed constants (the scheduler simulation calls it once per
+    step): returns (seconds, compute_bound). Same arithmetic as step_cost."""
+    bw = gpu.bandwidth_bytes_s * eff.bandwidth
+    peak = gpu.peak_flops(model.compute_precision) * eff.compute
+    dense_b, expert_b = float(model.dense_bytes), float(model.expert_bytes)
+    miss = 1.0 - model.experts_per_token / model.num_experts if model.is_moe else 1.0
+    flop_tok = 2.0 * model.active_params / (model.tp * model.pp)
+    if model.is_moe and model.active_params > 0:
+        share = min(_expert_flop_share(model), 1.0)
+        flop_tok = flop_tok * (1 - share) + flop_tok * share / eff.moe_compute
+    full_tb = float(sum(g.layers * g.token_bytes for g in model.kv if g.kind in ("full", "mla")))
+    windowed = [(float(g.layers * g.token_bytes), float(g.window or 0)) for g in model.kv
+                if g.kind in ("sliding", "chunked")]
+    state_b = float(sum(2 * g.layers * g.state_bytes for g in model.kv if g.kind == "mamba"))
+    write_tb = float(model.kv_bytes_per_token())
+    attn_pair = model.attn_flops_per_pair
+    pp = model.pp
+    ar = allreduce_seconds(model, gpu, eff, 1.0) if model.tp > 1 else 0.0
+    ar_lat = allreduce_seconds(model, gpu, eff, 0.0) if model.tp > 1 else 0.0
+    over, per_seq = eff.step_overhead_s, eff.per_seq_overhead_s
+
+    def fn(decode: int, context_sum: float, prefill: int, pairs: float) -> tuple[float, bool]:
+        tokens = decode + prefill
+        wbytes = dense_b + (expert_b * (1.0 - miss ** tokens) if expert_b else 0.0)
+        gemm_mem = wbytes / bw
+        gemm_cmp = flop_tok * tokens / peak
+        kv = full_tb * context_sum + state_b * decode
+        for tb, w in windowed:
+            kv += tb * (min(context_sum, decode * w) if w else context_sum)
+        attn_mem = (kv + write_tb * tokens) / bw
+        attn_cmp = attn_pair * (context_sum + pairs) / peak
+        stage = (gemm_mem if gemm_mem > gemm_cmp else gemm_cmp) + (attn_mem if attn_mem > attn_cmp else attn_cmp)
+        comm = ar_lat + (ar - ar_lat) * tokens
+        seconds = pp * stage + comm + over + per_seq * (decode + (1 if prefill else 0))
+        return seconds, (gemm_cmp + attn_cmp) > (gemm_mem + attn_mem)
+
+    return fn
 
 
 def _expert_flop_share(model: ModelPerf) -> float:
@@ -246,6 +291,7 @@ __all__ = [
     "StepCost",
     "decode_floor_seconds",
     "efficiency_for",
+    "make_step_fn",
     "naive_roofline_tpot",
     "step_cost",
 ]

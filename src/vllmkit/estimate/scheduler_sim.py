@@ -18,6 +18,7 @@ finishes, so the throughput includes the tail of the run, as the benchmark's doe
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 import random
 from collections import deque
@@ -36,6 +37,9 @@ class SchedulerLimits:
     max_num_batched_tokens: int
     kv_capacity_tokens: int
     chunked_prefill: bool = True
+    # V1 prefix caching (on by default): a preempted request's blocks are freed but stay cached, so its
+    # recompute is a cache hit unless they were evicted meanwhile; it only needs the KV room back
+    prefix_caching: bool = True
 
 
 @dataclass
@@ -101,6 +105,7 @@ def simulate(
     concurrency: int | None = None,
     request_rate: float | None = None,
     seed: int = 0,
+    request_overhead_s: float = 0.0,
 ) -> SimResult:
     n = len(input_lens)
     if n == 0 or n != len(output_lens):
@@ -111,10 +116,20 @@ def simulate(
     else:
         arrivals = arrival_times(n, request_rate, seed)
     next_to_send = len(arrivals)  # closed loop: the next request index to send on a completion
-    pending = deque(range(len(arrivals)))  # sent, not yet arrived in time order
     arrival_t = [0.0] * n
-    for i, t in enumerate(arrivals):
-        arrival_t[i] = t
+    ready_t = [0.0] * n
+    jitter = random.Random(seed + 1)
+    pending: list[tuple[float, int]] = []  # (time the engine sees it, index): a heap
+
+    def send(i: int, at: float) -> None:
+        # the API server's per-request work (HTTP, chat template, tokenisation) before the engine sees
+        # the request; it varies from request to request, which also de-synchronises closed loops
+        arrival_t[i] = at
+        ready_t[i] = at + request_overhead_s * (0.5 + jitter.random())
+        heapq.heappush(pending, (ready_t[i], i))
+
+    for i, at in enumerate(arrivals):
+        send(i, at)
 
     cap = max(limits.kv_capacity_tokens, 1)
     waiting: deque[int] = deque()
@@ -127,6 +142,8 @@ def simulate(
     decode_start_step = [0] * n
     decode_start_ctx = [0] * n
     epoch = [0] * n
+    cached = [False] * n  # preempted with its blocks still in the prefix cache
+    prefilling: dict[int, None] = {}  # running requests still in their prompt (scheduling order)
     running: dict[int, str] = {}  # insertion order = scheduling order; value "prefill" | "decode"
     finish_at: dict[int, list[tuple[int, int]]] = {}
     decoders = 0
@@ -165,22 +182,24 @@ def simulate(
             epoch[i] += 1
         else:
             prefill_kv -= prefill_done[i]
+            prefilling.pop(i, None)
         prefill_target[i] = input_lens[i] + generated[i]
         prefill_done[i] = 0
+        cached[i] = limits.prefix_caching
         waiting.appendleft(i)
         preemptions += 1
 
     while completed < n:
         if step > MAX_STEPS:
             break
-        while pending and arrival_t[pending[0]] <= t:
-            i = pending.popleft()
+        while pending and pending[0][0] <= t:
+            _, i = heapq.heappop(pending)
             prefill_target[i] = input_lens[i]
             waiting.append(i)
         if not running and not waiting:
             if not pending:
                 break
-            t = max(t, arrival_t[pending[0]])
+            t = max(t, pending[0][0])
             continue
 
         # 1. running decodes grow by one token each; preempt the newest until they fit
@@ -192,11 +211,9 @@ def simulate(
         chunks: list[tuple[int, int]] = []
         used = ctx_sum + decoders + prefill_kv
         # 2. partially prefilled running requests continue
-        for i, state in list(running.items()):
+        for i in prefilling:
             if budget <= 0:
                 break
-            if state != "prefill":
-                continue
             rem = prefill_target[i] - prefill_done[i]
             c = min(rem, budget, max(int(cap - used), 0))
             if c <= 0:
@@ -211,6 +228,15 @@ def simulate(
                 blocked = "max-num-seqs"
                 break
             i = waiting[0]
+            if cached[i]:
+                # prefix-cache hit on its own freed blocks: only the last token is recomputed
+                if used + prefill_target[i] > cap:
+                    blocked = "kv-capacity"
+                    break
+                cached[i] = False
+                prefill_done[i] = prefill_target[i] - 1
+                prefill_kv += prefill_done[i]
+                used += prefill_done[i]
             rem = prefill_target[i] - prefill_done[i]
             if not limits.chunked_prefill and rem > budget:
                 blocked = "batched-tokens"
@@ -221,6 +247,7 @@ def simulate(
                 break
             waiting.popleft()
             running[i] = "prefill"
+            prefilling[i] = None
             chunks.append((i, c))
             budget -= c
             used += c
@@ -238,7 +265,7 @@ def simulate(
                 continue
             if not pending:
                 break
-            t = max(t, arrival_t[pending[0]])
+            t = max(t, pending[0][0])
             continue
 
         seconds, compute_bound = step_fn(decoders, ctx_sum, prefill_tokens, pairs)
@@ -274,8 +301,7 @@ def simulate(
                 gaps_sum += span
                 gaps_n += output_lens[i] - 1
             if concurrency and next_to_send < n:
-                arrival_t[next_to_send] = t
-                pending.append(next_to_send)
+                send(next_to_send, t)
                 next_to_send += 1
         # prefill chunks: a finished prompt yields its next token now
         for i, c in chunks:
@@ -284,6 +310,7 @@ def simulate(
                 prefill_kv += c
                 continue
             prefill_kv -= prefill_done[i] - c
+            prefilling.pop(i, None)
             produced += 1
             if first_token_t[i] < 0:
                 first_token_t[i] = t
@@ -300,8 +327,7 @@ def simulate(
                     gaps_sum += span
                     gaps_n += output_lens[i] - 1
                 if concurrency and next_to_send < n:
-                    arrival_t[next_to_send] = t
-                    pending.append(next_to_send)
+                    send(next_to_send, t)
                     next_to_send += 1
                 continue
             running[i] = "decode"

@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
-from vllmkit.estimate.perf import Efficiency, GpuPerf, ModelPerf, efficiency_for, step_cost
+from vllmkit.estimate.perf import Efficiency, GpuPerf, ModelPerf, efficiency_for, make_step_fn
 from vllmkit.estimate.scheduler_sim import SchedulerLimits, SimResult, percentile, simulate
 
 # Preset workloads (input tokens, output tokens). Chosen to match common serving shapes: a chat turn
@@ -137,12 +137,10 @@ def predict(
     n = default_num_requests(workload)
     ins, outs = request_lengths(workload, n, seed)
 
-    def step_fn(decode: int, ctx: float, prefill: int, pairs: float) -> tuple[float, bool]:
-        cost = step_cost(model, gpu, eff, decode=decode, context_sum=ctx, prefill_tokens=prefill, prefill_pairs=pairs)
-        return cost.seconds, cost.compute_s > cost.memory_s
-
+    step_fn = make_step_fn(model, gpu, eff)
     sim = simulate(ins, outs, limits, step_fn, concurrency=workload.concurrency,
-                   request_rate=None if workload.is_burst else workload.request_rate, seed=seed)
+                   request_rate=None if workload.is_burst else workload.request_rate, seed=seed,
+                   request_overhead_s=eff.request_overhead_s)
     duration = max(sim.duration_s, 1e-9)
     out_tps = sim.output_tokens / duration
     req_ps = sim.completed / duration

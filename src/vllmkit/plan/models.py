@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
+
+from vllmkit.plan.performance import PerformanceInfo
 
 SourceTag = Literal["measured", "derived", "estimated", "calibrated", "given"]
 Device = Literal["cuda", "rocm", "cpu"]
@@ -131,6 +133,7 @@ class Alternative(BaseModel):
     weights_bytes: int
     chosen: bool = False
     note: str = ""
+    output_tokens_per_s: float | None = None  # with a workload (plan/performance.py)
 
 
 class PlanResult(BaseModel):
@@ -151,3 +154,6 @@ class PlanResult(BaseModel):
     reasons: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     calibration: str | None = None  # provenance of calibrated terms, when a calibration was used
+    # --- performance model (issue 11, plan/performance.py) ---
+    performance: PerformanceInfo | None = None  # with a workload (--input-len/--output-len/...)
+    _perf_candidates: list = PrivateAttr(default_factory=list)  # (Alternative, CandidatePerf) for capacity

@@ -318,3 +318,58 @@ def candidate_perf(arch: ModelArch, evaluation: Any, settings: Any, label: str, 
 
 __all__ = ["FITTED_EFFICIENCY", "CandidatePerf", "PerformanceInfo", "candidate_perf", "gpu_perf",
            "measured_info", "model_perf", "performance_info", "scheduler_limits"]
+
+
+# --------------------------------------------------------------------------- plan hook
+
+
+@dataclass
+class PerfOptions:
+    """What `build_plan` needs for the performance section: the workload (None: only collect the
+    candidates, as `capacity` does), the measured records (`vllmkit bench`), and whether to keep every
+    fitting candidate's CandidatePerf on the result (private, for `capacity`)."""
+
+    workload: Workload | None = None
+    records: Sequence[Any] = ()
+    collect: bool = False
+    alternatives: bool = True  # tokens/s for every fitting alternative too
+
+
+# requests simulated for the alternatives' tokens/s column (cheaper than the chosen one's run)
+_ALT_REQUESTS = 200
+
+
+def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], profile: Any, rules: Any,
+                       opts: PerfOptions) -> None:
+    """Fill result.performance (chosen candidate) and the alternatives' tokens/s; keep the candidates'
+    CandidatePerf when opts.collect. `chosen` / `candidates` are plan.service.Candidate objects."""
+    from vllmkit.calibration.perfstore import match_measured
+
+    wl = opts.workload
+    kept: list[tuple[Any, CandidatePerf]] = []
+    for alt, cand in zip(result.alternatives, candidates, strict=True):
+        ev = cand.evaluation
+        if not ev.fits:
+            continue
+        cp = candidate_perf(cand.variant.arch, ev, cand.settings, cand.variant.label, profile, opts.records)
+        if opts.collect and cand.allowed:
+            kept.append((alt, cp))
+        if wl is None:
+            continue
+        if cand is chosen:
+            rec = match_measured(
+                opts.records, gpu=profile.name, model=cand.variant.meta.id, precision=cand.variant.label,
+                tp=ev.tp, pp=ev.pp, vllm_version=rules.version, input_len=wl.input_len, output_len=wl.output_len,
+                concurrency=wl.concurrency, request_rate=wl.request_rate,
+            ) if opts.records else None
+            if rec is not None:
+                result.performance = measured_info(rec, wl, cp.model, cp.gpu)
+                alt.output_tokens_per_s = round(rec.output_tokens_per_s, 1)
+                continue
+            pred = cp.predict(wl)
+            result.performance = performance_info(pred, wl, cp.model, cp.gpu)
+            alt.output_tokens_per_s = result.performance.output_tokens_per_s
+        elif opts.alternatives:
+            small = replace(wl, num_requests=min(wl.num_requests or _ALT_REQUESTS, _ALT_REQUESTS))
+            alt.output_tokens_per_s = round(cp.predict(small).output_tokens_per_s, 1)
+    result._perf_candidates = kept

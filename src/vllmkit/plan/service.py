@@ -34,6 +34,7 @@ from vllmkit.plan.models import (
     PlanResult,
     SettingsInfo,
 )
+from vllmkit.plan.performance import PerfOptions, attach_performance
 
 GIB = 1 << 30
 DEFAULT_MIN_CONCURRENCY = 4.0
@@ -397,7 +398,8 @@ def _gpu_options(arch: ModelArch, profile, req: PlanRequest) -> list[tuple[int, 
     return options
 
 
-def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_concurrency: float | None = None) -> PlanResult:
+def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_concurrency: float | None = None,
+               perf: PerfOptions | None = None) -> PlanResult:
     env = dict(os.environ if env is None else env)
     from vllmkit.hub.resolve import resolve_model
 
@@ -468,7 +470,10 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
 
     pool = [c for c in candidates if c.allowed] or candidates
     chosen = min(pool, key=lambda c: c.rank)
-    return _result(req, env, chosen, candidates, profile, rules, version, version_src, meta, warnings, kv_dtype)
+    result = _result(req, env, chosen, candidates, profile, rules, version, version_src, meta, warnings, kv_dtype)
+    if perf is not None:  # --- performance model (issue 11): plan/performance.py ---
+        attach_performance(result, chosen, candidates, profile, rules, perf)
+    return result
 
 
 # ----------------------------------------------------------------------------- result
