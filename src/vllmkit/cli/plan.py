@@ -12,9 +12,19 @@ from rich.console import Console
 from rich.table import Table
 
 from vllmkit.cli._common import JSON_OPTION, boundary
+from vllmkit.cli._workload import (
+    CONCURRENCY_OPTION,
+    INPUT_LEN_OPTION,
+    OUTPUT_LEN_OPTION,
+    REQUEST_RATE_OPTION,
+    WORKLOAD_OPTION,
+    perf_records,
+    workload_from_flags,
+)
 from vllmkit.errors import UsageError
 from vllmkit.output import emit, gib, thousands
 from vllmkit.plan.models import PlanRequest, PlanResult
+from vllmkit.plan.performance import PerfOptions
 
 GPU_OPTION = typer.Option(None, "--gpu", help="GPU profile or product name (see `vllmkit gpus`), or 'cpu'.")
 
@@ -171,13 +181,21 @@ def render_plan(console: Console, plan: PlanResult) -> None:
 
     if plan.alternatives:
         alt = Table(title="Alternatives considered")
-        for col in ("", "precision", "model", "TP", "PP", "context", "fits", "KV tokens", "concurrency", "weights/GPU", "note"):
-            alt.add_column(col, justify="right" if col in ("TP", "PP", "context", "KV tokens", "concurrency", "weights/GPU") else "left")
+        with_tps = plan.performance is not None  # issue 11: tokens/s column with a workload
+        cols = ["", "precision", "model", "TP", "PP", "context", "fits", "KV tokens", "concurrency", "weights/GPU"]
+        cols += ["out tok/s"] if with_tps else []
+        for col in (*cols, "note"):
+            alt.add_column(col, justify="left" if col in ("", "precision", "model", "fits", "note") else "right")
         for a in plan.alternatives[:24]:
+            tps = [f"{a.output_tokens_per_s:,.0f}" if a.output_tokens_per_s else "-"] if with_tps else []
             alt.add_row("*" if a.chosen else "", a.precision, a.model_id, str(a.tensor_parallel_size),
                         str(a.pipeline_parallel_size), thousands(a.max_model_len), "yes" if a.fits else "no",
-                        thousands(a.kv_tokens), f"{a.max_concurrency:.2f}", gib(a.weights_bytes), a.note)
+                        thousands(a.kv_tokens), f"{a.max_concurrency:.2f}", gib(a.weights_bytes), *tps, a.note)
         console.print(alt)
+    if plan.performance is not None:
+        from vllmkit.cli._workload import render_performance
+
+        render_performance(console, plan.performance)
     for reason in plan.reasons:
         console.print(f"- {reason}", markup=False)
     for warning in plan.warnings:
@@ -214,6 +232,11 @@ def register(app: typer.Typer) -> None:
         enforce_eager: bool = typer.Option(False, "--enforce-eager"),
         min_concurrency: float | None = typer.Option(None, "--min-concurrency", help="Requests of full context to keep (default 4)."),
         save: Path | None = typer.Option(None, "--save", help="Write the plan as YAML for `vllmkit serve PLAN.yaml`."),
+        input_len: int | None = INPUT_LEN_OPTION,
+        output_len: int | None = OUTPUT_LEN_OPTION,
+        concurrency: int | None = CONCURRENCY_OPTION,
+        request_rate: float | None = REQUEST_RATE_OPTION,
+        workload: str | None = WORKLOAD_OPTION,
         json_output: bool = JSON_OPTION,
     ) -> None:
         """Will MODEL fit on GPU, and how: memory per GPU, KV capacity exactly as vLLM computes it,
@@ -229,7 +252,12 @@ def register(app: typer.Typer) -> None:
             quantization=quantization, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
             block_size=block_size, enforce_eager=enforce_eager,
         )
-        plan = build_plan(req, dict(os.environ), min_concurrency=min_concurrency)
+        env = dict(os.environ)
+        # --- performance model (issue 11): a workload adds data.performance ---
+        wl = workload_from_flags(input_len=input_len, output_len=output_len, concurrency=concurrency,
+                                 request_rate=request_rate, preset=workload)
+        perf = PerfOptions(workload=wl, records=perf_records(env)) if wl is not None else None
+        plan = build_plan(req, env, min_concurrency=min_concurrency, perf=perf)
         if save is not None:
             save_plan(save, req, plan)
         misfit = does_not_fit_error(plan)

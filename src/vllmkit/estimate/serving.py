@@ -58,7 +58,7 @@ def _spread(n: int, mean: float, sigma: float, lo: int, hi_fn, rng: random.Rando
     scale = mean / math.exp(sigma * sigma / 2)
     values: list[int] = []
     for _ in range(6):  # rescale so the clipped mean matches
-        values = [max(lo, min(int(round(scale * math.exp(sigma * z))), hi_fn(k))) for k, z in enumerate(zs)]
+        values = [max(lo, min(round(scale * math.exp(sigma * z)), hi_fn(k))) for k, z in enumerate(zs)]
         got = sum(values) / n
         if abs(got - mean) < 0.5:
             break
@@ -68,7 +68,7 @@ def _spread(n: int, mean: float, sigma: float, lo: int, hi_fn, rng: random.Rando
 
 def request_lengths(workload: Workload, n: int, seed: int = 0) -> tuple[list[int], list[int]]:
     if workload.dataset != "sharegpt":
-        return [max(1, int(round(workload.input_len)))] * n, [max(1, int(round(workload.output_len)))] * n
+        return [max(1, round(workload.input_len))] * n, [max(1, round(workload.output_len))] * n
     rng = random.Random(seed)
     ins = _spread(n, workload.input_len, _SHAREGPT_SIGMA_IN, 4, lambda k: 1024, rng)
     outs = _spread(n, workload.output_len, _SHAREGPT_SIGMA_OUT, 4, lambda k: max(4, 2048 - ins[k]), rng)
