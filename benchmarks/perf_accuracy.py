@@ -37,14 +37,11 @@ from vllmkit.hardware.profiles import load_profiles, resolve_gpu
 from vllmkit.hub.catalog import entry_to_metadata, find_entry
 from vllmkit.plan.models import PlanRequest
 from vllmkit.plan.performance import FITTED_EFFICIENCY, candidate_perf
-from vllmkit.plan.service import (
-    GIB,
-    Variant,
-    _engine_settings,
-    _evaluate,
-    _online_fp8,
-    make_variant,
-)
+from vllmkit.plan.candidates import engine_settings, prepare_candidate
+from vllmkit.plan.evaluate import at_length
+from vllmkit.plan.variants import Variant, make_variant, online_fp8
+
+GIB = 1 << 30
 
 DATA_DIR = Path(__file__).parent / "data"
 DATA_FILES = (DATA_DIR / "public-bench-results.jsonl", DATA_DIR / "collected-bench-results.jsonl")
@@ -127,7 +124,7 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     rules = rules_for(_version(row))
     variant: Variant = make_variant(entry_to_metadata(entry), rules)
     if variant_kind == "fp8-online":
-        variant = _online_fp8(variant)
+        variant = online_fp8(variant)
     elif variant_kind == "awq":
         arch = variant.arch.model_copy(update={"quantization": QuantFacts(method="awq", bits=4, group_size=128)})
         embed = arch.vocab_size * arch.hidden_size * 2
@@ -141,7 +138,7 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
                       kv_cache_dtype=row.get("kv_cache_dtype") or "auto")
     if req.kv_cache_dtype in ("auto", None, ""):
         req.kv_cache_dtype = "auto"
-    settings = _engine_settings(req, profile, rules, tp * pp, req.kv_cache_dtype, variant.arch, None, tp, pp)
+    settings = engine_settings(req, profile, rules, req.kv_cache_dtype, variant.arch, tp, pp, None)
     mnbt, seqs = settings.max_num_batched_tokens, settings.max_num_seqs
     if "benchmark_throughput" in tool:
         # offline LLM class defaults (vllm/engine/arg_utils.py get_batch_defaults, LLM_CLASS)
@@ -156,9 +153,10 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         chunked = False
         mnbt = max(variant.arch.native_max_model_len, mnbt)
     settings = replace(settings, max_num_batched_tokens=mnbt, max_num_seqs=seqs)
-    ev = _evaluate(variant, tp, pp, variant.arch.native_max_model_len, False, settings, rules)
+    prep = prepare_candidate(variant, tp, pp, settings, rules)
+    ev = at_length(prep, variant.arch.native_max_model_len)
     if not ev.fits:
-        ev = _evaluate(variant, tp, pp, min(32768, variant.arch.native_max_model_len), False, settings, rules)
+        ev = at_length(prep, min(32768, variant.arch.native_max_model_len))
     perf = candidate_perf(variant.arch, ev, settings, variant.label, profile, base=FITTED_EFFICIENCY)
     perf.limits = replace(perf.limits, chunked_prefill=chunked)
 

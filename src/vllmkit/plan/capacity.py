@@ -216,7 +216,10 @@ def parse_redundancy(text: str | None) -> int:
 
 
 def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
-                  records: Sequence[Any] = ()) -> CapacityResult:
+                  records: Sequence[Any] = (), match: Any = None, calibration: Any = None) -> CapacityResult:
+    """Size the fleet. `records` / `match`: measured performance (calibration.perfstore) and
+    `calibration`: measured memory terms, both handed in by the caller (the planner reads no stores).
+    The per-replica serve line is left empty: launch adds it (`replica_request` + make_plan)."""
     from vllmkit.plan.service import build_plan
 
     env = dict(env or {})
@@ -224,12 +227,13 @@ def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
                            vllm_version=req.vllm_version, kv_cache_dtype=req.kv_cache_dtype,
                            gpu_count=req.max_gpus_per_replica or None, profiles_dir=req.profiles_dir)
     if plan_req.gpu_count is None:
-        from vllmkit.plan.service import _resolve_gpu
+        from vllmkit.plan.service import resolve_gpu_profile
 
-        plan_req.gpu_count = max(_resolve_gpu(plan_req, env).gpus_per_node, 1)
+        plan_req.gpu_count = max(resolve_gpu_profile(plan_req, env).gpus_per_node, 1)
     if req.max_gpus:
         plan_req.gpu_count = min(plan_req.gpu_count, req.max_gpus)
-    base = build_plan(plan_req, env, perf=PerfOptions(workload=None, records=records, collect=True))
+    base = build_plan(plan_req, env, calibration=calibration,
+                      perf=PerfOptions(workload=None, records=records, match=match, collect=True))
     pairs: list[tuple[Any, CandidatePerf]] = base._perf_candidates
     if not pairs:
         raise DoesNotFitError(f"{req.model} does not fit on up to {plan_req.gpu_count} x {base.gpu.display_name}",
@@ -289,7 +293,6 @@ def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
     per_replica_rate = req.qps / max(serving, 1)
     peak = cp.predict(_rate_workload(req, per_replica_rate, int(min(max(per_replica_rate * 60, 300), 1500))),
                       max_num_seqs=cand.max_num_seqs)
-    serve_cmd = _serve_command(req, env, cand, alt)
     cost = None
     if req.gpu_price_per_hour:
         per_hour = req.gpu_price_per_hour * cand.gpus_total  # type: ignore[operator]
@@ -309,7 +312,6 @@ def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
             max_model_len=alt.max_model_len, goodput_rps=cand.goodput_rps,
             output_tokens_per_s=round(pred_good.output_tokens_per_s, 1),
             ttft_ms_p99=round(pred_good.ttft_ms.p99, 1), tpot_ms_p99=round(pred_good.tpot_ms.p99, 2),
-            serve_command=serve_cmd,
         ),
         headroom=req.headroom,
         at_peak=AtPeak(requests_per_s_per_replica=round(per_replica_rate, 4),
@@ -332,23 +334,15 @@ def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
     )
 
 
-def _serve_command(req: CapacityRequest, env: Mapping[str, str], cand: CapacityCandidate, alt: Any) -> list[str]:
-    from vllmkit.plan.service import build_plan
-
-    try:
-        plan = build_plan(PlanRequest(model=cand.model_id, source=req.source if cand.model_id == req.model else "auto",
-                                      gpu=req.gpu, vllm_version=req.vllm_version,
-                                      tensor_parallel_size=cand.tensor_parallel_size,
-                                      pipeline_parallel_size=cand.pipeline_parallel_size,
-                                      max_num_seqs=cand.max_num_seqs, kv_cache_dtype=req.kv_cache_dtype,
-                                      max_model_len=alt.max_model_len, profiles_dir=req.profiles_dir), env)
-        return list(plan.serve_command)
-    except Exception:  # the sizing stands without the exact command line
-        argv = ["vllm", "serve", cand.model_id, "--tensor-parallel-size", str(cand.tensor_parallel_size),
-                "--max-num-seqs", str(cand.max_num_seqs), "--max-model-len", str(alt.max_model_len)]
-        if cand.pipeline_parallel_size > 1:
-            argv += ["--pipeline-parallel-size", str(cand.pipeline_parallel_size)]
-        return argv
+def replica_request(req: CapacityRequest, result: CapacityResult) -> PlanRequest:
+    """The plan request of one replica of `result` (for its serve line and manifests)."""
+    r = result.per_replica
+    return PlanRequest(model=r.model_id, source=req.source if r.model_id == req.model else "auto",
+                       revision=req.revision if r.model_id == req.model else None, gpu=req.gpu,
+                       vllm_version=req.vllm_version, tensor_parallel_size=r.tensor_parallel_size,
+                       pipeline_parallel_size=r.pipeline_parallel_size, max_num_seqs=r.max_num_seqs,
+                       kv_cache_dtype=req.kv_cache_dtype, max_model_len=r.max_model_len,
+                       profiles_dir=req.profiles_dir)
 
 
 def _no_config_error(req: CapacityRequest, rows: list, base: Any) -> DoesNotFitError:
@@ -388,4 +382,5 @@ def _prefill_floor_s(cp: CandidatePerf, input_len: float) -> float:
     return max(flops / g.peak_flops(m.compute_precision), m.weight_bytes_read(input_len) / g.bandwidth_bytes_s)
 
 
-__all__ = ["CapacityRequest", "CapacityResult", "goodput", "parse_duration_ms", "parse_redundancy", "plan_capacity"]
+__all__ = ["CapacityRequest", "CapacityResult", "goodput", "parse_duration_ms", "parse_redundancy", "plan_capacity",
+           "replica_request"]

@@ -11,7 +11,7 @@ efficiencies for that GPU and precision are corrected from the records (source "
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -326,42 +326,47 @@ __all__ = ["FITTED_EFFICIENCY", "CandidatePerf", "PerformanceInfo", "candidate_p
 @dataclass
 class PerfOptions:
     """What `build_plan` needs for the performance section: the workload (None: only collect the
-    candidates, as `capacity` does), the measured records (`vllmkit bench`), and whether to keep every
-    fitting candidate's CandidatePerf on the result (private, for `capacity`)."""
+    candidates, as `capacity` does), the measured records (`vllmkit bench`) with the store's matcher
+    (`calibration.perfstore.match_measured`: handed in, the planner reads no stores), and whether to
+    keep every fitting candidate's CandidatePerf on the result (private, for `capacity`)."""
 
     workload: Workload | None = None
     records: Sequence[Any] = ()
+    match: Callable[..., Any] | None = None
     collect: bool = False
-    alternatives: bool = True  # tokens/s for every fitting alternative too
+    alternatives: bool = True  # tokens/s for every listed fitting alternative too
 
 
 # requests simulated for the alternatives' tokens/s column (cheaper than the chosen one's run)
-_ALT_REQUESTS = 200
+_ALT_REQUESTS = 150
 
 
 def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], profile: Any, rules: Any,
                        opts: PerfOptions) -> None:
     """Fill result.performance (chosen candidate) and the alternatives' tokens/s; keep the candidates'
-    CandidatePerf when opts.collect. `chosen` / `candidates` are plan.service.Candidate objects."""
-    from vllmkit.calibration.perfstore import match_measured
+    CandidatePerf when opts.collect. `chosen` / `candidates` are plan.candidates.Candidate objects;
+    result.alternatives lists the candidates that are `listed` (or chosen), in order."""
+    from vllmkit.plan.result import alternative
 
     wl = opts.workload
+    listed = iter(result.alternatives)
     kept: list[tuple[Any, CandidatePerf]] = []
-    for alt, cand in zip(result.alternatives, candidates, strict=True):
+    for cand in candidates:
+        alt = next(listed) if (cand.listed or cand is chosen) else None
         ev = cand.evaluation
         if not ev.fits:
             continue
         cp = candidate_perf(cand.variant.arch, ev, cand.settings, cand.variant.label, profile, opts.records)
         if opts.collect and cand.allowed:
-            kept.append((alt, cp))
-        if wl is None:
+            kept.append((alt if alt is not None else alternative(cand, chosen), cp))
+        if wl is None or alt is None:
             continue
         if cand is chosen:
-            rec = match_measured(
+            rec = opts.match(
                 opts.records, gpu=profile.name, model=cand.variant.meta.id, precision=cand.variant.label,
                 tp=ev.tp, pp=ev.pp, vllm_version=rules.version, input_len=wl.input_len, output_len=wl.output_len,
                 concurrency=wl.concurrency, request_rate=wl.request_rate,
-            ) if opts.records else None
+            ) if (opts.match is not None and opts.records) else None
             if rec is not None:
                 result.performance = measured_info(rec, wl, cp.model, cp.gpu)
                 alt.output_tokens_per_s = round(rec.output_tokens_per_s, 1)
