@@ -46,23 +46,34 @@ GIB = 1 << 30
 DATA_DIR = Path(__file__).parent / "data"
 DATA_FILES = (DATA_DIR / "public-bench-results.jsonl", DATA_DIR / "collected-bench-results.jsonl")
 
-# model in the run -> catalog entry with the same architecture, and the precision label
+# model in the run -> catalog entry with the same architecture (same shapes), and how the run's
+# weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
+# "awq": a 4-bit AWQ checkpoint of it)
 MODEL_MAP = {
-    "Qwen/Qwen3-8B": ("Qwen/Qwen3-8B", None),
     "Qwen/Qwen3-8B-AWQ": ("Qwen/Qwen3-8B", "awq"),
     "Qwen3-8B FP8-static (W8A8, calibrated)": ("Qwen/Qwen3-8B-FP8", None),
-    "meta-llama/Llama-3.1-405B-Instruct": ("meta-llama/Llama-3.1-405B-Instruct", None),
-    "meta-llama/Llama-3.1-8B-Instruct": ("meta-llama/Llama-3.1-8B-Instruct", None),
     "meta-llama/Meta-Llama-3-70B-Instruct": ("meta-llama/Llama-3.1-70B-Instruct", None),
-    "mistralai/Mixtral-8x7B-Instruct-v0.1": ("mistralai/Mixtral-8x7B-Instruct-v0.1", None),
     "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8": ("meta-llama/Llama-3.1-70B-Instruct", "fp8-online"),
+    "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8": ("meta-llama/Llama-3.1-8B-Instruct", "fp8-online"),
+    "neuralmagic/Llama-3.1-Nemotron-70B-Instruct-HF-FP8-dynamic": ("meta-llama/Llama-3.1-70B-Instruct", "fp8-online"),
     "meta-llama/Meta-Llama-3-8B-Instruct": ("meta-llama/Meta-Llama-3-8B", None),
-    "mistralai/Mistral-7B-Instruct-v0.3": ("mistralai/Mistral-7B-Instruct-v0.3", None),
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-8B": ("meta-llama/Llama-3.1-8B-Instruct", None),
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-70B": ("meta-llama/Llama-3.3-70B-Instruct", None),
+    "Qwen/QwQ-32B-Preview": ("Qwen/Qwen2.5-32B-Instruct", None),
+    "nvidia/AceMath-7B-Instruct": ("Qwen/Qwen2.5-7B-Instruct", None),
+    "Qwen/Qwen3-235B-A22B-Instruct-2507": ("Qwen/Qwen3-235B-A22B", None),
+    "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8": ("Qwen/Qwen3-235B-A22B-FP8", None),
+    "meta-llama/Llama-3.1-405B-FP8": ("meta-llama/Llama-3.1-405B-Instruct-FP8", None),
+    "amd/Llama-3.1-405B-Instruct-FP8-KV": ("meta-llama/Llama-3.1-405B-Instruct-FP8", None),
+    "deepseek-ai/DeepSeek-R1-0528": ("deepseek-ai/DeepSeek-R1", None),
+    "Qwen/Qwen3-14B-AWQ": ("Qwen/Qwen3-14B-AWQ", None),
+    "Qwen/Qwen3-32B-AWQ": ("Qwen/Qwen3-32B-AWQ", None),
 }
 GPU_MAP = {
     "h100 sxm": "h100-sxm", "h100 80gb": "h100-sxm", "h100 sxm 80gb": "h100-sxm", "a100 80gb": "a100-80gb-sxm",
     "a100 sxm 80gb": "a100-80gb-sxm", "rtx 4090 24gb": "rtx-4090", "rtx 4090 (24gb)": "rtx-4090",
-    "mi300x": "mi300x", "h200": "h200",
+    "mi300x": "mi300x", "h200": "h200", "h200 sxm": "h200", "h100 pcie 80gb": "h100-pcie", "l4 24gb": "l4",
+    "b200": "b200", "h100 nvl 95gb": "h100-nvl",
 }
 # the vLLM era of runs that do not print a version (batch defaults, memory utilisation)
 DEFAULT_VERSION = "0.10.0"
@@ -84,10 +95,14 @@ def load_rows(paths: tuple[Path, ...] = DATA_FILES) -> list[dict[str, Any]]:
 
 
 def source_key(row: dict[str, Any]) -> str:
-    """Runs from the same page (or the same benchmark suite) share one source."""
+    """The publisher of a run (a GitHub repository, else the site): runs from one publisher share
+    hardware, harness and habits, so leave-one-source-out holds out all of them together."""
     src = row.get("source", "")
-    src = re.sub(r"#.*$", "", src)
-    return src.rstrip("/")
+    m = re.match(r"https?://github\.com/([^/]+/[^/]+)", src)
+    if m:
+        return m.group(1).lower()
+    m = re.match(r"https?://([^/]+)", src)
+    return (m.group(1) if m else src).lower()
 
 
 def _flag(text: str, name: str) -> str | None:
@@ -112,14 +127,21 @@ def _version(row: dict[str, Any]) -> str:
 
 
 def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
-    mapped = MODEL_MAP.get(row["model"])
+    mapped = MODEL_MAP.get(row["model"], (row["model"], None))
     gpu_name = GPU_MAP.get(str(row.get("gpu", "")).lower())
-    if mapped is None or gpu_name is None:
+    if gpu_name is None or (row.get("speculative") not in (None, False, "", "none")):
         return None
+    if int(row.get("dp") or 1) > 1:
+        return None  # data-parallel fleets are several replicas behind one endpoint
     catalog_id, variant_kind = mapped
     entry = find_entry(catalog_id)
     if entry is None:
         return None
+    precision = str(row.get("precision") or "")
+    if variant_kind is None and precision.startswith("fp8") and "fp8" not in catalog_id.lower():
+        variant_kind = "fp8-online"  # --quantization fp8 on the 16-bit checkpoint
+    if variant_kind is None and precision.startswith("awq") and "awq" not in catalog_id.lower():
+        variant_kind = "awq"
     profile = resolve_gpu(gpu_name, profiles=profiles)
     rules = rules_for(_version(row))
     variant: Variant = make_variant(entry_to_metadata(entry), rules)
@@ -157,19 +179,27 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     ev = at_length(prep, variant.arch.native_max_model_len)
     if not ev.fits:
         ev = at_length(prep, min(32768, variant.arch.native_max_model_len))
-    perf = candidate_perf(variant.arch, ev, settings, variant.label, profile, base=FITTED_EFFICIENCY)
+    perf = candidate_perf(variant.arch, ev, settings, variant.label, profile, base=FITTED_EFFICIENCY,
+                          vllm_version=rules.version)
     perf.limits = replace(perf.limits, chunked_prefill=chunked)
 
     m = row["measured"]
     n = row.get("num_prompts") or m.get("successful_requests") or 1000
-    dataset = str(row.get("dataset") or "")
+    dataset = str(row.get("dataset") or "").lower()
+    if "multiturn" in dataset or "multi-turn" in dataset:
+        return None
     if "sharegpt" in dataset:
         done = m.get("successful_requests") or n
         mean_in = (m["total_input_tokens"] / done) if m.get("total_input_tokens") else SHAREGPT_MEAN_INPUT
         mean_out = (m["total_output_tokens"] / done) if m.get("total_output_tokens") else SHAREGPT_MEAN_OUTPUT
         wl_kind = "sharegpt"
     else:
-        mean_in, mean_out, wl_kind = float(row["input_len"]), float(row["output_len"]), "fixed"
+        done = m.get("successful_requests") or n
+        mean_in = (m["total_input_tokens"] / done) if m.get("total_input_tokens") else row.get("input_len")
+        mean_out = (m["total_output_tokens"] / done) if m.get("total_output_tokens") else row.get("output_len")
+        if not mean_in or not mean_out:
+            return None
+        mean_in, mean_out, wl_kind = float(mean_in), float(mean_out), "fixed"
     rate = row.get("request_rate")
     rate_f = None if rate in (None, "inf") else float(rate)
     conc = row.get("concurrency")
@@ -206,13 +236,19 @@ def naive_prediction(case: Case) -> dict[str, float]:
     }
 
 
+def rules_version(case: Case) -> tuple[int, int, int]:
+    from vllmkit.engine.versions import parse_version
+
+    return parse_version(_version(case.row))
+
+
 def model_prediction(case: Case, eff: Efficiency) -> dict[str, float]:
     from vllmkit.estimate.serving import predict
 
     p = case.perf
     from vllmkit.estimate.perf import efficiency_for
 
-    final = efficiency_for(eff, p.gpu, p.model)
+    final = efficiency_for(eff, p.gpu, p.model, rules_version(case))
     pred = predict(p.model, p.gpu, final, p.limits, case.workload, steady=False, efficiency_is_final=True)
     return {
         "output_tok_s": pred.output_tokens_per_s, "total_tok_s": pred.total_tokens_per_s,
@@ -246,10 +282,11 @@ def errors(pred: dict[str, float], measured: dict[str, float]) -> dict[str, tupl
 
 # --------------------------------------------------------------------------- fitting
 
-PARAMS = ("bandwidth", "compute", "step_overhead_s", "per_seq_overhead_s", "moe_compute", "request_overhead_s")
+PARAMS = ("bandwidth", "compute", "step_overhead_s", "per_seq_overhead_s", "moe_compute", "request_overhead_s",
+          "rocm_legacy")
 BOUNDS = {"bandwidth": (0.3, 0.92), "compute": (0.15, 0.9), "step_overhead_s": (2e-4, 2e-2),
           "per_seq_overhead_s": (1e-6, 2e-4), "moe_compute": (0.1, 1.0),
-          "request_overhead_s": (1e-3, 0.2)}
+          "request_overhead_s": (1e-3, 0.1), "rocm_legacy": (0.05, 1.0)}
 
 
 def _eff(theta: list[float]) -> Efficiency:
@@ -299,9 +336,23 @@ def nelder_mead(f, x0: list[float], step: float = 0.3, iters: int = 60) -> list[
     return pts[min(range(n + 1), key=lambda i: vals[i])]
 
 
-def fit(cases: list[Case], iters: int) -> Efficiency:
+def subsample(cases: list[Case], per_source: int) -> list[Case]:
+    """At most `per_source` runs of each publisher (evenly spread over its list): keeps the fit fast
+    and stops one prolific publisher from owning the parameters."""
+    by: dict[str, list[Case]] = {}
+    for c in cases:
+        by.setdefault(c.source, []).append(c)
+    out: list[Case] = []
+    for group in by.values():
+        step = max(1, len(group) / per_source)
+        out.extend(group[int(i * step)] for i in range(min(per_source, len(group))))
+    return out
+
+
+def fit(cases: list[Case], iters: int, per_source: int = 12) -> Efficiency:
     x0 = [math.log(getattr(FITTED_EFFICIENCY, p)) for p in PARAMS]
-    best = nelder_mead(lambda th: loss(cases, th), x0, iters=iters)
+    train = subsample(cases, per_source)
+    best = nelder_mead(lambda th: loss(train, th), x0, iters=iters)
     return _eff(best)
 
 
@@ -328,7 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--rows", action="store_true", help="print every run's errors")
     ap.add_argument("--fit-all", action="store_true", help="also fit on every source and print the parameters")
-    ap.add_argument("--iters", type=int, default=40)
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--per-source", type=int, default=12, help="training runs kept per publisher in a fit")
     ap.add_argument("--no-fit", action="store_true", help="score the shipped parameters only (no refit)")
     args = ap.parse_args(argv)
 
@@ -347,12 +399,13 @@ def main(argv: list[str] | None = None) -> int:
     fitted: dict[str, Efficiency] = {}
     for src in sources:
         train = [c for c in cases if c.source != src]
-        eff = FITTED_EFFICIENCY if args.no_fit else fit(train, args.iters)
+        eff = FITTED_EFFICIENCY if args.no_fit else fit(train, args.iters, args.per_source)
+        print(f"fold {src}: " + ", ".join(f"{p}={getattr(eff, p):.4g}" for p in PARAMS), file=sys.stderr)
         fitted[src] = eff
         for case in (c for c in cases if c.source == src):
             scored.append((case, errors(model_prediction(case, eff), case.measured), errors(case.naive, case.measured)))
     summary = summarize(scored)
-    all_fit = fit(cases, args.iters) if args.fit_all else None
+    all_fit = fit(cases, args.iters, args.per_source) if args.fit_all else None
 
     if args.json:
         print(json.dumps({"summary": summary, "skipped": skipped, "sources": len(sources), "runs": len(cases),

@@ -134,7 +134,9 @@ class Efficiency:
     per_seq_overhead_s: float = 2.0e-5  # per running sequence per step
     allreduce_latency_s: float = 1.2e-5  # one small all-reduce over NVLink / xGMI
     moe_compute: float = 0.5  # grouped-GEMM efficiency relative to dense GEMMs
-    request_overhead_s: float = 0.02  # API server work before a request reaches the engine (TTFT only)
+    request_overhead_s: float = 0.01  # API server work per request before the engine sees it (serial)
+    # ROCm builds of vLLM before 0.8 (no AITER kernels, V0 engine) ran far below the roofline on MI300X
+    rocm_legacy: float = 0.35
     source: str = "estimated"
     note: str = ""
 
@@ -159,8 +161,11 @@ FAMILY_PRIORS: dict[str, tuple[float, float, float]] = {
 KERNEL_COMPUTE_FACTOR = {"dense": 1.0, "w8a16": 0.8, "w4a16": 0.6}
 
 
-def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf) -> Efficiency:
+def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
+                   vllm_version: tuple[int, int, int] | None = None) -> Efficiency:
     bw, comp, over = FAMILY_PRIORS.get(gpu.family, (1.0, 1.0, 1.0))
+    if gpu.vendor == "amd" and vllm_version is not None and vllm_version < (0, 8, 0):
+        bw, comp = bw * base.rocm_legacy, comp * base.rocm_legacy
     return replace(
         base,
         bandwidth=min(base.bandwidth * bw, 0.95),

@@ -121,11 +121,16 @@ def simulate(
     jitter = random.Random(seed + 1)
     pending: list[tuple[float, int]] = []  # (time the engine sees it, index): a heap
 
+    frontend_free = [0.0]
+
     def send(i: int, at: float) -> None:
-        # the API server's per-request work (HTTP, chat template, tokenisation) before the engine sees
-        # the request; it varies from request to request, which also de-synchronises closed loops
+        # the API server handles each request (HTTP, chat template, tokenisation) before the engine sees
+        # it, one at a time in its event loop: a burst queues there too. The work varies from request
+        # to request, which also de-synchronises closed loops.
         arrival_t[i] = at
-        ready_t[i] = at + request_overhead_s * (0.5 + jitter.random())
+        start = max(at, frontend_free[0])
+        ready_t[i] = start + request_overhead_s * (0.5 + jitter.random())
+        frontend_free[0] = ready_t[i]
         heapq.heappush(pending, (ready_t[i], i))
 
     for i, at in enumerate(arrivals):
@@ -142,6 +147,7 @@ def simulate(
     decode_start_step = [0] * n
     decode_start_ctx = [0] * n
     epoch = [0] * n
+    failed = [False] * n  # rejected: the prompt alone exceeds the KV cache
     cached = [False] * n  # preempted with its blocks still in the prefix cache
     prefilling: dict[int, None] = {}  # running requests still in their prompt (scheduling order)
     running: dict[int, str] = {}  # insertion order = scheduling order; value "prefill" | "decode"
@@ -260,7 +266,7 @@ def simulate(
             if waiting and not running:
                 # one prompt longer than the whole cache: vLLM rejects it; drop it as failed
                 i = waiting.popleft()
-                finish_t[i] = t
+                failed[i] = True
                 completed += 1
                 continue
             if not pending:
@@ -347,8 +353,8 @@ def simulate(
     return SimResult(
         duration_s=duration,
         completed=sum(1 for ft in finish_t if ft >= 0),
-        input_tokens=sum(input_lens),
-        output_tokens=sum(output_lens),
+        input_tokens=sum(x for x, f, ft in zip(input_lens, failed, finish_t, strict=True) if ft >= 0 and not f),
+        output_tokens=sum(x for x, f, ft in zip(output_lens, failed, finish_t, strict=True) if ft >= 0 and not f),
         ttft_s=ttft,
         tpot_s=done_tpot,
         e2e_s=done_e2e,

@@ -130,10 +130,11 @@ def predict(
     steady: bool = True,
     seed: int = 0,
     efficiency_is_final: bool = False,
+    vllm_version: tuple[int, int, int] | None = None,
 ) -> ServingPrediction:
     """Simulate the workload. steady=True reports throughput over the middle of the run (what a
     replica sustains); steady=False reports the finite run as a benchmark prints it (tail included)."""
-    eff = base_efficiency if efficiency_is_final else efficiency_for(base_efficiency, gpu, model)
+    eff = base_efficiency if efficiency_is_final else efficiency_for(base_efficiency, gpu, model, vllm_version)
     n = default_num_requests(workload)
     ins, outs = request_lengths(workload, n, seed)
 

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from vllmkit.arch.model import LayerKind, ModelArch
+from vllmkit.engine.versions import parse_version
 from vllmkit.estimate.perf import (
     Efficiency,
     GpuPerf,
@@ -171,11 +172,12 @@ def scheduler_limits(evaluation: Any, settings: Any, *, max_num_seqs: int | None
 
 
 def calibrated_efficiency(base: Efficiency, gpu: GpuPerf, model: ModelPerf, limits: SchedulerLimits,
-                          records: Sequence[Any], *, gpu_name: str, precision: str) -> Efficiency:
+                          records: Sequence[Any], *, gpu_name: str, precision: str,
+                          vllm_version: tuple[int, int, int] | None = None) -> Efficiency:
     """The family-adjusted efficiency, scaled so the model reproduces the measured output tokens/s of
     the records taken on this GPU and precision (median ratio; bandwidth and compute scale together,
     clamped to [0.3, 3])."""
-    eff = efficiency_for(base, gpu, model)
+    eff = efficiency_for(base, gpu, model, vllm_version)
     mine = [r for r in records if r.gpu == gpu_name and r.precision == precision and r.output_tokens_per_s > 0]
     if not mine:
         return eff
@@ -308,11 +310,14 @@ class CandidatePerf:
 
 
 def candidate_perf(arch: ModelArch, evaluation: Any, settings: Any, label: str, profile: Any,
-                   records: Sequence[Any] = (), base: Efficiency = FITTED_EFFICIENCY) -> CandidatePerf:
+                   records: Sequence[Any] = (), base: Efficiency = FITTED_EFFICIENCY,
+                   vllm_version: str | None = None) -> CandidatePerf:
     model = model_perf(arch, evaluation, label, profile)
     gpu = gpu_perf(profile)
-    limits = scheduler_limits(evaluation, settings)
-    eff = calibrated_efficiency(base, gpu, model, limits, records, gpu_name=profile.name, precision=label)
+    limits = replace(scheduler_limits(evaluation, settings), prefix_caching=bool(settings.prefix_caching))
+    version = parse_version(vllm_version) if vllm_version else None
+    eff = calibrated_efficiency(base, gpu, model, limits, records, gpu_name=profile.name, precision=label,
+                                vllm_version=version)
     return CandidatePerf(model, gpu, limits, eff, label, evaluation.tp * evaluation.pp)
 
 
@@ -356,7 +361,8 @@ def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], prof
         ev = cand.evaluation
         if not ev.fits:
             continue
-        cp = candidate_perf(cand.variant.arch, ev, cand.settings, cand.variant.label, profile, opts.records)
+        cp = candidate_perf(cand.variant.arch, ev, cand.settings, cand.variant.label, profile, opts.records,
+                            vllm_version=rules.version)
         if opts.collect and cand.allowed:
             kept.append((alt if alt is not None else alternative(cand, chosen), cp))
         if wl is None or alt is None:
