@@ -175,6 +175,13 @@ def goodput(cp: CandidatePerf, req: CapacityRequest, max_num_seqs: int,
     return lo, best
 
 
+def replicas_needed(qps: float, goodput_rps: float, headroom: float, redundancy: int) -> int:
+    """ceil(peak QPS / (goodput x (1 - headroom))) serving replicas plus the spares."""
+    if goodput_rps <= 0:
+        raise ValueError("goodput must be positive")
+    return max(1, math.ceil(qps / (goodput_rps * (1.0 - headroom)) - 1e-9)) + redundancy
+
+
 def _seqs_options(default: int) -> list[int]:
     return [default] + [s for s in _SEQS_LADDER if s < default][:3]
 
@@ -246,7 +253,7 @@ def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
         gpr = alt.tensor_parallel_size * alt.pipeline_parallel_size
         default_seqs = cp.limits.max_num_seqs
         sat = saturation_rps(cp, req, default_seqs)
-        floor_total = (math.ceil(req.qps / (sat * 1.02 * (1 - req.headroom)) - 1e-9) + req.redundancy) * gpr
+        floor_total = replicas_needed(req.qps, sat * 1.02, req.headroom, req.redundancy) * gpr
         if floor_total > best_total:
             rows.append((CapacityCandidate(precision=alt.precision, model_id=alt.model_id,
                                            tensor_parallel_size=alt.tensor_parallel_size,
@@ -268,7 +275,7 @@ def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
         replicas = gpus_total = None
         note = ""
         if rate > 0:
-            replicas = math.ceil(req.qps / (rate * (1 - req.headroom)) - 1e-9) + req.redundancy
+            replicas = replicas_needed(req.qps, rate, req.headroom, req.redundancy)
             gpus_total = replicas * gpr
             if req.max_gpus and gpus_total > req.max_gpus:
                 note = f"needs {gpus_total} GPUs > --max-gpus {req.max_gpus}"
@@ -383,4 +390,4 @@ def _prefill_floor_s(cp: CandidatePerf, input_len: float) -> float:
 
 
 __all__ = ["CapacityRequest", "CapacityResult", "goodput", "parse_duration_ms", "parse_redundancy", "plan_capacity",
-           "replica_request"]
+           "replica_request", "replicas_needed"]
