@@ -35,10 +35,10 @@ from vllmkit.estimate.perf import Efficiency, naive_roofline_tpot
 from vllmkit.estimate.serving import SHAREGPT_MEAN_INPUT, SHAREGPT_MEAN_OUTPUT, Workload
 from vllmkit.hardware.profiles import load_profiles, resolve_gpu
 from vllmkit.hub.catalog import entry_to_metadata, find_entry
-from vllmkit.plan.models import PlanRequest
-from vllmkit.plan.performance import FITTED_EFFICIENCY, candidate_perf
 from vllmkit.plan.candidates import engine_settings, prepare_candidate
 from vllmkit.plan.evaluate import at_length
+from vllmkit.plan.models import PlanRequest
+from vllmkit.plan.performance import FITTED_EFFICIENCY, candidate_perf
 from vllmkit.plan.variants import Variant, make_variant, online_fp8
 
 GIB = 1 << 30

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import os
-from pathlib import Path
 
 import typer
 

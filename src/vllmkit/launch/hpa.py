@@ -66,13 +66,7 @@ def capacity_objects(plan: Any, req: Any, capacity: Any) -> list[dict[str, Any]]
 def capacity_manifests(plan: Any, req: Any, capacity: Any) -> str:
     objects = capacity_objects(plan, req, capacity)
     ctx = ExportContext(plan, req)
-    header = ctx.header("Kubernetes manifests (capacity plan)") + [
-        f"{capacity.replicas} replicas x {capacity.gpus_per_replica} GPU for {capacity.qps:g} req/s peak "
-        f"({capacity.redundancy} spare, headroom {capacity.headroom:.0%})",
-        f"HPA metrics {QUEUE_METRIC} / {KV_METRIC}: expose vLLM's vllm:num_requests_waiting and",
-        "vllm:kv_cache_usage_perc (vllm:gpu_cache_usage_perc before 0.10) under these names with a",
-        "custom-metrics adapter (e.g. prometheus-adapter)",
-    ]
+    header = [*ctx.header("Kubernetes manifests (capacity plan)"), f"{capacity.replicas} replicas x {capacity.gpus_per_replica} GPU for {capacity.qps:g} req/s peak " f"({capacity.redundancy} spare, headroom {capacity.headroom:.0%})", f"HPA metrics {QUEUE_METRIC} / {KV_METRIC}: expose vLLM's vllm:num_requests_waiting and", "vllm:kv_cache_usage_perc (vllm:gpu_cache_usage_perc before 0.10) under these names with a", "custom-metrics adapter (e.g. prometheus-adapter)"]
     return _comment(header) + "---\n".join(_yaml(o) for o in objects)
 
 

@@ -183,7 +183,7 @@ def replicas_needed(qps: float, goodput_rps: float, headroom: float, redundancy:
 
 
 def _seqs_options(default: int) -> list[int]:
-    return [default] + [s for s in _SEQS_LADDER if s < default][:3]
+    return [default, *[s for s in _SEQS_LADDER if s < default][:3]]
 
 
 def parse_duration_ms(text: str | None, flag: str) -> float | None:
