@@ -118,6 +118,7 @@ class Case:
     workload: Workload
     measured: dict[str, float]
     naive: dict[str, float] = field(default_factory=dict)
+    offline: bool = False  # benchmark_throughput / benchmark_latency (the LLM class, no server)
 
 
 def _version(row: dict[str, Any]) -> str:
@@ -214,7 +215,8 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         measured["total_tok_s"] = measured.pop("throughput_tok_s_unlabeled")
     if "e2el_ms_mean" in measured and "e2e_latency_s_mean" not in measured:
         measured["e2e_latency_s_mean"] = measured["e2el_ms_mean"] / 1000.0
-    case = Case(row, source_key(row), perf, workload, measured)
+    case = Case(row, source_key(row), perf, workload, measured,
+                offline="benchmark_throughput" in tool or "benchmark_latency" in tool)
     case.naive = naive_prediction(case)
     return case
 
@@ -249,6 +251,8 @@ def model_prediction(case: Case, eff: Efficiency) -> dict[str, float]:
     from vllmkit.estimate.perf import efficiency_for
 
     final = efficiency_for(eff, p.gpu, p.model, rules_version(case))
+    if case.offline:
+        final = replace(final, request_overhead_s=0.0)  # LLM.generate: no API server in front
     pred = predict(p.model, p.gpu, final, p.limits, case.workload, steady=False, efficiency_is_final=True)
     return {
         "output_tok_s": pred.output_tokens_per_s, "total_tok_s": pred.total_tokens_per_s,
@@ -283,10 +287,11 @@ def errors(pred: dict[str, float], measured: dict[str, float]) -> dict[str, tupl
 # --------------------------------------------------------------------------- fitting
 
 PARAMS = ("bandwidth", "compute", "step_overhead_s", "per_seq_overhead_s", "moe_compute", "request_overhead_s",
-          "rocm_legacy")
+          "rocm_legacy", "moe_width_ref")
 BOUNDS = {"bandwidth": (0.3, 0.92), "compute": (0.15, 0.9), "step_overhead_s": (2e-4, 2e-2),
           "per_seq_overhead_s": (1e-6, 2e-4), "moe_compute": (0.1, 1.0),
-          "request_overhead_s": (1e-3, 0.1), "rocm_legacy": (0.05, 1.0)}
+          "request_overhead_s": (1e-3, 0.1), "rocm_legacy": (0.05, 1.0),
+          "moe_width_ref": (64.0, 8192.0)}
 
 
 def _eff(theta: list[float]) -> Efficiency:

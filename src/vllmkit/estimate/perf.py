@@ -83,6 +83,7 @@ class ModelPerf:
     compute_precision: str = "bf16"  # bf16 | fp16 | fp8 | int8 | fp4 (what the GEMMs run in)
     weight_kernel: str = "dense"  # dense | w4a16 | w8a16 (weight-only kernels dequantise on the fly)
     moe_layers: int = 0
+    expert_width: int = 0  # one expert's intermediate size on this rank (moe_intermediate_size / tp)
 
     @property
     def is_moe(self) -> bool:
@@ -133,7 +134,10 @@ class Efficiency:
     step_overhead_s: float = 2.5e-3  # per engine step (scheduler, sampling, launches)
     per_seq_overhead_s: float = 2.0e-5  # per running sequence per step
     allreduce_latency_s: float = 1.2e-5  # one small all-reduce over NVLink / xGMI
-    moe_compute: float = 0.5  # grouped-GEMM efficiency relative to dense GEMMs
+    moe_compute: float = 0.5  # grouped-GEMM efficiency relative to dense GEMMs (wide experts)
+    # experts narrower than this per rank (fine-grained MoE, or TP splitting each expert) run their
+    # grouped GEMMs proportionally less efficiently: small N tiles leave the tensor cores idle
+    moe_width_ref: float = 1024.0
     request_overhead_s: float = 0.01  # API server work per request before the engine sees it (serial)
     # ROCm builds of vLLM before 0.8 (no AITER kernels, V0 engine) ran far below the roofline on MI300X
     rocm_legacy: float = 0.35
@@ -213,7 +217,7 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
     if model.is_moe and model.active_params > 0:
         # the routed-expert share of the FLOPs runs as grouped GEMMs at a lower rate
         share = min(_expert_flop_share(model), 1.0)
-        gemm_flops = gemm_flops * (1 - share) + gemm_flops * share / eff.moe_compute
+        gemm_flops = gemm_flops * (1 - share) + gemm_flops * share / moe_efficiency(model, eff)
     gemm_cmp = gemm_flops / peak
     # attention kernels run after / between the GEMMs (separate kernels): their time adds
     attn_mem = (model.kv_bytes_read(decode, context_sum) + model.kv_bytes_per_token() * tokens) / bw
@@ -237,7 +241,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     flop_tok = 2.0 * model.active_params / (model.tp * model.pp)
     if model.is_moe and model.active_params > 0:
         share = min(_expert_flop_share(model), 1.0)
-        flop_tok = flop_tok * (1 - share) + flop_tok * share / eff.moe_compute
+        flop_tok = flop_tok * (1 - share) + flop_tok * share / moe_efficiency(model, eff)
     full_tb = float(sum(g.layers * g.token_bytes for g in model.kv if g.kind in ("full", "mla")))
     windowed = [(float(g.layers * g.token_bytes), float(g.window or 0)) for g in model.kv
                 if g.kind in ("sliding", "chunked")]
@@ -265,6 +269,12 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
         return seconds, (gemm_cmp + attn_cmp) > (gemm_mem + attn_mem)
 
     return fn
+
+
+def moe_efficiency(model: ModelPerf, eff: Efficiency) -> float:
+    if not model.expert_width:
+        return eff.moe_compute
+    return eff.moe_compute * min(1.0, model.expert_width / max(eff.moe_width_ref, 1.0))
 
 
 def _expert_flop_share(model: ModelPerf) -> float:

@@ -34,12 +34,15 @@ from vllmkit.estimate.serving import ServingPrediction, Workload, predict
 # its leave-one-source-out report is the accuracy on runs not fitted on). NVIDIA datacenter baseline;
 # estimate/perf.py FAMILY_PRIORS adjusts other families.
 FITTED_EFFICIENCY = Efficiency(
-    bandwidth=0.75,
-    compute=0.55,
-    step_overhead_s=2.5e-3,
-    per_seq_overhead_s=2.0e-5,
+    bandwidth=0.826,
+    compute=0.732,
+    step_overhead_s=2.18e-3,
+    per_seq_overhead_s=2.9e-5,
     allreduce_latency_s=1.2e-5,
-    moe_compute=0.5,
+    moe_compute=0.6,
+    moe_width_ref=1024.0,
+    request_overhead_s=0.0149,
+    rocm_legacy=0.445,
     source="estimated",
     note="fitted on public vLLM benchmark runs (benchmarks/perf_accuracy.py)",
 )
@@ -153,6 +156,7 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
         experts_per_token=arch.moe.experts_per_token if arch.moe else 0,
         active_params=active_params, attn_flops_per_pair=attn_pair, kv=kv,
         compute_precision=precision, weight_kernel=kernel, moe_layers=moe_layers,
+        expert_width=(arch.moe.moe_intermediate_size or arch.intermediate_size or 0) // tp if arch.moe else 0,
     )
 
 
