@@ -34,17 +34,17 @@ from vllmkit.estimate.serving import ServingPrediction, Workload, predict
 # its leave-one-source-out report is the accuracy on runs not fitted on). NVIDIA datacenter baseline;
 # estimate/perf.py FAMILY_PRIORS adjusts other families.
 FITTED_EFFICIENCY = Efficiency(
-    bandwidth=0.826,
-    compute=0.732,
-    step_overhead_s=2.18e-3,
-    per_seq_overhead_s=2.9e-5,
+    bandwidth=0.706,
+    compute=0.747,
+    step_overhead_s=2.51e-3,
+    per_seq_overhead_s=2.6e-5,
     allreduce_latency_s=1.2e-5,
-    moe_compute=0.6,
-    moe_width_ref=1024.0,
-    request_overhead_s=0.0149,
-    rocm_legacy=0.445,
+    moe_compute=0.455,
+    moe_width_ref=1548.0,
+    request_overhead_s=0.0145,
+    rocm_legacy=0.491,
     source="estimated",
-    note="fitted on public vLLM benchmark runs (benchmarks/perf_accuracy.py)",
+    note="fitted on 291 public vLLM runs from 10 publishers (benchmarks/perf_accuracy.py --fit-all)",
 )
 
 BYTES_PER_WEIGHT = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "gptq-int8": 1.0, "awq": 0.53,
