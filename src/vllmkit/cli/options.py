@@ -224,7 +224,8 @@ def plan_request(model: str, flags: PlanFlags, **extra: Any):  # -> PlanRequest
     return PlanRequest(model=model, **request_overrides(flags), **extra)
 
 
-def make_plan(req: Any, env: dict[str, str], *, min_concurrency: float | None = None):  # -> PlanResult
+def make_plan(req: Any, env: dict[str, str], *, min_concurrency: float | None = None,
+              perf: Any = None):  # -> PlanResult
     """Plan `req` with the local calibrations (unless VLLMKIT_NO_CALIBRATION=1) and the serve line."""
     from vllmkit.launch.command import attach_serve_command
     from vllmkit.plan.service import build_plan
@@ -234,5 +235,5 @@ def make_plan(req: Any, env: dict[str, str], *, min_concurrency: float | None = 
         from vllmkit.calibration.store import lookup_terms
 
         calibration = functools.partial(lookup_terms, env=env)
-    plan = build_plan(req, env, min_concurrency=min_concurrency, calibration=calibration)
+    plan = build_plan(req, env, min_concurrency=min_concurrency, calibration=calibration, perf=perf)
     return attach_serve_command(plan, req)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
+
+from vllmkit.plan.performance import PerformanceInfo
 
 SourceTag = Literal["measured", "derived", "estimated", "calibrated", "given"]
 Device = Literal["cuda", "rocm", "cpu"]
@@ -184,6 +186,7 @@ class Alternative(BaseModel):
     chosen: bool = False
     note: str = ""
     data_parallel_size: int = 1
+    output_tokens_per_s: float | None = None  # with a workload (plan/performance.py)
 
 
 # --- serving features (issue 14; built by launch/presets.py) -------------------------------------
@@ -238,3 +241,6 @@ class PlanResult(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     calibration: str | None = None  # provenance of calibrated terms, when a calibration was used
     features: FeaturesInfo | None = None  # serving features (issue 14)
+    # --- performance model (issue 11, plan/performance.py) ---
+    performance: PerformanceInfo | None = None  # with a workload (--input-len/--output-len/...)
+    _perf_candidates: list = PrivateAttr(default_factory=list)  # (Alternative, CandidatePerf) for capacity

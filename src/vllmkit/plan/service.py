@@ -16,6 +16,7 @@ from vllmkit.errors import UsageError
 from vllmkit.hardware.host import host_memory_bytes
 from vllmkit.plan.candidates import CalibrationLookup, choose, evaluate_candidates
 from vllmkit.plan.models import PlanRequest, PlanResult
+from vllmkit.plan.performance import PerfOptions, attach_performance
 from vllmkit.plan.result import does_not_fit_error, plan_result
 from vllmkit.plan.variants import make_variant, online_fp8, sibling_variants
 
@@ -53,8 +54,9 @@ def resolve_gpu_profile(req: PlanRequest, env: Mapping[str, str]):  # -> GpuProf
     )
 
 def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_concurrency: float | None = None,
-               calibration: CalibrationLookup | None = None) -> PlanResult:
-    """The plan for `req`. `calibration` looks up measured memory terms (None: estimates only)."""
+               calibration: CalibrationLookup | None = None, perf: PerfOptions | None = None) -> PlanResult:
+    """The plan for `req`. `calibration` looks up measured memory terms (None: estimates only);
+    `perf` (a workload and measured performance records) adds the performance section."""
     env = dict(os.environ if env is None else env)
     from vllmkit.hub.resolve import resolve_model
 
@@ -93,7 +95,10 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
                                      auto_fit=auto_fit, min_conc_for_fit=min_conc_for_fit, calibration=calibration,
                                      env=env)
     chosen = choose(candidates)
-    return plan_result(req, chosen, candidates, profile, rules, version, version_src, meta, warnings, kv_dtype)
+    result = plan_result(req, chosen, candidates, profile, rules, version, version_src, meta, warnings, kv_dtype)
+    if perf is not None:  # --- performance model (issue 11): plan/performance.py ---
+        attach_performance(result, chosen, candidates, profile, rules, perf)
+    return result
 
 
 __all__ = ["build_plan", "does_not_fit_error", "resolve_gpu_profile"]
