@@ -251,3 +251,33 @@ def build_tiny_model(
     model.save_pretrained(dest, safe_serialization=True)
     _tokenizer(dest, chat_template, extra_specials=extra_specials, fused_decoder=fused_decoder)
     return dest
+
+
+def build_tiny_lora(dest: Path, model_dir: Path, *, rank: int = 8, targets: tuple[str, ...] = ("q_proj", "v_proj")) -> Path:
+    """A PEFT-format LoRA adapter (adapter_config.json + adapter_model.safetensors) with random
+    A/B matrices for `targets` of every layer of the tiny model in model_dir."""
+    import json
+
+    import torch
+    from safetensors.torch import save_file
+
+    cfg = json.loads((model_dir / "config.json").read_text())
+    h = cfg["hidden_size"]
+    head_dim = cfg.get("head_dim") or h // cfg["num_attention_heads"]
+    out = {"q_proj": cfg["num_attention_heads"] * head_dim, "k_proj": cfg["num_key_value_heads"] * head_dim,
+           "v_proj": cfg["num_key_value_heads"] * head_dim, "o_proj": h}
+    torch.manual_seed(1)
+    tensors = {}
+    for layer in range(cfg["num_hidden_layers"]):
+        for t in targets:
+            prefix = f"base_model.model.model.layers.{layer}.self_attn.{t}"
+            tensors[f"{prefix}.lora_A.weight"] = (torch.randn(rank, h) * 0.01).to(torch.bfloat16)
+            tensors[f"{prefix}.lora_B.weight"] = (torch.randn(out[t], rank) * 0.01).to(torch.bfloat16)
+    dest.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(dest / "adapter_model.safetensors"))
+    (dest / "adapter_config.json").write_text(json.dumps({
+        "peft_type": "LORA", "task_type": "CAUSAL_LM", "r": rank, "lora_alpha": 2 * rank, "lora_dropout": 0.0,
+        "target_modules": list(targets), "bias": "none", "base_model_name_or_path": str(model_dir),
+        "fan_in_fan_out": False, "modules_to_save": None, "use_rslora": False, "use_dora": False,
+    }))
+    return dest

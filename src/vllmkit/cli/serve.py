@@ -5,12 +5,16 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from vllmkit.cli.options import JSON_OPTION, PlanFlags, make_plan, plan_request, planning_options
 from vllmkit.errors import UsageError
 from vllmkit.output import CommandResult, info, waiting, warn
+
+if TYPE_CHECKING:
+    from vllmkit.launch.failure import Diagnoser
 
 OUTPUT_OPTION = typer.Option(None, "--output", "-o", help="Write the export to a file.")
 VLLM_ARG_OPTION = typer.Option([], "--vllm-arg", help="Extra vLLM flag (repeatable), e.g. --vllm-arg=--seed=1.")
@@ -137,7 +141,7 @@ def register(app: typer.Typer) -> None:
             healthy=lambda log_text, source: record_startup(plan, log_text, env, source=source),
         )
         try:
-            result = svc.serve(prep, options, env, reporter=reporter)
+            result = svc.serve(prep, options, env, reporter=reporter, diagnose=_diagnoser(env))
         except svc.ServeFailed as failure:
             failure.view = view.render_failure  # its report goes to stderr before the error line
             raise
@@ -168,3 +172,15 @@ def register(app: typer.Typer) -> None:
 
         views = list_runs(dict(os.environ), include_finished=all_runs)
         return CommandResult("ps", views, view=functools.partial(render_ps, all_runs=all_runs), json_mode=json_output)
+
+
+def _diagnoser(env: dict[str, str]) -> Diagnoser:
+    """serve's failure diagnosis: the doctor's, with the planner's exact alternatives (launch imports neither)."""
+
+    def diagnose(log_text: str):  # type: ignore[no-untyped-def]
+        from vllmkit.doctor import diagnose_log
+        from vllmkit.plan.log_alternatives import planner_alternatives
+
+        return diagnose_log(log_text, planner=lambda facts: planner_alternatives(facts, env)).diagnoses
+
+    return diagnose

@@ -188,8 +188,8 @@ def _template_text(meta: ModelMetadata) -> str | None:
 def check_serving_features(meta: ModelMetadata, version: str | None = None) -> Check:
     """Issue 14: the model family's tool-call / reasoning parsers (profiles/presets), whether the
     installed vLLM registers them, and whether the chat template renders `tools` at all."""
+    from vllmkit.engine.presets import find_preset, installed_registry
     from vllmkit.engine.versions import resolve_version
-    from vllmkit.launch.presets import find_preset, installed_registry
 
     cfg = meta.config if isinstance(meta.config, dict) else {}
     model_type = str(cfg.get("model_type") or "")

@@ -166,7 +166,32 @@ def serve_flags(
     flags += feature_flags(plan, req)
     if include_api_key and req.api_key:
         add("--api-key", req.api_key)
+    _feature_flags(req, add)
     return flags
+
+
+def _feature_flags(req: PlanRequest, add) -> None:
+    """issue 13: multimodal limits, LoRA, speculative decoding, data / expert parallel."""
+    import json
+
+    if req.language_model_only:
+        add("--language-model-only")
+    elif req.limit_mm_per_prompt is not None:
+        add("--limit-mm-per-prompt", json.dumps(req.limit_mm_per_prompt, separators=(",", ":"), sort_keys=True))
+    if req.enable_lora:
+        add("--enable-lora")
+        if req.max_loras is not None:
+            add("--max-loras", req.max_loras)
+        if req.max_lora_rank is not None:
+            add("--max-lora-rank", req.max_lora_rank)
+        if req.max_cpu_loras is not None:
+            add("--max-cpu-loras", req.max_cpu_loras)
+    if req.speculative_config:
+        add("--speculative-config", json.dumps(req.speculative_config, separators=(",", ":"), sort_keys=True))
+    if req.data_parallel_size and req.data_parallel_size > 1:
+        add("--data-parallel-size", req.data_parallel_size)
+    if req.enable_expert_parallel:
+        add("--enable-expert-parallel")
 
 
 def serve_env(plan: PlanResult, *, visible_devices: list[int] | None = None) -> dict[str, str]:

@@ -27,10 +27,10 @@ from vllmkit.launch.command import (
     secure_launch,
     served_model_name,
 )
-from vllmkit.launch.diagnose import StartFailure, diagnose_start_failure
+from vllmkit.launch.failure import Diagnoser, StartFailure, start_failures
 from vllmkit.launch.phases import PhaseEvent, StartupFacts
 from vllmkit.launch.presets import smoke_features
-from vllmkit.launch.smoke import SmokeReport, run_smoke
+from vllmkit.launch.smoke import SmokeReport, read_key_file, run_smoke
 from vllmkit.launch.supervisor import (
     STOP_GRACE_S,
     HealthOutcome,
@@ -76,15 +76,7 @@ def resolve_api_key(host: str, env: Mapping[str, str], *, api_key_file: str | No
     """--api-key-file, else VLLM_API_KEY, else (only when binding beyond loopback without --no-auth)
     a generated key. vLLM itself would serve every interface without any key."""
     if api_key_file:
-        try:
-            key = Path(api_key_file).expanduser().read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise UsageError(
-                f"cannot read --api-key-file {api_key_file}: {exc.strerror}", "check the path"
-            ) from None
-        if not key:
-            raise UsageError(f"--api-key-file {api_key_file} is empty", "put the key on the first line")
-        return ApiKey(key=key, origin="file")
+        return ApiKey(key=read_key_file(api_key_file), origin="file")
     if env.get("VLLM_API_KEY"):
         return ApiKey(key=env["VLLM_API_KEY"], origin="env")
     if not is_loopback(host) and not no_auth:
@@ -382,8 +374,12 @@ def serve(
     *,
     reporter: Reporter | None = None,
     cwd: str | None = None,
+    diagnose: Diagnoser | None = None,
 ) -> ServeResult:
     """Start, wait for health, smoke, then detach or supervise until stopped.
+
+    `diagnose` explains a failed start from the log (the CLI passes the doctor's diagnosis); without
+    it the failure carries what the log reader saw (first exception, vLLM's estimated length).
 
     Raises ServeFailed (exit 6) when vLLM exits or never becomes healthy, KeyboardInterrupt when
     interrupted during startup (exit 130); always leaves no process behind unless detached healthy."""
@@ -479,7 +475,7 @@ def serve(
                 if outcome != HealthOutcome.HEALTHY:
                     sup.stop(options.stop_grace_s)
                     result.facts = sup.tracker.facts
-                    result.failure = diagnose_start_failure(read_log(record.log_path))
+                    result.failure = start_failures(read_log(record.log_path), sup.tracker.log_facts, diagnose)
                     result.exit_code = sup.returncode()
                     record.status, record.exit_code = "failed", result.exit_code
                     message, hint = _failure_message(result.failure, outcome, timeout)
@@ -515,7 +511,7 @@ def serve(
                 # it died by itself after being healthy
                 result.status = "exited"
                 record.status, record.exit_code = "exited", code
-                result.failure = diagnose_start_failure(read_log(record.log_path))
+                result.failure = start_failures(read_log(record.log_path), sup.tracker.log_facts, diagnose)
                 raise ServeFailed(f"vLLM exited with code {code} after startup", "see the run log", result)
             except StopRequested as stop:
                 sup.stop(options.stop_grace_s)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
+
+from vllmkit.plan.performance import PerformanceInfo
 
 SourceTag = Literal["measured", "derived", "estimated", "calibrated", "given"]
 Device = Literal["cuda", "rocm", "cpu"]
@@ -43,6 +45,16 @@ class PlanRequest(BaseModel):
     # serving features (issue 14): the model family's tool-call / reasoning parsers, on by default
     tools: bool = True
     reasoning: bool = True
+    # --- issue 13: multimodal, LoRA, speculative decoding, data/expert parallel --------------
+    limit_mm_per_prompt: dict[str, int] | None = None  # --limit-mm-per-prompt '{"image": 0}'
+    language_model_only: bool = False  # --language-model-only (text-only serving of a VLM)
+    enable_lora: bool = False  # --enable-lora
+    max_loras: int | None = None  # --max-loras (vLLM default 1)
+    max_lora_rank: int | None = None  # --max-lora-rank (vLLM default 16)
+    max_cpu_loras: int | None = None  # --max-cpu-loras (host memory only)
+    speculative_config: dict | None = None  # --speculative-config JSON: method, model, num_speculative_tokens
+    data_parallel_size: int | None = None  # --data-parallel-size (replicas)
+    enable_expert_parallel: bool = False  # --enable-expert-parallel
 
 
 class PlanOverrides(BaseModel):
@@ -109,6 +121,8 @@ class ParallelInfo(BaseModel):
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     nodes: int = 1
+    data_parallel_size: int = 1  # replicas (--data-parallel-size); memory figures are per GPU of one replica
+    expert_parallel: bool = False
 
 
 class SettingsInfo(BaseModel):
@@ -133,6 +147,9 @@ class MemoryInfo(BaseModel):
     non_torch_bytes: int
     cudagraph_bytes: int
     kv_cache_bytes: int
+    encoder_bytes: int = 0  # multimodal encoder share of the profile run (0 for text-only models)
+    lora_bytes: int = 0  # preallocated LoRA stacks (--enable-lora)
+    speculative_bytes: int = 0  # drafter weights (--speculative-config)
     sources: dict[str, SourceTag] = Field(default_factory=dict)
     notes: dict[str, str] = Field(default_factory=dict)
 
@@ -168,6 +185,8 @@ class Alternative(BaseModel):
     weights_bytes: int
     chosen: bool = False
     note: str = ""
+    data_parallel_size: int = 1
+    output_tokens_per_s: float | None = None  # with a workload (plan/performance.py)
 
 
 # --- serving features (issue 14; built by launch/presets.py) -------------------------------------
@@ -222,3 +241,6 @@ class PlanResult(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     calibration: str | None = None  # provenance of calibrated terms, when a calibration was used
     features: FeaturesInfo | None = None  # serving features (issue 14)
+    # --- performance model (issue 11, plan/performance.py) ---
+    performance: PerformanceInfo | None = None  # with a workload (--input-len/--output-len/...)
+    _perf_candidates: list = PrivateAttr(default_factory=list)  # (Alternative, CandidatePerf) for capacity

@@ -14,19 +14,18 @@ from pathlib import Path
 import pytest
 
 from tests.unit.launch.plans import cpu_plan, cuda_plan
-from vllmkit.hub.catalog import find_entry
-from vllmkit.launch.command import build_serve_command
-from vllmkit.launch.presets import (
+from vllmkit.engine.presets import (
     ParserRegistry,
     PresetError,
-    feature_flags,
     find_preset,
     installed_registry,
     load_presets,
     parse_presets,
-    plan_features,
     read_registry,
 )
+from vllmkit.hub.catalog import find_entry
+from vllmkit.launch.command import build_serve_command
+from vllmkit.launch.presets import feature_flags, plan_features
 
 
 def _from_catalog(model_id: str) -> tuple[str, str]:
