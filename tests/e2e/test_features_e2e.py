@@ -89,7 +89,8 @@ def test_preset_flags_are_accepted_by_vllm(served: dict[str, Any]) -> None:
 def test_smoke_feature_checks_pass(served: dict[str, Any]) -> None:
     checks = {c["name"]: c for c in served["smoke"]["checks"]}
     statuses = {n: checks[n]["status"] for n in ("structured_output", "tool_call", "reasoning")}
-    assert statuses == dict.fromkeys(statuses, "pass"), served["smoke"]["checks"]
+    shown = json.dumps([checks[n] for n in statuses], indent=1)
+    assert statuses == dict.fromkeys(statuses, "pass"), shown
     assert served["smoke"]["ok"] is True
 
 
@@ -111,3 +112,22 @@ def test_json_schema_answer_validates_independently(served: dict[str, Any]) -> N
             "max_tokens": 8, "temperature": 0}  # fmt: skip
     message = requests.post(served["url"] + "/v1/chat/completions", json=body, timeout=120).json()["choices"][0]["message"]
     assert message.get("reasoning") or message.get("reasoning_content"), message
+
+
+def test_named_tool_choice_comes_back_as_tool_calls(served: dict[str, Any]) -> None:
+    tool = {"type": "function", "function": {"name": "pick", "parameters": SCHEMA}}
+    body = {
+        "model": served["served_model_name"],
+        "messages": [{"role": "user", "content": "pick"}],
+        "max_tokens": 64,
+        "temperature": 0,
+        "chat_template_kwargs": {"enable_thinking": False},
+        "tools": [tool],
+        "tool_choice": {"type": "function", "function": {"name": "pick"}},
+    }
+    resp = requests.post(served["url"] + "/v1/chat/completions", json=body, timeout=120)
+    assert resp.status_code == 200, resp.text[:500]
+    message = resp.json()["choices"][0]["message"]
+    calls = message.get("tool_calls") or []
+    assert calls and calls[0]["function"]["name"] == "pick", message
+    jsonschema.validate(json.loads(calls[0]["function"]["arguments"]), SCHEMA)
