@@ -115,7 +115,8 @@ def test_json_schema_answer_validates_independently(served: dict[str, Any]) -> N
 
 
 def test_named_tool_choice_comes_back_as_tool_calls(served: dict[str, Any]) -> None:
-    tool = {"type": "function", "function": {"name": "pick", "parameters": SCHEMA}}
+    # strict: vLLM pins the arguments to the schema (else only the <tool_call> envelope is constrained)
+    tool = {"type": "function", "function": {"name": "pick", "parameters": SCHEMA, "strict": True}}
     body = {
         "model": served["served_model_name"],
         "messages": [{"role": "user", "content": "pick"}],

@@ -10,8 +10,8 @@ With features turned on (`SmokeFeatures`, from the plan's features block under `
 - structured_output: a chat request with response_format {type: json_schema} must come back as
   JSON that validates against the schema (jsonschema); vLLM decodes it under a grammar, so this
   holds even for random weights;
-- tool_call: a request naming a function in tool_choice must come back as message.tool_calls with
-  that function and arguments that validate against its parameters;
+- tool_call: a request naming a (strict) function in tool_choice must come back as
+  message.tool_calls with that function and arguments that validate against its parameters;
 - reasoning: a chat request must come back with the reasoning in its own field (`reasoning`, or
   `reasoning_content` before vLLM 0.11), not inline as <think>…</think> in the content.
 Grammar-constrained output starts after the reasoning ends (vllm/v1/structured_output), so the
@@ -61,6 +61,10 @@ SMOKE_TOOL: dict[str, Any] = {
     "function": {
         "name": "get_weather",
         "description": "Current weather in a city",
+        # OpenAI's `strict`: the arguments must follow the schema. vLLM 0.32 then pins them with a
+        # grammar (tool_parsers/tool_strict_level.py, AUTO level); without it only the call's
+        # envelope is constrained and the arguments may be any JSON value
+        "strict": True,
         "parameters": {
             "type": "object",
             "properties": {"city": {"type": "string", "enum": ["Paris", "Tokyo"]}},
