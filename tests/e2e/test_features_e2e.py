@@ -9,6 +9,10 @@ Weights are random: the parsers' and grammar's behaviour is what is tested, not 
 random model given optional whitespace fills it until max_tokens, so the server runs with vLLM's
 compact-JSON option (--structured-outputs-config disable_any_whitespace, which vLLM accepts only
 with an explicit xgrammar or guidance backend): every valid document is then a few dozen tokens.
+For the same reason it runs with VLLM_ENFORCE_STRICT_TOOL_CALLING=0: 0.32's default wraps a named
+tool call in the parser's structural tag (hermes: `<tool_call>{"name": …, "arguments": …}`),
+whose JSON allows free whitespace whatever that option says; without it the arguments are
+decoded with the (compact) JSON-schema grammar and vLLM returns them as tool_calls itself.
 
 What must hold:
 - vLLM accepts the preset's flags (--enable-auto-tool-choice --tool-call-parser hermes
@@ -66,6 +70,7 @@ def served(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
     env = server_env({"VLLMKIT_STATE_DIR": str(root / "state"), "VLLMKIT_CACHE_DIR": str(root / "cache")})
     env.pop("VLLM_API_KEY", None)
     env["VLLMKIT_VLLM_PYTHON"] = os.environ.get("VLLMKIT_TEST_VLLM_PYTHON", sys.executable)
+    env["VLLM_ENFORCE_STRICT_TOOL_CALLING"] = "0"  # see the module docstring (vllm/envs.py)
     port = free_port()
     proc = _vllmkit(env, "serve", str(model), "--device", "cpu", "--port", str(port), "--kv-cache-memory-bytes",
                     str(GIB), "--max-model-len", "1024", "--detach", "--json",
