@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.clirun import invoke
 
+from tests.clirun import invoke
 from vllmkit.calibration.perfstore import PerfRecord, match_measured, perf_store_path
 from vllmkit.estimate.serving import Workload
 from vllmkit.plan.models import PlanRequest
