@@ -353,7 +353,7 @@ class PerfOptions:
 
 
 # requests simulated for the alternatives' tokens/s column (cheaper than the chosen one's run)
-_ALT_REQUESTS = 150
+_ALT_REQUESTS = 60
 
 
 def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], profile: Any, rules: Any,
