@@ -8,6 +8,7 @@ from rich.table import Table
 
 from vllmkit.output import gib, thousands
 from vllmkit.plan.models import PlanResult
+from vllmkit.views.features import render_features
 
 
 def render(console: Console, plan: PlanResult) -> None:
@@ -78,6 +79,7 @@ def render(console: Console, plan: PlanResult) -> None:
         render_performance(console, plan.performance)
     for reason in plan.reasons:
         console.print(f"- {reason}", markup=False)
+    render_features(console, plan.features)  # issue 14
     if not plan.fits:
         return  # no serve line for a plan vLLM would refuse (the error line says what to change)
     env = " ".join(f"{k}={v}" for k, v in plan.serve_env.items())
