@@ -82,6 +82,7 @@ def gpu_perf(profile: Any) -> GpuPerf:
         name=profile.name,
         vendor=profile.vendor,
         family=gpu_family(profile.architecture),
+        # the host CPU profile carries no peaks: a placeholder of one DDR5 socket's order of magnitude
         bandwidth_bytes_s=float(profile.memory_bandwidth_gbps or 100.0) * 1e9,
         tflops=tflops or {"bf16": 1.0},
         # vendors quote the total of both directions; a ring all-reduce moves data one way per link
@@ -279,7 +280,8 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
             f"{pred.num_requests} requests simulated through vLLM's scheduler (chunked prefill, "
             "recompute preemption); steady-state throughput over the middle of the run",
             "no prefix-cache hits, no speculative decoding; MoE routing assumed uniform",
-        ],
+        ] + ([f"{gpu.name}: the profile has no datasheet peaks; assumed {gpu.bandwidth_bytes_s / 1e9:.0f} GB/s and "
+              f"{max(gpu.tflops.values()):g} TFLOPS (a rough placeholder, not fitted)"] if gpu.vendor == "cpu" else []),
     )
 
 
