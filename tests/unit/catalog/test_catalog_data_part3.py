@@ -1,0 +1,263 @@
+"""Data checks for the catalog entries added for issue 13 item 9 (Kimi-K2, Qwen3-VL, Llama-3.3 FP8).
+
+As in parts 1 and 2, the numbers are not trusted because they are written down: each weight figure
+comes from a published parameter count (HF safetensors metadata quoted in public sources), and the
+tests below re-derive those counts from the config shapes with arithmetic written out here. A
+formula is first checked against a count it was not written from (DeepSeek-V3's HF split, Qwen3-VL-
+8B's HF total), then applied to the new entry, so a wrong config or a wrong count fails.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
+
+PART3_IDS: tuple[str, ...] = (
+    "moonshotai/Kimi-K2-Instruct",
+    "Qwen/Qwen3-VL-8B-Instruct",
+    "Qwen/Qwen3-VL-30B-A3B-Instruct",
+    "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic",
+)
+
+REQUIRED_KEYS = frozenset(
+    {
+        "id", "base_model", "variant", "config", "config_source", "files", "files_source",
+        "index_total_size", "index_source", "weights_bytes", "weights_bytes_kind", "weights_source",
+        "params_by_dtype", "params_source", "generation_config", "generation_config_source",
+        "has_chat_template", "modelscope_id", "notes",
+    }
+)
+ITEMSIZE = {"F32": 4, "BF16": 2, "F16": 2, "F8_E4M3": 1, "I8": 1, "U8": 1}
+GIB = 2**30
+
+
+def _path_for(model_id: str) -> Path:
+    return DATA_DIR / (model_id.replace("/", "__") + ".json")
+
+
+def _load(model_id: str) -> dict[str, Any]:
+    return json.loads(_path_for(model_id).read_text(encoding="utf-8"))
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@pytest.fixture(params=PART3_IDS)
+def entry(request: pytest.FixtureRequest) -> dict[str, Any]:
+    return _load(request.param)
+
+
+# --------------------------------------------------------------------------- shape, types, sources
+
+
+def test_every_part3_file_exists() -> None:
+    assert [m for m in PART3_IDS if not _path_for(m).is_file()] == []
+
+
+def test_keys_sources_and_kind(entry: dict[str, Any]) -> None:
+    assert set(entry) == REQUIRED_KEYS
+    assert entry["variant"] in {"bf16", "fp8"}
+    for value_key, source_key in (
+        ("config", "config_source"),
+        ("weights_bytes", "weights_source"),
+        ("params_by_dtype", "params_source"),
+        ("files", "files_source"),
+        ("index_total_size", "index_source"),
+        ("generation_config", "generation_config_source"),
+    ):
+        if entry[value_key] is None:
+            assert entry[source_key] is None
+        else:
+            assert isinstance(entry[source_key], str) and len(entry[source_key]) > 20
+    # every weight figure here is a published parameter count times the dtype size
+    assert entry["weights_bytes_kind"] == "params_x_dtype"
+    params = entry["params_by_dtype"]
+    assert entry["weights_bytes"] == sum(ITEMSIZE[d] * n for d, n in params.items())
+    if entry["base_model"] != entry["id"]:
+        assert _path_for(entry["base_model"]).is_file()
+    qc = entry["config"].get("quantization_config")
+    assert (qc is not None) == (entry["variant"] == "fp8")
+
+
+def test_catalog_loader_reads_the_new_entries() -> None:
+    from vllmkit.arch import read_arch
+    from vllmkit.hub.catalog import entry_to_metadata, find_entry
+
+    for model_id in PART3_IDS:
+        found = find_entry(model_id)
+        assert found is not None and found.id == model_id
+        arch = read_arch(found.config)
+        assert arch.num_hidden_layers > 0
+        assert entry_to_metadata(found).tensor_bytes == found.weights_bytes
+
+
+def test_old_neuralmagic_id_resolves_to_redhatai() -> None:
+    from vllmkit.hub.catalog import canonical_id, find_entry
+
+    old = "neuralmagic/Llama-3.3-70B-Instruct-FP8-dynamic"
+    assert canonical_id(old) == "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic"
+    found = find_entry(old)
+    assert found is not None and found.id == "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic"
+
+
+# --------------------------------------------------------------------------- Qwen3-VL: vision tower + LM
+
+
+def _qwen3_vl_vision_params(v: dict[str, Any]) -> int:
+    """Qwen3-VL ViT (transformers Qwen3VLVisionModel): Conv3d patch embed with bias, learned position
+    table, `depth` blocks (two LayerNorms with bias, fused qkv + proj with bias, fc1/fc2 with bias), a
+    patch merger (LayerNorm over the ViT width, fc1 merged->merged, fc2 merged->LM width) and one
+    deepstack merger per deepstack index (same, but its LayerNorm runs over the merged width)."""
+    h, inter, out = v["hidden_size"], v["intermediate_size"], v["out_hidden_size"]
+    patch = v["in_channels"] * v["temporal_patch_size"] * v["patch_size"] ** 2 * h + h
+    positions = v["num_position_embeddings"] * h
+    block = 2 * 2 * h + (h * 3 * h + 3 * h) + (h * h + h) + (h * inter + inter) + (inter * h + h)
+    merged = h * v["spatial_merge_size"] ** 2
+    linears = (merged * merged + merged) + (merged * out + out)
+    merger = 2 * h + linears
+    deepstack = len(v["deepstack_visual_indexes"]) * (2 * merged + linears)
+    return patch + positions + v["depth"] * block + merger + deepstack
+
+
+def _qwen3_text_params(t: dict[str, Any], tied: bool) -> int:
+    """Qwen3 decoder: q/k/v/o without bias, per-head q_norm/k_norm, gated MLP or routed experts + router,
+    two RMSNorms per layer, embedding (+ untied lm_head), final norm."""
+    h, hd = t["hidden_size"], t["head_dim"]
+    q, kv = t["num_attention_heads"] * hd, t["num_key_value_heads"] * hd
+    attention = h * q + 2 * h * kv + q * h + 2 * hd
+    if t.get("num_experts"):
+        mlp = t["num_experts"] * 3 * h * t["moe_intermediate_size"] + h * t["num_experts"]
+    else:
+        mlp = 3 * h * t["intermediate_size"]
+    embeddings = t["vocab_size"] * h * (1 if tied else 2)
+    return t["num_hidden_layers"] * (attention + mlp + 2 * h) + embeddings + h
+
+
+@pytest.mark.parametrize(
+    ("model_id", "published", "language_model"),
+    [
+        # HF API safetensors total of Qwen/Qwen3-VL-8B-Instruct; its LM equals Qwen3-8B's count.
+        ("Qwen/Qwen3-VL-8B-Instruct", 8_767_123_696, 8_190_735_360),
+        # paramCount of Qwen3-VL-30B-A3B-Instruct; its LM equals Qwen3-30B-A3B's count.
+        ("Qwen/Qwen3-VL-30B-A3B-Instruct", 31_070_754_032, 30_532_122_624),
+    ],
+)
+def test_qwen3_vl_counts_follow_from_the_config(model_id: str, published: int, language_model: int) -> None:
+    entry = _load(model_id)
+    config = entry["config"]
+    text = _qwen3_text_params(config["text_config"], config.get("tie_word_embeddings", False))
+    vision = _qwen3_vl_vision_params(config["vision_config"])
+    # the language model is the text-only Qwen3 model of the same size (counts in catalog part 2)
+    assert text == language_model
+    assert text + vision == published
+    assert entry["params_by_dtype"] == {"BF16": published}
+
+
+def test_qwen3_vl_language_models_match_their_text_only_siblings() -> None:
+    # Qwen3-VL-8B's LM has Qwen3-8B's shapes; an independent record in the catalog (part 2 sources).
+    vl = _load("Qwen/Qwen3-VL-8B-Instruct")["config"]["text_config"]
+    text_only = _load("Qwen/Qwen3-8B")["config"]
+    for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                "intermediate_size", "vocab_size", "head_dim"):
+        assert vl[key] == text_only[key], key
+
+
+# --------------------------------------------------------------------------- DeepSeek-V3 layout (Kimi-K2)
+
+
+def _deepseek_v3_split(c: dict[str, Any], *, include_mtp: bool = True) -> dict[str, int]:
+    """dtype counts of a DeepSeek-V3-layout checkpoint with 128x128 block FP8 linears.
+
+    Every Linear but the router and lm_head is F8_E4M3 with an F32 weight_scale_inv of
+    ceil(out/128) x ceil(in/128); MLA q_a/kv_a layernorms, the RMSNorms, router gates, embeddings and
+    lm_head are BF16; e_score_correction_bias is F32 (one per routed expert). An MTP layer adds one
+    MoE layer plus enorm/hnorm/eh_proj/shared_head.norm and its own embedding and head copies.
+    """
+    h, heads = c["hidden_size"], c["num_attention_heads"]
+    q_rank, kv_rank = c["q_lora_rank"], c["kv_lora_rank"]
+    nope, rope, v_dim = c["qk_nope_head_dim"], c["qk_rope_head_dim"], c["v_head_dim"]
+    vocab = c["vocab_size"]
+    counts = {"BF16": 0, "F8_E4M3": 0, "F32": 0}
+
+    def linear(out: int, inp: int) -> None:
+        counts["F8_E4M3"] += out * inp
+        counts["F32"] += _cdiv(out, 128) * _cdiv(inp, 128)
+
+    extra = c.get("num_nextn_predict_layers", 0) if include_mtp else 0
+    experts = c["n_routed_experts"]
+    for layer in range(c["num_hidden_layers"] + extra):
+        linear(q_rank, h)
+        linear(heads * (nope + rope), q_rank)
+        linear(kv_rank + rope, h)
+        linear(heads * (nope + v_dim), kv_rank)
+        linear(h, heads * v_dim)
+        counts["BF16"] += q_rank + kv_rank + 2 * h
+        if layer < c["first_k_dense_replace"]:
+            sizes = [c["intermediate_size"]]
+        else:
+            sizes = [c["moe_intermediate_size"]] * (experts + c["n_shared_experts"])
+            counts["BF16"] += experts * h
+            counts["F32"] += experts
+        for inter in sizes:
+            linear(inter, h)
+            linear(inter, h)
+            linear(h, inter)
+        if layer >= c["num_hidden_layers"]:
+            counts["BF16"] += 2 * h + 2 * h * h + h + 2 * vocab * h
+    counts["BF16"] += 2 * vocab * h + h
+    return counts
+
+
+def test_deepseek_v3_formula_reproduces_the_hf_split_of_deepseek_v3() -> None:
+    # HF API split of deepseek-ai/DeepSeek-V3 (catalog part 2 source): written before this formula.
+    config = _load("deepseek-ai/DeepSeek-V3")["config"]
+    assert _deepseek_v3_split(config) == {"BF16": 3_918_786_560, "F8_E4M3": 680_571_043_840, "F32": 41_555_600}
+
+
+def test_kimi_k2_fp8_count_follows_from_its_config() -> None:
+    entry = _load("moonshotai/Kimi-K2-Instruct")
+    config = entry["config"]
+    assert config["num_nextn_predict_layers"] == 0  # no MTP layer: every tensor is loaded
+    derived = _deepseek_v3_split(config)
+    published = entry["params_by_dtype"]
+    # The FP8 weights match the HF count to the parameter ...
+    assert derived["F8_E4M3"] == published["F8_E4M3"] == 1_023_893_241_856
+    # ... and the BF16 tensors to within 3,416 parameters (0.0001 %).
+    assert abs(derived["BF16"] - published["BF16"]) <= 3_416
+    # The published F32 count is the 60 MoE layers' e_score_correction_bias (60 x 384); the block
+    # scales (the rest of the derived F32) are not in the quoted subset: < 0.03 % of the bytes.
+    assert published["F32"] == 60 * 384
+    missing_scale_bytes = 4 * (derived["F32"] - published["F32"])
+    assert missing_scale_bytes < 0.0003 * entry["weights_bytes"]
+    # "1T total parameters" (Kimi-K2 model card): 1.026 T
+    assert sum(published.values()) == pytest.approx(1.026e12, rel=0.001)
+
+
+# --------------------------------------------------------------------------- Llama-3.3-70B FP8-dynamic
+
+
+def test_llama33_fp8_dynamic_split_follows_from_the_config() -> None:
+    entry = _load("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic")
+    c = entry["config"]
+    h, inter, layers = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"]
+    head_dim = h // c["num_attention_heads"]
+    kv = c["num_key_value_heads"] * head_dim
+    # Linear shapes (out, in): q, k, v, o, gate, up, down
+    shapes = [(h, h), (kv, h), (kv, h), (h, h), (inter, h), (inter, h), (h, inter)]
+    fp8 = layers * sum(o * i for o, i in shapes)
+    channel_scales = layers * sum(o for o, _ in shapes)  # strategy "channel": one scale per output row
+    bf16 = 2 * c["vocab_size"] * h + (2 * layers + 1) * h + channel_scales
+    assert entry["params_by_dtype"] == {"F8_E4M3": fp8, "BF16": bf16}
+    # the same linears hold the BF16 checkpoint's non-embedding weights (Llama-3.3-70B in part 1)
+    base = _load("meta-llama/Llama-3.3-70B-Instruct")
+    assert sum(base["params_by_dtype"].values()) == fp8 + bf16 - channel_scales
+    group = c["quantization_config"]["config_groups"]["group_0"]
+    assert group["weights"]["strategy"] == "channel" and c["quantization_config"]["ignore"] == ["lm_head"]
+    # 67.68 GiB: an FP8 70B does not fit one 48 GB card but fits one 80 GB card at TP=1 (see plan tests)
+    assert round(entry["weights_bytes"] / GIB, 2) == 67.68
