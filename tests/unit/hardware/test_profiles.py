@@ -284,10 +284,8 @@ def test_resolve(packaged: list[GpuProfile], query: str, expected: str) -> None:
     ],
 )
 def test_new_gpus_resolve_by_product_name(packaged: list[GpuProfile], product_name: str, expected: str) -> None:
-    profile = resolve_gpu(product_name, profiles=packaged)
-    assert profile.name == expected
-    # an L40 is not an L40S and an H800 is not an H100: the nearest neighbour must not win
-    assert profile.name not in {"l40s", "h100-sxm", "b200"} or profile.name == expected
+    # an L40 is not an L40S and an H800 is not an H100: the exact product name wins, not a neighbour
+    assert resolve_gpu(product_name, profiles=packaged).name == expected
 
 
 def test_new_gpu_figures_against_the_datasheets(packaged: list[GpuProfile]) -> None:
