@@ -87,3 +87,13 @@ def test_every_new_gpu_plans_qwen3_vl_8b(gpu: str, count: int) -> None:
     plan = _plan("Qwen/Qwen3-VL-8B-Instruct", gpu, count)
     assert plan.fits
     assert plan.gpu.count == 1
+
+
+def test_deepseek_v31_fits_eight_h200_not_eight_h100() -> None:
+    # served weights (MTP layer skipped) 673,150,611,808 B = 626.9 GiB: / 8 = 78.4 GiB per GPU, which
+    # is all but 0.8 GiB of an H100's 79.19 GiB total (0.92 x 79.19 = 72.9 usable) but leaves
+    # 0.92 x 139.81 - 78.4 = 50.2 GiB on an H200
+    assert not _plan("deepseek-ai/DeepSeek-V3.1", "h100", 8).fits
+    plan = _plan("deepseek-ai/DeepSeek-V3.1", "h200", 8)
+    assert plan.fits
+    assert plan.memory.weights_bytes == pytest.approx(673_150_611_808 / 8, rel=0.01)
