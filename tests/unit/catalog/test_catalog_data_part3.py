@@ -1,4 +1,5 @@
-"""Data checks for the catalog entries added for issue 13 item 9 (Kimi-K2, Qwen3-VL, Llama-3.3 FP8, DeepSeek-V3.1).
+"""Data checks for the catalog entries added for issue 13 item 9 (Kimi-K2, Qwen3-VL, Llama-3.3 FP8, DeepSeek-V3.1,
+GLM-4.6).
 
 As in parts 1 and 2, the numbers are not trusted because they are written down: each weight figure
 comes from a published parameter count (HF safetensors metadata quoted in public sources), and the
@@ -23,6 +24,7 @@ PART3_IDS: tuple[str, ...] = (
     "Qwen/Qwen3-VL-30B-A3B-Instruct",
     "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic",
     "deepseek-ai/DeepSeek-V3.1",
+    "zai-org/GLM-4.6",
 )
 
 REQUIRED_KEYS = frozenset(
@@ -64,6 +66,7 @@ def test_every_part3_file_exists() -> None:
 def test_keys_sources_and_kind(entry: dict[str, Any]) -> None:
     assert set(entry) == REQUIRED_KEYS
     assert entry["variant"] in {"bf16", "fp8"}
+    assert entry["config_source"].startswith("REBUILT") or "aiconfigurator" in entry["config_source"]
     for value_key, source_key in (
         ("config", "config_source"),
         ("weights_bytes", "weights_source"),
@@ -281,3 +284,43 @@ def test_deepseek_v31_has_v3_shapes_and_the_published_total() -> None:
     served_bytes = 2 * served["BF16"] + served["F8_E4M3"] + 4 * served["F32"]
     assert served_bytes == 673_150_611_808
     assert served_bytes / GIB > 0.92 * 8 * 79.19
+
+
+# --------------------------------------------------------------------------- GLM-4.6 (Glm4Moe, 355B)
+
+
+def _glm4_moe_params(c: dict[str, Any], *, mtp_own_embeddings: bool) -> tuple[int, int]:
+    """(main model, MTP layers) parameters of a Glm4Moe checkpoint: q/k/v with bias (attention_bias),
+    o without, per-head q_norm/k_norm when use_qk_norm, dense layers before first_k_dense_replace,
+    then MoE layers (routed + shared experts, router gate + e_score_correction_bias), two RMSNorms per
+    layer, untied embedding/lm_head, final norm. An MTP layer is one MoE layer plus enorm, hnorm,
+    eh_proj (2h -> h), shared_head.norm and, in GLM-4.5, its own embed_tokens and shared_head.head."""
+    h, hd = c["hidden_size"], c["head_dim"]
+    q, kv = c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
+    attention = (h * q + q) + 2 * (h * kv + kv) + q * h + (2 * hd if c.get("use_qk_norm") else 0)
+    experts = c["n_routed_experts"]
+    moe = (attention + (experts + c["n_shared_experts"]) * 3 * h * c["moe_intermediate_size"]
+           + experts * h + experts + 2 * h)
+    dense = attention + 3 * h * c["intermediate_size"] + 2 * h
+    k = c["first_k_dense_replace"]
+    vocab = c["vocab_size"]
+    main = 2 * vocab * h + k * dense + (c["num_hidden_layers"] - k) * moe + h
+    mtp = c["num_nextn_predict_layers"] * (moe + 2 * h + 2 * h * h + h + (2 * vocab * h if mtp_own_embeddings else 0))
+    return main, mtp
+
+
+def test_glm46_count_follows_from_the_rebuilt_config() -> None:
+    entry = _load("zai-org/GLM-4.6")
+    main, mtp = _glm4_moe_params(entry["config"], mtp_own_embeddings=False)
+    # published: GLM-4.6 356,785,898,816 (MTP layer without own embeddings, ik_llama.cpp #812)
+    assert main + mtp == entry["params_by_dtype"]["BF16"] == 356_785_898_816
+    # the same shapes give GLM-4.7 without MTP (352,797,829,024) and GLM-4.5 / 4.7 with an MTP layer
+    # that carries its own embedding and head (358,337,791,296): three published counts, one config
+    assert main == 352_797_829_024
+    assert sum(_glm4_moe_params(entry["config"], mtp_own_embeddings=True)) == 358_337_791_296
+
+
+def test_glm45_air_formula_agrees_with_the_part1_check() -> None:
+    # the same function on the GLM-4.5-Air config reproduces part 1's hand-checked total (110,468,824,832)
+    air = _load("zai-org/GLM-4.5-Air")["config"]
+    assert sum(_glm4_moe_params(air, mtp_own_embeddings=True)) == 110_468_824_832

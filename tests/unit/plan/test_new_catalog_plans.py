@@ -97,3 +97,16 @@ def test_deepseek_v31_fits_eight_h200_not_eight_h100() -> None:
     plan = _plan("deepseek-ai/DeepSeek-V3.1", "h200", 8)
     assert plan.fits
     assert plan.memory.weights_bytes == pytest.approx(673_150_611_808 / 8, rel=0.01)
+
+
+def test_glm46_fits_eight_h200_not_eight_h100() -> None:
+    # loaded weights (MTP layer skipped) 352,797,829,024 params x 2 B = 657.1 GiB: more than the
+    # 8 x 79.19 = 633.5 GiB eight H100 have in all; 82.1 GiB per H200 at TP=8 (< 0.92 x 139.81 = 128.6)
+    assert 2 * 352_797_829_024 / GIB > 8 * 79.19
+    assert not _plan("zai-org/GLM-4.6", "h100", 8).fits
+    plan = _plan("zai-org/GLM-4.6", "h200", 8)
+    assert plan.fits and plan.parallel.tensor_parallel_size == 8
+    # the planner removes the MTP layer assuming it has its own embedding + head (GLM-4.5 style), so it
+    # may undercount GLM-4.6 by up to 3,103,784,960 B / 8 per GPU (catalog notes); never more
+    loaded_per_gpu = 2 * 352_797_829_024 / 8
+    assert loaded_per_gpu - 3_103_784_960 / 8 - 1 <= plan.memory.weights_bytes <= loaded_per_gpu * 1.001
