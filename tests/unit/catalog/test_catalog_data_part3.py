@@ -1,5 +1,5 @@
-"""Data checks for the catalog entries added for issue 13 item 9 (Kimi-K2, Qwen3-VL, Llama-3.3 FP8, DeepSeek-V3.1,
-GLM-4.6).
+"""Data checks for the catalog entries added for issue 13 item 9 (Kimi-K2, Qwen3-VL, Qwen3.5, Llama-3.3 FP8,
+DeepSeek-V3.1, GLM-4.6).
 
 As in parts 1 and 2, the numbers are not trusted because they are written down: each weight figure
 comes from a published parameter count (HF safetensors metadata quoted in public sources), and the
@@ -25,6 +25,10 @@ PART3_IDS: tuple[str, ...] = (
     "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic",
     "deepseek-ai/DeepSeek-V3.1",
     "zai-org/GLM-4.6",
+    "Qwen/Qwen3.5-27B",
+    "Qwen/Qwen3.5-35B-A3B",
+    "Qwen/Qwen3.5-122B-A10B",
+    "Qwen/Qwen3.5-397B-A17B",
 )
 
 REQUIRED_KEYS = frozenset(
@@ -79,10 +83,14 @@ def test_keys_sources_and_kind(entry: dict[str, Any]) -> None:
             assert entry[source_key] is None
         else:
             assert isinstance(entry[source_key], str) and len(entry[source_key]) > 20
-    # every weight figure here is a published parameter count times the dtype size
-    assert entry["weights_bytes_kind"] == "params_x_dtype"
-    params = entry["params_by_dtype"]
-    assert entry["weights_bytes"] == sum(ITEMSIZE[d] * n for d, n in params.items())
+    # every weight figure here is a published parameter count times the dtype size, or a published
+    # tensor-byte total (what an index total_size records)
+    if entry["weights_bytes_kind"] == "index_total_size":
+        assert entry["weights_bytes"] == entry["index_total_size"]
+    else:
+        assert entry["weights_bytes_kind"] == "params_x_dtype"
+        params = entry["params_by_dtype"]
+        assert entry["weights_bytes"] == sum(ITEMSIZE[d] * n for d, n in params.items())
     if entry["base_model"] != entry["id"]:
         assert _path_for(entry["base_model"]).is_file()
     qc = entry["config"].get("quantization_config")
@@ -324,3 +332,71 @@ def test_glm45_air_formula_agrees_with_the_part1_check() -> None:
     # the same function on the GLM-4.5-Air config reproduces part 1's hand-checked total (110,468,824,832)
     air = _load("zai-org/GLM-4.5-Air")["config"]
     assert sum(_glm4_moe_params(air, mtp_own_embeddings=True)) == 110_468_824_832
+
+
+# --------------------------------------------------------------------------- Qwen3.5 (Gated DeltaNet hybrid + ViT + MTP)
+
+
+def _qwen35_text_params(t: dict[str, Any], *, mtp: bool = True) -> int:
+    """Qwen3-Next / Qwen3.5 language model. Gated DeltaNet layer: in_proj_qkvz (h -> 2*Hk*dk + 2*Hv*dv),
+    in_proj_ba (h -> 2*Hv), depthwise conv1d over q,k,v (2*Hk*dk + Hv*dv channels x kernel, no bias),
+    dt_bias and A_log (Hv each), gated RMSNorm (dv), out_proj (Hv*dv -> h). Every full_attention_interval-th
+    layer is gated attention: q_proj doubled for the output gate, k/v, o, q_norm/k_norm. MLP is dense or
+    routed experts + shared expert + shared_expert_gate (h -> 1) + router. The MTP block is one gated
+    attention layer with its MLP plus fc (2h -> h), two pre-fc norms and a final norm; it shares the
+    main embedding and lm_head (mtp_use_dedicated_embeddings false)."""
+    h, layers = t["hidden_size"], t["num_hidden_layers"]
+    hk, dk = t["linear_num_key_heads"], t["linear_key_head_dim"]
+    hv, dv = t["linear_num_value_heads"], t["linear_value_head_dim"]
+    gdn = (h * (2 * hk * dk + 2 * hv * dv) + h * 2 * hv + (2 * hk * dk + hv * dv) * t["linear_conv_kernel_dim"]
+           + 2 * hv + dv + hv * dv * h)
+    hd = t["head_dim"]
+    q, kv = t["num_attention_heads"] * hd, t["num_key_value_heads"] * hd
+    attention = 2 * h * q + 2 * h * kv + q * h + 2 * hd
+    if t.get("num_experts"):
+        e = t["num_experts"]
+        mlp = e * 3 * h * t["moe_intermediate_size"] + 3 * h * t["shared_expert_intermediate_size"] + h + h * e
+    else:
+        mlp = 3 * h * t["intermediate_size"]
+    full = layers // t["full_attention_interval"]
+    total = full * attention + (layers - full) * gdn + layers * (mlp + 2 * h) + 2 * t["vocab_size"] * h + h
+    if mtp and t.get("mtp_num_hidden_layers"):
+        total += t["mtp_num_hidden_layers"] * (attention + mlp + 2 * h) + 2 * h * h + 3 * h
+    return total
+
+
+def test_qwen35_formula_reproduces_qwen3_next() -> None:
+    # Qwen3-Next-80B-A3B's HF count (catalog part 2 source), the text-only model of the same design
+    config = _load("Qwen/Qwen3-Next-80B-A3B-Instruct")["config"]
+    assert _qwen35_text_params(config) == 81_324_862_720
+
+
+@pytest.mark.parametrize(
+    ("model_id", "published"),
+    [
+        ("Qwen/Qwen3.5-27B", 27_781_427_952),
+        ("Qwen/Qwen3.5-35B-A3B", 35_951_822_704),
+        ("Qwen/Qwen3.5-122B-A10B", 125_086_497_008),
+        ("Qwen/Qwen3.5-397B-A17B", 403_397_928_944),
+    ],
+)
+def test_qwen35_counts_follow_from_the_config(model_id: str, published: int) -> None:
+    entry = _load(model_id)
+    config = entry["config"]
+    assert config["vision_config"]["deepstack_visual_indexes"] == []
+    total = _qwen35_text_params(config["text_config"]) + _qwen3_vl_vision_params(config["vision_config"])
+    assert total == published
+    if entry["params_by_dtype"] is not None:
+        assert sum(entry["params_by_dtype"].values()) == published
+
+
+def test_qwen35_397b_inventory_parts() -> None:
+    # the public checkpoint inventory splits 403,397,928,944 params into text (with embedding and head)
+    # 396,346,350,336, vision 456,010,480 and MTP 6,595,568,128; 2,834 BF16 + 90 F32 tensors make the
+    # payload 806,795,875,168 B, 17,280 B more than all-BF16 (the F32 tensors: 17,280 / 2 = 8,640 values)
+    config = _load("Qwen/Qwen3.5-397B-A17B")["config"]
+    text = config["text_config"]
+    assert _qwen35_text_params(text, mtp=False) == 396_346_350_336
+    assert _qwen35_text_params(text) - _qwen35_text_params(text, mtp=False) == 6_595_568_128
+    assert _qwen3_vl_vision_params(config["vision_config"]) == 456_010_480
+    assert _load("Qwen/Qwen3.5-397B-A17B")["weights_bytes"] - 2 * 403_397_928_944 == 17_280

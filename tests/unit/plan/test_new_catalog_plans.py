@@ -110,3 +110,29 @@ def test_glm46_fits_eight_h200_not_eight_h100() -> None:
     # may undercount GLM-4.6 by up to 3,103,784,960 B / 8 per GPU (catalog notes); never more
     loaded_per_gpu = 2 * 352_797_829_024 / 8
     assert loaded_per_gpu - 3_103_784_960 / 8 - 1 <= plan.memory.weights_bytes <= loaded_per_gpu * 1.001
+
+
+def test_qwen35_27b_one_h100_not_one_rtx4090_and_mtp_layer_not_loaded() -> None:
+    # 55,562,855,904 B in the checkpoint, of which the MTP block (text_config.mtp_num_hidden_layers = 1)
+    # is 424,699,392 params = 849,398,784 B that vLLM loads only for qwen3_5_mtp speculation:
+    # 54,713,457,120 B = 50.96 GiB loaded < 0.92 x 79.19 = 72.85 GiB (H100), > 21.75 GiB (RTX 4090)
+    plan = _plan("Qwen/Qwen3.5-27B", "h100", 1)
+    assert plan.fits
+    loaded = 55_562_855_904 - 849_398_784
+    # the planner removes an average layer for the MTP block (its exact size is not in the config)
+    assert plan.memory.weights_bytes == pytest.approx(loaded, rel=0.002)
+    assert not _plan("Qwen/Qwen3.5-27B", "rtx-4090", 1).fits
+
+
+def test_qwen35_35b_a3b_fits_one_h100() -> None:
+    # 71,903,645,408 B (66.96 GiB) less the MTP block ~1 GiB < 72.85 GiB usable on one H100
+    assert _plan("Qwen/Qwen3.5-35B-A3B", "h100", 1).fits
+
+
+def test_qwen35_397b_fits_eight_h200_not_eight_h100() -> None:
+    # 806,795,875,168 B - MTP 13,191,136,256 B = 739.1 GiB loaded: > 8 x 79.19 = 633.5 GiB (H100 x 8),
+    # 92.4 GiB per H200 at TP=8 (< 128.6)
+    assert not _plan("Qwen/Qwen3.5-397B-A17B", "h100", 8).fits
+    plan = _plan("Qwen/Qwen3.5-397B-A17B", "h200", 8)
+    assert plan.fits
+    assert plan.memory.weights_bytes == pytest.approx((806_795_875_168 - 13_191_136_256) / 8, rel=0.003)
