@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import fields, make_dataclass
 from typing import Any, TypeVar
 
 import typer
@@ -21,49 +21,6 @@ from vllmkit.errors import UsageError
 F = TypeVar("F", bound=Callable[..., Any])
 
 JSON_OPTION = typer.Option(False, "--json", help="Print one JSON envelope on stdout (also for errors).")
-
-
-@dataclass(frozen=True)
-class PlanFlags:
-    """The planning flags as given (None = not given)."""
-
-    gpu: str | None = None
-    gpu_memory: str | None = None
-    gpu_count: int | None = None
-    device: str | None = None
-    source: str | None = None
-    revision: str | None = None
-    refresh: bool | None = None
-    vllm_version: str | None = None
-    tensor_parallel_size: int | None = None
-    pipeline_parallel_size: int | None = None
-    max_model_len: str | None = None
-    gpu_memory_utilization: float | None = None
-    kv_cache_memory_bytes: str | None = None
-    kv_cache_dtype: str | None = None
-    dtype: str | None = None
-    quantization: str | None = None
-    max_num_seqs: int | None = None
-    max_num_batched_tokens: int | None = None
-    block_size: int | None = None
-    enforce_eager: bool | None = None
-    enable_prefix_caching: bool | None = None
-    tools: bool | None = None  # issue 14: the model family's tool-call parser (default on)
-    reasoning: bool | None = None  # issue 14: its reasoning parser (default on)
-    # issue 13: features that change the memory plan (parsed in cli/_features.py)
-    limit_mm_per_prompt: str | None = None
-    language_model_only: bool | None = None
-    enable_lora: bool | None = None
-    max_loras: int | None = None
-    max_lora_rank: int | None = None
-    max_cpu_loras: int | None = None
-    speculative_config: str | None = None
-    data_parallel_size: int | None = None
-    enable_expert_parallel: bool | None = None
-
-    def given(self) -> dict[str, Any]:
-        """The flags the user passed, by field name."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
 
 _P = "Planning"  # help panel
@@ -104,7 +61,19 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     "data_parallel_size": (int | None, typer.Option(None, "--data-parallel-size", "-dp", help="Replicas of the planned TP x PP group.", rich_help_panel=_FP)),
     "enable_expert_parallel": (bool | None, typer.Option(None, "--enable-expert-parallel", help="Spread MoE experts over TP x DP ranks.", show_default=False, rich_help_panel=_FP)),
 }
-assert set(_OPTIONS) == {f.name for f in fields(PlanFlags)}
+
+
+def _given(self: Any) -> dict[str, Any]:
+    """The flags the user passed, by field name."""
+    return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+
+# The planning flags as given (None = not given): one field per entry of _OPTIONS, so the options are
+# declared once, there.
+PlanFlags = make_dataclass(
+    "PlanFlags", [(name, annotation, None) for name, (annotation, _) in _OPTIONS.items()],
+    frozen=True, namespace={"given": _given, "__doc__": "The planning flags as given (None = not given)."},
+)
 
 
 def planning_options(fn: F) -> F:

@@ -30,7 +30,7 @@ from vllmkit.launch.command import (
 from vllmkit.launch.failure import Diagnoser, StartFailure, start_failures
 from vllmkit.launch.phases import PhaseEvent, StartupFacts
 from vllmkit.launch.presets import smoke_features
-from vllmkit.launch.smoke import SmokeReport, run_smoke
+from vllmkit.launch.smoke import SmokeReport, read_key_file, run_smoke
 from vllmkit.launch.supervisor import (
     STOP_GRACE_S,
     HealthOutcome,
@@ -44,8 +44,8 @@ from vllmkit.launch.supervisor import (
     stop_detached,
 )
 from vllmkit.plan.models import PlanRequest, PlanResult
+from vllmkit.units import GIB
 
-GIB = 1 << 30
 ServeStatus = Literal["dry-run", "detached", "stopped", "failed", "exited"]
 
 
@@ -76,15 +76,7 @@ def resolve_api_key(host: str, env: Mapping[str, str], *, api_key_file: str | No
     """--api-key-file, else VLLM_API_KEY, else (only when binding beyond loopback without --no-auth)
     a generated key. vLLM itself would serve every interface without any key."""
     if api_key_file:
-        try:
-            key = Path(api_key_file).expanduser().read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise UsageError(
-                f"cannot read --api-key-file {api_key_file}: {exc.strerror}", "check the path"
-            ) from None
-        if not key:
-            raise UsageError(f"--api-key-file {api_key_file} is empty", "put the key on the first line")
-        return ApiKey(key=key, origin="file")
+        return ApiKey(key=read_key_file(api_key_file), origin="file")
     if env.get("VLLM_API_KEY"):
         return ApiKey(key=env["VLLM_API_KEY"], origin="env")
     if not is_loopback(host) and not no_auth:

@@ -513,20 +513,23 @@ def parse_features(text: str | None) -> SmokeFeatures | None:
     return SmokeFeatures(**{n: True for n in names})
 
 
+def read_key_file(path: Path | str) -> str:
+    """The API key on the first line of --api-key-file (a usage error when unreadable or empty)."""
+    try:
+        key = Path(path).expanduser().read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise UsageError(f"cannot read --api-key-file {path}: {exc.strerror}", "check the path") from None
+    if not key:
+        raise UsageError(f"--api-key-file {path} is empty", "put the key on the first line")
+    return key
+
+
 def read_api_key(api_key: str | None, api_key_file: Path | None) -> str | None:
     """--api-key, else --api-key-file, else VLLM_API_KEY (read when the command runs)."""
     if api_key:
         return api_key
     if api_key_file is not None:
-        try:
-            key = api_key_file.expanduser().read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise UsageError(
-                f"cannot read --api-key-file {api_key_file}: {exc.strerror}", "check the path"
-            ) from None
-        if not key:
-            raise UsageError(f"--api-key-file {api_key_file} is empty", "put the key on the first line")
-        return key
+        return read_key_file(api_key_file)
     return os.environ.get("VLLM_API_KEY") or None
 
 
