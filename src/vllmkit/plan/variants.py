@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from vllmkit.arch import ModelArch, read_arch
-from vllmkit.arch.reader import text_config
 from vllmkit.engine.versions import VersionRules
 from vllmkit.estimate.weights import estimate_param_bytes
 from vllmkit.hub.base import ModelMetadata
@@ -108,23 +107,16 @@ def sibling_variants(meta: ModelMetadata, rules: VersionRules, base: Variant | N
 def mtp_layers(arch: ModelArch, meta: ModelMetadata) -> int:
     """Multi-token-prediction layers in the checkpoint that vLLM loads only for speculative decoding
     (DeepSeek-V3/GLM-4.5 num_nextn_predict_layers, Qwen3-Next mtp_num_hidden_layers)."""
-    cfg = _language_config(meta)
     for key in ("num_nextn_predict_layers", "mtp_num_hidden_layers"):
-        n = cfg.get(key)
+        n = meta.config.get(key)
         if isinstance(n, int) and n > 0:
             return n
     return 0
 
-
-def _language_config(meta: ModelMetadata) -> dict:
-    # Qwen3.5 (multimodal) keeps mtp_num_hidden_layers in text_config, as vLLM's hf_text_config reads it
-    return text_config(meta.config)[0]
-
 def mtp_own_embeddings(meta: ModelMetadata) -> bool:
     """DeepSeek/GLM MTP layers carry their own embed_tokens + shared_head; Qwen3-Next's share the
     main ones (mtp_use_dedicated_embeddings false)."""
-    cfg = _language_config(meta)
-    return "mtp_num_hidden_layers" not in cfg or bool(cfg.get("mtp_use_dedicated_embeddings"))
+    return "mtp_num_hidden_layers" not in meta.config or bool(meta.config.get("mtp_use_dedicated_embeddings"))
 
 
 # MXFP4 expert weights are repacked for the GPU MoE kernels at load: vLLM's "Model loading took"
