@@ -34,6 +34,7 @@ from vllmkit.plan.models import (
     PlanResult,
     SettingsInfo,
 )
+from vllmkit.plan.validate import validate_parallelism
 
 GIB = 1 << 30
 DEFAULT_MIN_CONCURRENCY = 4.0
@@ -409,6 +410,7 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
     if req.quantization in ("fp8", "ptpc_fp8") and base.arch.quantization is None and base.weight_source == "measured":
         base = _online_fp8(base)
     arch = base.arch
+    validate_parallelism(arch, tp=req.tensor_parallel_size, pp=req.pipeline_parallel_size, gpu_count=req.gpu_count, gpus_per_node=profile.gpus_per_node, device=profile.vendor)
     warnings = list(arch.warnings) + [n for n in meta.notes if n.startswith("offline")]
 
     native = arch.native_max_model_len
