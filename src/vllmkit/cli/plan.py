@@ -9,6 +9,7 @@ from typing import Any
 import typer
 import yaml
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from vllmkit.cli._common import JSON_OPTION, boundary
@@ -129,8 +130,8 @@ def save_plan(path: Path, req: PlanRequest, plan: PlanResult) -> None:
 def render_plan(console: Console, plan: PlanResult) -> None:
     m, g, mem, kv = plan.model, plan.gpu, plan.memory, plan.kv_cache
     verdict = "FITS" if plan.fits else "DOES NOT FIT"
-    console.print(f"[bold]{m.id}[/bold] ({m.architecture}, {m.dtype}"
-                  f"{', ' + m.quantization if m.quantization else ''}) from {m.source}")
+    console.print(f"[bold]{escape(m.id)}[/bold] ({escape(m.architecture)}, {escape(m.dtype)}"
+                  f"{', ' + escape(m.quantization) if m.quantization else ''}) from {m.source}")
     console.print(f"on {g.count} x {g.display_name} ({gib(g.memory_bytes)} each), vLLM {plan.vllm_version} "
                   f"({plan.vllm_version_source}) -> [bold]{verdict}[/bold]")
     console.print(f"TP={plan.parallel.tensor_parallel_size} PP={plan.parallel.pipeline_parallel_size}"
@@ -152,7 +153,7 @@ def render_plan(console: Console, plan: PlanResult) -> None:
         ("KV cache", mem.kv_cache_bytes, mem.sources.get("kv_cache", ""), mem.notes.get("kv_cache", "")),
     ]
     for name, size, src, note in rows:
-        table.add_row(name, gib(size), str(src), note)
+        table.add_row(name, gib(size), str(src), escape(note))
     console.print(table)
 
     console.print(
@@ -174,17 +175,18 @@ def render_plan(console: Console, plan: PlanResult) -> None:
         for col in ("", "precision", "model", "TP", "PP", "context", "fits", "KV tokens", "concurrency", "weights/GPU", "note"):
             alt.add_column(col, justify="right" if col in ("TP", "PP", "context", "KV tokens", "concurrency", "weights/GPU") else "left")
         for a in plan.alternatives[:24]:
-            alt.add_row("*" if a.chosen else "", a.precision, a.model_id, str(a.tensor_parallel_size),
+            alt.add_row("*" if a.chosen else "", escape(a.precision), escape(a.model_id), str(a.tensor_parallel_size),
                         str(a.pipeline_parallel_size), thousands(a.max_model_len), "yes" if a.fits else "no",
-                        thousands(a.kv_tokens), f"{a.max_concurrency:.2f}", gib(a.weights_bytes), a.note)
+                        thousands(a.kv_tokens), f"{a.max_concurrency:.2f}", gib(a.weights_bytes), escape(a.note))
         console.print(alt)
     for reason in plan.reasons:
         console.print(f"- {reason}", markup=False)
     for warning in plan.warnings:
         console.print(f"warning: {warning}", markup=False)
-    env = " ".join(f"{k}={v}" for k, v in plan.serve_env.items())
+    from vllmkit.launch.command import format_shell
+
     console.print("\nvllm serve command:", markup=False)
-    console.print((env + " " if env else "") + " ".join(plan.serve_command), markup=False, soft_wrap=True)
+    console.print(format_shell(plan.serve_command, plan.serve_env, multiline=False), markup=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

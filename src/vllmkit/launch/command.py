@@ -20,6 +20,7 @@ Rules (issue "vllmkit serve and vllmkit smoke", item 1):
 from __future__ import annotations
 
 import ipaddress
+import re
 import shlex
 from pathlib import PurePath
 
@@ -276,23 +277,50 @@ def redact_text(text: str, secrets: list[str]) -> str:
     return text
 
 
+# characters a terminal would act on (output.safe_text lists why); inside '...' a shell keeps them
+# literally, but printing the line would send them to the terminal
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def shell_quote(token: str) -> str:
+    """shlex.quote, except that a token holding control characters is written in bash's ANSI-C
+    form ($'...' with \\xHH / \\uHHHH escapes): the same bytes reach the program, and none of them
+    reaches the terminal the line is printed on. Our scripts and printed lines are bash."""
+    if not _CONTROL.search(token):
+        return shlex.quote(token)
+    out = []
+    for ch in token:
+        code = ord(ch)
+        if ch in ("\\", "'"):
+            out.append("\\" + ch)
+        elif _CONTROL.match(ch):
+            out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "$'" + "".join(out) + "'"
+
+
+def shell_join(argv: list[str]) -> str:
+    return " ".join(shell_quote(tok) for tok in argv)
+
+
 def format_shell(argv: list[str], env: dict[str, str] | None = None, *, multiline: bool = True) -> str:
-    """`K=V ... prog args` quoted for POSIX shells; one flag per line when multiline."""
-    head = [f"{k}={shlex.quote(v)}" for k, v in (env or {}).items()]
+    """`K=V ... prog args` quoted for bash (shell_quote); one flag per line when multiline."""
+    head = [f"{k}={shell_quote(v)}" for k, v in (env or {}).items()]
     if not multiline:
-        return " ".join([*head, shlex.join(argv)])
+        return " ".join([*head, shell_join(argv)])
     # first line: env + program up to the first flag
     first: list[str] = []
     i = 0
     while i < len(argv) and not argv[i].startswith("--"):
-        first.append(shlex.quote(argv[i]))
+        first.append(shell_quote(argv[i]))
         i += 1
     lines = [" ".join([*head, *first])]
     while i < len(argv):
-        part = [shlex.quote(argv[i])]
+        part = [shell_quote(argv[i])]
         i += 1
         while i < len(argv) and not argv[i].startswith("--"):
-            part.append(shlex.quote(argv[i]))
+            part.append(shell_quote(argv[i]))
             i += 1
         lines.append("  " + " ".join(part))
     return " \\\n".join(lines)
