@@ -287,6 +287,7 @@ def _calibrated_terms(req: PlanRequest, profile, rules: VersionRules, arch: Mode
     return lookup_terms(
         gpu=profile.name, vllm_version=rules.version, family=arch.model_type, max_num_batched_tokens=mnbt,
         tp=tp, pp=pp, enforce_eager=req.enforce_eager, env=env, model=req.model,
+        device_bytes=int(profile.memory_bytes or 0) or None,
     )
 
 
