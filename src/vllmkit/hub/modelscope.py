@@ -17,13 +17,25 @@ m_session_id cookie, as the client does), MODELSCOPE_CACHE (read offline).
 
 from __future__ import annotations
 
+import json
+import time
 from typing import Any
 from urllib.parse import quote
 
 import requests
 
 from vllmkit.hub.base import FileInfo, ModelMetadata
-from vllmkit.hub.errors import Failure, HubContext, HubUnreachableError, retry_after_seconds, retrying
+from vllmkit.hub.errors import (
+    MAX_JSON_BODY_BYTES,
+    Failure,
+    HubBodyTooLarge,
+    HubContext,
+    HubDeadlineExceeded,
+    HubUnreachableError,
+    read_capped,
+    retry_after_seconds,
+    retrying,
+)
 from vllmkit.hub.offline import close_names, ms_offline_metadata
 from vllmkit.hub.remote import build_metadata
 from vllmkit.hub.settings import HubSettings
@@ -50,6 +62,12 @@ class _ApiError(Exception):
 
 
 def classify(exc: BaseException) -> Failure | None:
+    if isinstance(exc, HubDeadlineExceeded):
+        return Failure("too_slow", detail=str(exc))
+    if isinstance(exc, HubBodyTooLarge):
+        return Failure("bad_response", detail=str(exc))
+    if isinstance(exc, RecursionError):
+        return Failure("bad_response", detail="JSON nested too deeply")
     if isinstance(exc, _StatusError):
         status = exc.status
         if status in (401, 403):
@@ -110,7 +128,7 @@ class _MsRepo:
         params = {"Revision": self._rev, "Recursive": "True"}
 
         def call() -> Any:
-            return _data(_get(self.session, url, params=params, settings=self.settings).json())
+            return _data(_get_json(self.session, url, params=params, settings=self.settings))
 
         data = self._retry(call, "file list", suggest=lambda: suggest_ids(self.settings, self.repo_id, self.session))
         entries = data.get("Files") if isinstance(data, dict) else data
@@ -180,27 +198,28 @@ def _raise_for_status(response: requests.Response) -> None:
         raise _StatusError(response.status_code, retry_after_seconds(response.headers.get("Retry-After")))
 
 
-def _get(session: requests.Session, url: str, *, params: dict[str, str] | None = None,
-         settings: HubSettings) -> requests.Response:
-    response = session.get(url, params=params, timeout=settings.timeout_s)
-    _raise_for_status(response)
-    return response
+def _get_json(session: requests.Session, url: str, *, params: dict[str, Any] | None = None,
+              settings: HubSettings) -> Any:
+    """GET a JSON answer: streamed, so that an error page is never read (the status says enough),
+    a body is capped at MAX_JSON_BODY_BYTES and the whole request has a deadline."""
+    deadline = time.monotonic() + settings.deadline_s
+    with session.get(url, params=params, timeout=settings.timeout_s, stream=True) as response:
+        _raise_for_status(response)
+        body = read_capped(response.iter_content(chunk_size=65536), limit=MAX_JSON_BODY_BYTES, deadline=deadline)
+    return json.loads(body)
 
 
 def _get_bytes(session: requests.Session, url: str, headers: dict[str, str], *, limit: int,
                settings: HubSettings, skip: int = 0) -> bytes:
+    deadline = time.monotonic() + settings.deadline_s
     with session.get(url, headers=headers, timeout=settings.timeout_s, stream=True) as response:
         _raise_for_status(response)
         if response.status_code != 206:
             limit += skip
         else:
             skip = 0
-        buf = bytearray()
-        for chunk in response.iter_content(chunk_size=65536):
-            buf.extend(chunk)
-            if len(buf) >= limit:
-                break
-    return bytes(buf[skip:limit])
+        buf = read_capped(response.iter_content(chunk_size=65536), limit=limit, deadline=deadline, truncate=True)
+    return buf[skip:limit]
 
 
 def search_models(settings: HubSettings, query: str, *, owner: str | None = None, limit: int = 100,
@@ -209,9 +228,7 @@ def search_models(settings: HubSettings, query: str, *, owner: str | None = None
     params: dict[str, Any] = {"search": query, "page_number": 1, "page_size": min(limit, 100)}
     if owner:
         params["owner"] = owner
-    response = session.get(f"{settings.ms_endpoint}/openapi/v1/models", params=params, timeout=settings.timeout_s)
-    _raise_for_status(response)
-    data = _data(response.json())
+    data = _data(_get_json(session, f"{settings.ms_endpoint}/openapi/v1/models", params=params, settings=settings))
     items = data.get("models") if isinstance(data, dict) else data
     if not isinstance(items, list):
         raise ValueError("model search did not return a list")
