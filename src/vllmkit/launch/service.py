@@ -524,7 +524,8 @@ def serve(
                 result.failure = diagnose_start_failure(read_log(record.log_path))
                 raise ServeFailed(f"vLLM exited with code {code} after startup", "see the run log", result)
             except StopRequested as stop:
-                sup.stop(options.stop_grace_s)
+                # serving: a clean shutdown; still starting: stop the group now (supervisor.INTERRUPT_GRACE_S)
+                sup.stop(options.stop_grace_s) if healthy else sup.interrupt()
                 result.exit_code = sup.returncode()
                 result.phases = list(sup.tracker.events)
                 if healthy:
