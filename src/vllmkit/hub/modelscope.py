@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
 import requests
+import urllib3
 
 from vllmkit.hub.base import FileInfo, ModelMetadata
 from vllmkit.hub.errors import (
@@ -205,8 +207,31 @@ def _get_json(session: requests.Session, url: str, *, params: dict[str, Any] | N
     deadline = time.monotonic() + settings.deadline_s
     with session.get(url, params=params, timeout=settings.timeout_s, stream=True) as response:
         _raise_for_status(response)
-        body = read_capped(response.iter_content(chunk_size=65536), limit=MAX_JSON_BODY_BYTES, deadline=deadline)
+        body = _read_until(response, limit=MAX_JSON_BODY_BYTES, deadline=deadline, truncate=False)
     return json.loads(body)
+
+
+def _read_until(response: requests.Response, *, limit: int, deadline: float, truncate: bool) -> bytes:
+    """read_capped over a requests body, read with urllib3's read1 (one system call per read):
+    requests' iter_content(n) blocks until n bytes have arrived, so a hub sending one byte per
+    second would never trip the read timeout nor give read_capped a chance to check the deadline."""
+    return read_capped(_chunks(response), limit=limit, deadline=deadline, truncate=truncate)
+
+
+def _chunks(response: requests.Response) -> Iterator[bytes]:
+    raw = response.raw
+    while True:
+        try:
+            data = raw.read1(65536, decode_content=True)
+        except urllib3.exceptions.ReadTimeoutError:
+            raise requests.exceptions.ReadTimeout("read timed out") from None
+        except urllib3.exceptions.DecodeError as exc:
+            raise ValueError(f"undecodable body: {exc}") from None
+        except (urllib3.exceptions.ProtocolError, OSError):
+            raise requests.exceptions.ChunkedEncodingError("connection broken") from None
+        if not data:
+            return
+        yield data
 
 
 def _get_bytes(session: requests.Session, url: str, headers: dict[str, str], *, limit: int,
@@ -218,7 +243,7 @@ def _get_bytes(session: requests.Session, url: str, headers: dict[str, str], *, 
             limit += skip
         else:
             skip = 0
-        buf = read_capped(response.iter_content(chunk_size=65536), limit=limit, deadline=deadline, truncate=True)
+        buf = _read_until(response, limit=limit, deadline=deadline, truncate=True)
     return buf[skip:limit]
 
 
