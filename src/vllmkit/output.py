@@ -17,6 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel
 from rich.console import Console
+from rich.errors import MarkupError
+from rich.style import Style
+from rich.text import Span, Text
 
 from vllmkit.errors import VllmkitError
 
@@ -172,7 +175,21 @@ def safe_text(text: object, *, newlines: bool = False) -> str:
 
 class _SafeConsole(Console):
     """A rich Console that passes every string it renders (print arguments, table cells and
-    titles) through `safe_text`, before markup is parsed."""
+    titles) through `safe_text` before markup is parsed. Outside text that reaches a table cell
+    unescaped cannot break or abuse the markup either: a markup syntax error ("[/]") falls back
+    to plain text, and hyperlinks ([link=...], OSC 8 on a terminal) are dropped: vllmkit prints none."""
 
     def render_str(self, text: str, **kwargs: Any) -> Any:  # type: ignore[override]
-        return super().render_str(safe_text(text, newlines=True), **kwargs)
+        clean = safe_text(text, newlines=True)
+        try:
+            rendered = super().render_str(clean, **kwargs)
+        except MarkupError:
+            rendered = super().render_str(clean, **{**kwargs, "markup": False})
+        if isinstance(rendered, Text) and rendered.spans:
+            rendered.spans = [_unlinked(span) for span in rendered.spans]
+        return rendered
+
+
+def _unlinked(span: Span) -> Span:
+    style = Style.parse(span.style) if isinstance(span.style, str) else span.style
+    return span._replace(style=style.update_link(None)) if style.link else span
