@@ -19,10 +19,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
+from tests.clirun import invoke
 
 from vllmkit.calibration.store import CalibrationRecord, add_records, make_record_id, store_path
-from vllmkit.cli.app import app
 
 GIB = 1 << 30
 REPO = Path(__file__).resolve().parents[2]
@@ -31,7 +30,7 @@ OFFLINE = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
 
 
 def run(*args: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
-    return CliRunner().invoke(app, list(args), env=env)
+    return invoke(list(args), env=env)
 
 
 # -- 1. tensor-parallel sizes vLLM refuses -----------------------------------------------------------

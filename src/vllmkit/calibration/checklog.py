@@ -13,7 +13,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -28,7 +28,7 @@ from vllmkit.calibration.store import CalibrationRecord, add_records, make_recor
 from vllmkit.doctor.logparse import ParsedLog, parse_config_line, parse_events
 from vllmkit.engine.versions import parse_version, resolve_version, rules_for
 from vllmkit.errors import CheckFailedError, ModelSourceError, UsageError, VllmkitError
-from vllmkit.plan.models import PlanRequest, PlanResult
+from vllmkit.plan.models import PlanOverrides, PlanRequest, PlanResult
 
 GIB = 1 << 30
 _COMMENTED = re.compile(r"^[ \t]*#+ ?", re.MULTILINE)
@@ -39,29 +39,8 @@ NO_FACTS_HINT = ("check-log reads vLLM startup logs: lines such as 'Initializing
                  "'Model loading took … GiB', 'Available KV cache memory: … GiB' or '… KV cache size: N tokens'")
 
 
-class CheckLogInputs(BaseModel):
-    """Explicit flags; None = take it from the log (then a default)."""
-
-    model: str | None = None
-    source: str = "auto"
-    revision: str | None = None
-    gpu: str | None = None
-    gpu_memory: int | None = None
-    device: Literal["cuda", "rocm", "cpu"] | None = None
-    vllm_version: str | None = None
-    tensor_parallel_size: int | None = None
-    pipeline_parallel_size: int | None = None
-    max_model_len: int | Literal["auto"] | None = None
-    gpu_memory_utilization: float | None = None
-    kv_cache_memory_bytes: int | None = None
-    kv_cache_dtype: str | None = None
-    dtype: str | None = None
-    quantization: str | None = None
-    max_num_seqs: int | None = None
-    max_num_batched_tokens: int | None = None
-    block_size: int | None = None
-    enforce_eager: bool | None = None
-    profiles_dir: str | None = None
+# the planning flags of check-log (None = take it from the log, then a default)
+CheckLogInputs = PlanOverrides
 
 
 class Quantities(BaseModel):
@@ -288,7 +267,7 @@ def build_request(parsed: ParsedLog, m: Measurement, text: str, inputs: CheckLog
         quant = None
     req = PlanRequest(
         model=model,
-        source=inputs.source,
+        source=inputs.source or "auto",
         revision=inputs.revision,
         gpu=gpu,
         gpu_memory=gpu_memory,
@@ -483,13 +462,16 @@ def check_log(path: Path, inputs: CheckLogInputs, env: Mapping[str, str], *, rec
     req, picker = build_request(parsed, m, text, inputs, env, notes)
     plan: PlanResult | None = None
     if req is not None:
-        plan_env = dict(env)
-        if not use_calibration:
-            plan_env["VLLMKIT_NO_CALIBRATION"] = "1"  # compare the model itself, not a past measurement
+        import functools
+
+        from vllmkit.calibration.store import lookup_terms
         from vllmkit.plan.service import build_plan
 
+        # default: compare the model itself, not a past measurement
+        calibration = (functools.partial(lookup_terms, env=env)
+                       if use_calibration and env.get("VLLMKIT_NO_CALIBRATION") != "1" else None)
         try:
-            plan = build_plan(req, plan_env, min_concurrency=0.0)
+            plan = build_plan(req, dict(env), min_concurrency=0.0, calibration=calibration)
         except VllmkitError as exc:
             if inputs.model is not None and isinstance(exc, ModelSourceError):
                 raise

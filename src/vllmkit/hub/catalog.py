@@ -132,3 +132,31 @@ def catalog_siblings(base_id: str) -> list[CatalogEntry]:
     entry = find_entry(base_id)
     base = entry.base_model if entry else base_id
     return [e for e in load_catalog() if _norm(e.base_model) == _norm(base)]
+
+
+def catalog_rows(search: str | None = None) -> list[dict]:
+    from vllmkit.arch import read_arch
+    from vllmkit.hub.catalog import load_catalog
+
+    rows = []
+    for entry in load_catalog():
+        if search and search.lower() not in entry.id.lower():
+            continue
+        arch = read_arch(entry.config)
+        rows.append({
+            "id": entry.id,
+            "base_model": entry.base_model,
+            "variant": entry.variant,
+            "architecture": (arch.architectures or [arch.model_type])[0],
+            "layers": arch.num_hidden_layers,
+            "kv_heads": arch.num_kv_heads,
+            "head_dim": arch.head_dim,
+            "native_max_model_len": arch.native_max_model_len,
+            "moe": arch.moe is not None,
+            "hybrid": arch.is_hybrid,
+            "weights_bytes": entry.weights_bytes,
+            "weights_bytes_kind": entry.weights_bytes_kind,
+            "weights_source": entry.weights_source,
+            "modelscope_id": entry.modelscope_id,
+        })
+    return rows

@@ -344,3 +344,12 @@ def secure_launch(cmd: ServeCommand) -> tuple[list[str], dict[str, str]]:
             continue
         argv.append(tok)
     return argv, env
+
+
+def attach_serve_command(plan: PlanResult, req: PlanRequest) -> PlanResult:
+    """Fill the plan's `serve_command` / `serve_env` (the `vllm serve` line people copy, API key
+    redacted). The planner does not build commands; launch does."""
+    cmd = build_serve_command(plan, req)
+    plan.serve_command = list(cmd.redacted_argv)
+    plan.serve_env = dict(cmd.env)
+    return plan

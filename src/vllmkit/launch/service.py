@@ -15,7 +15,6 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, Field
 
-from vllmkit.calibration.checklog import record_startup
 from vllmkit.engine.flags import KnownFlags, known_flags
 from vllmkit.engine.launcher import Launcher, LauncherChoice, choose_launcher, detect_installed
 from vllmkit.errors import LaunchError, UsageError
@@ -70,34 +69,6 @@ class ServeOptions(BaseModel):
 class ApiKey(BaseModel):
     key: str | None = None
     origin: Literal["env", "file", "generated", "none"] = "none"
-
-
-def load_plan_file(path: Path) -> tuple[PlanRequest, PlanResult]:
-    """A plan saved by `vllmkit plan --save` ({request, plan} YAML; JSON is YAML too)."""
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"cannot read plan {path}: {exc.strerror}", "check the path") from None
-    except yaml.YAMLError as exc:
-        raise UsageError(
-            f"{path} is not valid YAML: {exc}", "re-create it with `vllmkit plan ... --save`"
-        ) from None
-    if isinstance(doc, dict) and doc.get("command") == "plan" and isinstance(doc.get("data"), dict):
-        raise UsageError(
-            f"{path} is a `plan --json` envelope without the request",
-            "save plans with `vllmkit plan MODEL ... --save plan.yaml`",
-        )
-    if not isinstance(doc, dict) or "plan" not in doc or "request" not in doc:
-        raise UsageError(
-            f"{path} is not a saved plan (needs 'request' and 'plan')", "use `vllmkit plan ... --save`"
-        )
-    try:
-        return PlanRequest.model_validate(doc["request"]), PlanResult.model_validate(doc["plan"])
-    except ValueError as exc:
-        first = str(exc).splitlines()[0]
-        raise UsageError(
-            f"{path}: invalid plan ({first})", "re-create it with this vllmkit version"
-        ) from None
 
 
 def resolve_api_key(host: str, env: Mapping[str, str], *, api_key_file: str | None, no_auth: bool) -> ApiKey:
@@ -170,6 +141,9 @@ class Reporter(BaseModel):
     line: Callable[[str], None] | None = None
     note: Callable[[str], None] | None = None
     ready: Callable[[ServeResult], None] | None = None
+    # a healthy start's log text and where it came from ("serve run <id>"): the caller stores the
+    # measurement (calibration) — launch itself does not write calibrations
+    healthy: Callable[[str, str], None] | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,6 +180,7 @@ def prepare(
     warnings: list[str] = []
     try:
         install = detect_installed(env, options.python)
+        _require_platform(plan, install)
         launcher = choose_launcher(install, options.launcher)
         vllm_desc = f"{install.dist} {install.version}"
         if options.check_flags:
@@ -247,6 +222,21 @@ def prepare(
         vllm=vllm_desc,
         flags_checked=checked,
         api_key=key,
+    )
+
+
+def _require_platform(plan: PlanResult, install) -> None:
+    """A plan for CUDA/ROCm GPUs cannot start on a CPU (or other-platform) build of vLLM: say so
+    instead of printing or running that build's launcher for it."""
+    have = install.variant
+    if have in ("unknown", None) or have == plan.device:
+        return
+    raise LaunchError(
+        f"the installed vLLM ({install.dist} {install.version}) is a {have} build; this plan is for "
+        f"{plan.device} ({plan.gpu.display_name})",
+        f"run it where a {plan.device} build of vLLM is installed (`--dry-run` prints the command for it), "
+        "or plan for this one with --device cpu",
+        code="vllm-platform-mismatch",
     )
 
 
@@ -381,6 +371,7 @@ class ServeFailed(LaunchError):
     def __init__(self, message: str, hint: str | None, result: ServeResult) -> None:
         super().__init__(message, hint, code=result.failure[0].code if result.failure else "launch")
         self.result = result
+        self.data = result  # the envelope keeps what was learnt before the failure
 
 
 def serve(
@@ -498,8 +489,8 @@ def serve(
                 record.status = "running"
                 runs.save(record)
                 result.predicted_vs_actual = compare(plan, sup.tracker.facts)
-                # every healthy start is a measurement: store its non-KV overheads for later plans
-                record_startup(plan, read_log(record.log_path), env, source=f"serve run {record.run_id}")
+                if rep.healthy:
+                    rep.healthy(read_log(record.log_path), f"serve run {record.run_id}")
                 if options.smoke:
                     if rep.note:
                         rep.note("running the smoke test ...")
@@ -627,3 +618,33 @@ def stop_runs(
         record.ended_at = record.ended_at or runs.now_iso()
         runs.save(record)
     return result
+
+
+class ExportResult(BaseModel):
+    format: str
+    output: str | None = None
+    content: str
+
+
+def export_plan(plan: PlanResult, req: PlanRequest, fmt: str, options: ServeOptions, env: Mapping[str, str], *,
+                image: str | None = None, name: str | None = None, output: Path | None = None) -> ExportResult:
+    """The plan as a deployment file (shell, docker, compose, k8s, ray): auth on when a key is set
+    (always on Kubernetes, from a Secret, unless --no-auth), the health timeout scaled to the model."""
+    from vllmkit.launch.exporters import FORMATS, export
+    from vllmkit.launch.supervisor import health_timeout_s
+
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown --export {fmt!r}", "use " + ", ".join(FORMATS))
+    key = resolve_api_key(req.host, env, api_key_file=options.api_key_file, no_auth=options.no_auth)
+    auth = not options.no_auth and (key.key is not None or fmt == "k8s")
+    timeout = options.health_timeout_s or health_timeout_s(
+        plan.model.weight_files_bytes or plan.memory.weights_bytes, remote=plan.model.source != "local"
+    )
+    text = export(plan, req, fmt, image=image, name=name, auth=auth, visible_devices=options.visible_devices,
+                  health_timeout_s=timeout)
+    if output is not None:
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {output}: {exc.strerror}", "choose a writable path for --output") from None
+    return ExportResult(format=fmt, output=str(output) if output else None, content=text)

@@ -13,12 +13,16 @@ template if the tokenizer does not define one." — recognised and explained.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal
 
 import requests
 from pydantic import BaseModel, Field, computed_field
+
+from vllmkit.errors import ExitCode, UsageError
 
 CheckStatus = Literal["pass", "fail", "skip"]
 CHAT_TEMPLATE_MARKERS = ("default chat template is no longer allowed", "chat template")
@@ -330,3 +334,34 @@ def _check_unauthorized(client: _Client) -> SmokeCheck:
         detail=f"request without the key got {resp.status_code}, expected 401: the endpoint is open",
         fix="start vLLM with --api-key (or VLLM_API_KEY in its environment)",
     )
+
+
+def read_api_key(api_key: str | None, api_key_file: Path | None) -> str | None:
+    """--api-key, else --api-key-file, else VLLM_API_KEY (read when the command runs)."""
+    if api_key:
+        return api_key
+    if api_key_file is not None:
+        try:
+            key = api_key_file.expanduser().read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise UsageError(
+                f"cannot read --api-key-file {api_key_file}: {exc.strerror}", "check the path"
+            ) from None
+        if not key:
+            raise UsageError(f"--api-key-file {api_key_file} is empty", "put the key on the first line")
+        return key
+    return os.environ.get("VLLM_API_KEY") or None
+
+
+def smoke_errors(report: SmokeReport) -> tuple[int, list[dict[str, str | None]]]:
+    """Exit code and envelope errors: unreachable -> 6 (health failure), a failed check -> 3."""
+    if not report.reachable:
+        code = int(ExitCode.LAUNCH)
+    elif not report.ok:
+        code = int(ExitCode.DOES_NOT_FIT)
+    else:
+        return 0, []
+    errors = [
+        {"code": f"smoke-{c.name}", "message": f"{c.name}: {c.detail}", "hint": c.fix} for c in report.failed
+    ]
+    return code, errors

@@ -101,20 +101,37 @@ def in_flight_tokens(rules: VersionRules, settings: EngineSettings, pp: int) -> 
     return batches * settings.max_num_batched_tokens
 
 
-def evaluate(
+@dataclass
+class Prepared:
+    """Everything about a candidate (variant x TP x PP on a GPU) that does not depend on the context
+    length: layer specs, KV groups, weights per rank, each stage's memory budget. Only the KV
+    capacity depends on max_model_len (`at_length`), so the context search reuses this."""
+
+    tp: int
+    pp: int
+    specs: ModelSpecs
+    groups: list[KVGroup]
+    weights: WeightSplit
+    budgets: list[MemoryBudget]  # one per PP stage
+    worker_groups: list[list[KVGroup]]
+    worker_avail: list[int]
+    tightest_stage: int
+    in_flight_tokens: int
+    tokens_from_concurrency: bool
+
+
+def prepare(
     arch: ModelArch,
     weight_total_bytes: int,
     weights_source: str,
     *,
     tp: int,
     pp: int,
-    max_model_len: int,
-    auto_fit: bool,
     settings: EngineSettings,
     rules: VersionRules,
     mtp_layers: int = 0,
     mtp_own_embeddings: bool = True,
-) -> Evaluation:
+) -> Prepared:
     specs = build_specs(
         arch,
         tp=tp,
@@ -141,28 +158,64 @@ def evaluate(
         budget = stage_budget(arch, split.per_stage_bytes[s], weights_source, len(layers), tp, pp, settings, rules)
         budgets.append(budget)
         worker_avail.append(budget.kv_cache.bytes)
-    cap = kv_capacity(
-        groups,
-        worker_groups,
-        worker_avail,
-        max_model_len,
-        in_flight_tokens(rules, settings, pp),
-        auto_fit=auto_fit,
-        tokens_from_concurrency=rules.tokens_from_concurrency,
-    )
     tightest = min(range(len(budgets)), key=lambda i: budgets[i].kv_cache.bytes)
-    return Evaluation(
+    return Prepared(
         tp=tp,
         pp=pp,
-        max_model_len=cap.max_model_len,
         specs=specs,
         groups=groups,
         weights=split,
         budgets=budgets,
-        capacity=cap,
+        worker_groups=worker_groups,
+        worker_avail=worker_avail,
         tightest_stage=tightest,
         in_flight_tokens=in_flight_tokens(rules, settings, pp),
+        tokens_from_concurrency=rules.tokens_from_concurrency,
     )
+
+
+def at_length(prep: Prepared, max_model_len: int, auto_fit: bool = False) -> Evaluation:
+    """The candidate at one context length: vLLM's KV capacity check for it."""
+    cap = kv_capacity(
+        prep.groups,
+        prep.worker_groups,
+        prep.worker_avail,
+        max_model_len,
+        prep.in_flight_tokens,
+        auto_fit=auto_fit,
+        tokens_from_concurrency=prep.tokens_from_concurrency,
+    )
+    return Evaluation(
+        tp=prep.tp,
+        pp=prep.pp,
+        max_model_len=cap.max_model_len,
+        specs=prep.specs,
+        groups=prep.groups,
+        weights=prep.weights,
+        budgets=prep.budgets,
+        capacity=cap,
+        tightest_stage=prep.tightest_stage,
+        in_flight_tokens=prep.in_flight_tokens,
+    )
+
+
+def evaluate(
+    arch: ModelArch,
+    weight_total_bytes: int,
+    weights_source: str,
+    *,
+    tp: int,
+    pp: int,
+    max_model_len: int,
+    auto_fit: bool,
+    settings: EngineSettings,
+    rules: VersionRules,
+    mtp_layers: int = 0,
+    mtp_own_embeddings: bool = True,
+) -> Evaluation:
+    prep = prepare(arch, weight_total_bytes, weights_source, tp=tp, pp=pp, settings=settings, rules=rules,
+                   mtp_layers=mtp_layers, mtp_own_embeddings=mtp_own_embeddings)
+    return at_length(prep, max_model_len, auto_fit)
 
 
 def stage_budget(

@@ -42,6 +42,38 @@ class PlanRequest(BaseModel):
     profiles_dir: str | None = None
 
 
+class PlanOverrides(BaseModel):
+    """The planning flags as given (None = not given): `PlanRequest(model=…, **overrides.given())`.
+    check-log fills what is not given from the log before taking defaults."""
+
+    model: str | None = None
+    source: str | None = None
+    revision: str | None = None
+    refresh: bool | None = None
+    gpu: str | None = None
+    gpu_memory: int | None = None
+    gpu_count: int | None = None
+    device: Device | None = None
+    vllm_version: str | None = None
+    tensor_parallel_size: int | None = None
+    pipeline_parallel_size: int | None = None
+    max_model_len: int | Literal["auto"] | None = None
+    gpu_memory_utilization: float | None = None
+    kv_cache_memory_bytes: int | None = None
+    kv_cache_dtype: str | None = None
+    dtype: str | None = None
+    quantization: str | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    block_size: int | None = None
+    enforce_eager: bool | None = None
+    enable_prefix_caching: bool | None = None
+    profiles_dir: str | None = None
+
+    def given(self) -> dict[str, object]:
+        return self.model_dump(exclude_none=True)
+
+
 class ModelInfo(BaseModel):
     id: str
     source: str

@@ -186,7 +186,7 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "serve"
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
 def test_examples_are_valid(path: Path) -> None:
-    from vllmkit.launch.service import load_plan_file
+    from vllmkit.plan.planfile import load_plan_file
 
     if path.name.endswith(".plan.yaml"):
         req, plan = load_plan_file(path)

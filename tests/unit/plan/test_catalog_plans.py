@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from vllmkit.hub.catalog import load_catalog
+from vllmkit.launch.command import attach_serve_command
 from vllmkit.plan.models import PlanRequest
 from vllmkit.plan.service import build_plan
 
@@ -15,7 +16,8 @@ IDS = [e.id for e in load_catalog()]
 @pytest.mark.parametrize("model_id", IDS)
 @pytest.mark.parametrize("gpu", ["h100", "mi300x"])
 def test_catalog_model_plans(model_id: str, gpu: str) -> None:
-    plan = build_plan(PlanRequest(model=model_id, source="catalog", gpu=gpu), {"VLLMKIT_NO_CALIBRATION": "1"})
+    req = PlanRequest(model=model_id, source="catalog", gpu=gpu)
+    plan = attach_serve_command(build_plan(req, {"VLLMKIT_NO_CALIBRATION": "1"}), req)
     kv = plan.kv_cache
     mem = plan.memory
     assert plan.gpu.count == plan.parallel.tensor_parallel_size * plan.parallel.pipeline_parallel_size

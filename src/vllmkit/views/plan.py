@@ -1,0 +1,79 @@
+"""`vllmkit plan` for people."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from vllmkit.output import gib, thousands
+from vllmkit.plan.models import PlanResult
+
+
+def render(console: Console, plan: PlanResult) -> None:
+    m, g, mem, kv = plan.model, plan.gpu, plan.memory, plan.kv_cache
+    verdict = "FITS" if plan.fits else "DOES NOT FIT"
+    console.print(f"[bold]{escape(m.id)}[/bold] ({escape(m.architecture)}, {escape(m.dtype)}"
+                  f"{', ' + escape(m.quantization) if m.quantization else ''}) from {escape(m.source)}")
+    console.print(f"on {g.count} x {escape(g.display_name)} ({gib(g.memory_bytes)} each), vLLM {escape(plan.vllm_version)} "
+                  f"({escape(plan.vllm_version_source)}) -> [bold]{verdict}[/bold]")
+    console.print(f"TP={plan.parallel.tensor_parallel_size} PP={plan.parallel.pipeline_parallel_size}"
+                  f"{f', {plan.parallel.nodes} nodes' if plan.parallel.nodes > 1 else ''}; "
+                  f"max_model_len {thousands(plan.settings.max_model_len)} (native {thousands(m.native_max_model_len)})")
+    # warnings first (an offline catalog answer, a dtype change): read before the numbers they qualify
+    for warning in plan.warnings:
+        console.print(f"warning: {warning}", markup=False)
+
+    table = Table(title="Memory per GPU (tightest rank)", show_lines=False)
+    table.add_column("term")
+    table.add_column("size", justify="right")
+    table.add_column("source")
+    table.add_column("note", overflow="fold")
+    rows = [
+        ("total (as torch reports)", mem.total_bytes, "measured", ""),
+        (f"requested (x {plan.settings.gpu_memory_utilization})", mem.requested_bytes, "derived", ""),
+        ("weights", mem.weights_bytes, mem.sources.get("weights", ""), mem.notes.get("weights", "")),
+        ("non-torch", mem.non_torch_bytes, mem.sources.get("non_torch", ""), mem.notes.get("non_torch", "")),
+        ("peak activation", mem.activation_bytes, mem.sources.get("activation", ""), mem.notes.get("activation", "")),
+        ("CUDA graphs", mem.cudagraph_bytes, mem.sources.get("cudagraph", ""), mem.notes.get("cudagraph", "")),
+        ("KV cache", mem.kv_cache_bytes, mem.sources.get("kv_cache", ""), mem.notes.get("kv_cache", "")),
+    ]
+    for name, size, src, note in rows:
+        if name == "KV cache" and size is not None and size < 0:
+            table.add_row(name, f"none ({gib(-size)} short)", str(src), escape(note))
+            continue
+        table.add_row(name, gib(size), str(src), escape(note))
+    console.print(table)
+
+    console.print(
+        f"KV cache: {thousands(kv.tokens)} tokens, maximum concurrency for {thousands(kv.max_model_len)} tokens per "
+        f"request: {kv.max_concurrency:.2f}x  ({thousands(kv.num_blocks)} blocks of {kv.block_size} tokens, "
+        f"{thousands(kv.bytes_per_token)} B/token/GPU as full attention)"
+    )
+    if len(kv.groups) > 1:
+        kinds: dict[str, int] = {}
+        for grp in kv.groups:
+            kinds[grp.kind] = kinds.get(grp.kind, 0) + 1
+        console.print("KV groups: " + ", ".join(f"{n} x {k}" for k, n in kinds.items()))
+    if not plan.fits and plan.estimated_max_model_len:
+        console.print(f"vLLM will refuse this context; estimated maximum model length is "
+                      f"{thousands(plan.estimated_max_model_len)}")
+
+    if plan.alternatives:
+        alt = Table(title="Alternatives considered")
+        for col in ("", "precision", "model", "TP", "PP", "context", "fits", "KV tokens", "concurrency", "weights/GPU", "note"):
+            alt.add_column(col, justify="right" if col in ("TP", "PP", "context", "KV tokens", "concurrency", "weights/GPU") else "left")
+        for a in plan.alternatives[:24]:
+            alt.add_row("*" if a.chosen else "", escape(a.precision), escape(a.model_id), str(a.tensor_parallel_size),
+                        str(a.pipeline_parallel_size), thousands(a.max_model_len), "yes" if a.fits else "no",
+                        thousands(a.kv_tokens), f"{a.max_concurrency:.2f}", gib(a.weights_bytes), escape(a.note))
+        console.print(alt)
+    for reason in plan.reasons:
+        console.print(f"- {reason}", markup=False)
+    if not plan.fits:
+        return  # no serve line for a plan vLLM would refuse (the error line says what to change)
+    from vllmkit.launch.command import format_shell
+
+    console.print("\nvllm serve command:", markup=False)
+    # quoted for bash, so a copied line runs exactly this argv (a folder named $(...) is not executed)
+    console.print(format_shell(plan.serve_command, plan.serve_env, multiline=False), markup=False, soft_wrap=True)
