@@ -21,8 +21,8 @@ from pathlib import Path
 from tests.unit.launch.fakevllm import fake_env, install_fake_vllm
 from tests.unit.launch.plans import cpu_plan
 
-from vllmkit.plan.planfile import save_plan
 from vllmkit.launch import runs
+from vllmkit.plan.planfile import save_plan
 
 REPO = Path(__file__).resolve().parents[2]
 
