@@ -222,3 +222,26 @@ def test_any_flag_value_gets_a_documented_exit_code(flags: dict[str, str]) -> No
     assert res.exit_code in (0, 2, 3, 4, 5), (args, res.output, res.exception)
     assert "unexpected error" not in res.stderr and "Traceback" not in res.output
     assert not CONTROL.search(res.stderr.replace("\n", "")), res.stderr
+
+
+LOG_LINE = st.sampled_from([
+    "INFO 11-29 21:13:24 [gpu_worker.py:1] Available KV cache memory: {x} GiB",
+    "(EngineCore pid=1) INFO 11-29 21:13:24 [core.py:1] Model loading took 1.5 GiB {x}",
+    "ERROR 11-29 21:13:24 [core.py:1] torch.OutOfMemoryError: CUDA out of memory. {x}",
+    "(APIServer pid=1) INFO 11-29 21:13:24 [api_server.py:1] non-default args: {{'model': '{x}'}}",
+    "ValueError: {x}",
+])
+HOSTILE_BIT = st.one_of(st.text(max_size=12), st.sampled_from(
+    ["\x1b[2J", "\x1b]0;owned\x07", "\x1b]8;;http://evil.example/\x1b\\x\x1b]8;;\x1b\\", "\x9b1m", "\r", "\u202e",
+     "[/]", "[link=http://x]y"]))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                    HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(LOG_LINE, HOSTILE_BIT), min_size=1, max_size=6))
+def test_doctor_prints_hostile_log_text_escaped(tmp_path: Path, lines: list[tuple[str, str]]) -> None:
+    log = tmp_path / "vllm.log"
+    log.write_text("\n".join(t.format(x=x) for t, x in lines) + "\n", encoding="utf-8", errors="surrogatepass")
+    res = run("doctor", "--log", str(log))
+    assert res.exit_code in (0, 2, 3), res.output
+    assert not CONTROL.search(res.stdout.replace("\n", "") + res.stderr.replace("\n", "")), res.output
