@@ -245,3 +245,29 @@ def test_doctor_prints_hostile_log_text_escaped(tmp_path: Path, lines: list[tupl
     res = run("doctor", "--log", str(log))
     assert res.exit_code in (0, 2, 3), res.output
     assert not CONTROL.search(res.stdout.replace("\n", "") + res.stderr.replace("\n", "")), res.output
+
+
+SERVE_FLAGS = st.fixed_dictionaries({}, optional={
+    "--port": st.one_of(st.integers(min_value=-(2**40), max_value=2**40).map(str), st.sampled_from(["0", "65535", "x"])),
+    "--host": st.sampled_from(["127.0.0.1", "0.0.0.0", "::1", "[::1]", "my-host.local", "bad host", "\x1b[2J", "-",
+                               "a" * 300, "$(touch x)"]),
+    "--health-timeout": st.sampled_from(["600", "0", "-1", "nan", "inf", "1e400", "x"]),
+    "--devices": st.sampled_from(["0,1", "", "-1", "x", "0,,1"]),
+})
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SERVE_FLAGS)
+def test_any_serve_flag_value_gets_a_documented_exit_code(flags: dict[str, str]) -> None:
+    """`serve --dry-run` (nothing started): a port, host, timeout or device list the OS or vLLM would
+    refuse is a usage error (exit 2), never a crash nor a printed command that cannot run."""
+    args = ["serve", "Qwen/Qwen3-8B", "--gpu", "h100", "--source", "catalog", "--dry-run"]
+    for flag, value in flags.items():
+        args += [flag, value]
+    res = run(*args, env=OFFLINE)
+    assert res.exit_code in (0, 2), (args, res.output)
+    assert "unexpected error" not in res.stderr
+    assert not CONTROL.search(res.output.replace("\n", ""))
+    if res.exit_code == 0:
+        port = flags.get("--port")
+        assert port is None or 1 <= int(port) <= 65535

@@ -60,6 +60,29 @@ class ServeCommand(BaseModel):
         return format_shell(self.redacted_argv, self.redacted_env, multiline=multiline)
 
 
+_HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$")
+MAX_HEALTH_TIMEOUT_S = 7 * 86_400.0
+
+
+def check_serve_flags(host: str | None, port: int | None, health_timeout_s: float | None) -> None:
+    """UsageError (exit 2) for a bind address, port or health timeout vLLM / the OS would refuse
+    (uvicorn binds host:port; a port is 1-65535, a host an IP address or an RFC 1123 name)."""
+    from vllmkit.errors import UsageError
+
+    if port is not None and not 1 <= port <= 65535:
+        raise UsageError(f"--port {port} is not a TCP port", "use a port from 1 to 65535 (default 8000)", code="bad-port")
+    if host is not None:
+        try:
+            ipaddress.ip_address(host.strip("[]"))
+        except ValueError:
+            if not _HOSTNAME.match(host):
+                raise UsageError(f"--host {host!r} is neither an IP address nor a host name",
+                                 "use an address to bind, e.g. 127.0.0.1 or 0.0.0.0", code="bad-host") from None
+    if health_timeout_s is not None and not 0 < health_timeout_s <= MAX_HEALTH_TIMEOUT_S:  # NaN fails too
+        raise UsageError(f"--health-timeout {health_timeout_s} is not a positive number of seconds",
+                         "e.g. --health-timeout 600 (at most a week)", code="bad-health-timeout")
+
+
 def is_loopback(host: str) -> bool:
     if host in ("localhost", "localhost.localdomain"):
         return True
