@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import typer
 from tests.clirun import invoke
-from tests.unit.doctor.corpus import LOGS, load
-from tests.unit.doctor.fakes import TORCH_CUDA_NO_GPU, TORCH_CUDA_OK, VLLM_CUDA, fake_path, fake_python
 from tests.unit.doctor.test_metrics import SAMPLE
+from tests.unit.fakes import TORCH_CUDA_NO_GPU, TORCH_CUDA_OK, VLLM_CUDA, fake_path, fake_python
+from tests.unit.logs.corpus import LOGS, load
 
 from vllmkit.cli import doctor as doctor_module
 

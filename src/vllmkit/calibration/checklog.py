@@ -17,17 +17,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from vllmkit.calibration.measure import (
-    Measurement,
-    complete_with_weights,
-    derive_lump,
-    measure,
-    parse_command,
-)
+from vllmkit.calibration.measure import Measurement, complete_with_weights, derive_lump, measure
 from vllmkit.calibration.store import CalibrationRecord, add_records, make_record_id, now_iso, store_path
-from vllmkit.doctor.logparse import ParsedLog, parse_config_line, parse_events
 from vllmkit.engine.versions import parse_version, resolve_version, rules_for
 from vllmkit.errors import CheckFailedError, ModelSourceError, UsageError, VllmkitError
+from vllmkit.logs import ParsedLog, parse_command, parse_config_line, read_log
 from vllmkit.plan.models import PlanOverrides, PlanRequest, PlanResult
 
 GIB = 1 << 30
@@ -425,7 +419,7 @@ def record_startup(plan: PlanResult, log_text: str, env: Mapping[str, str], *, s
     if env.get("VLLMKIT_NO_CALIBRATION") == "1":
         return None
     try:
-        parsed = parse_events(log_text)
+        parsed = read_log(log_text)
         m = measure(parsed, log_text)
         complete_with_weights(m, log_text, parsed, plan.memory.weights_bytes)
         derive_lump(m, requested_bytes=plan.memory.requested_bytes, weights_bytes=plan.memory.weights_bytes,
@@ -446,12 +440,12 @@ def record_startup(plan: PlanResult, log_text: str, env: Mapping[str, str], *, s
 def check_log(path: Path, inputs: CheckLogInputs, env: Mapping[str, str], *, record: bool = False,
               use_calibration: bool = False) -> CheckLogResult:
     text = read_log_file(path)
-    parsed = parse_events(text)
+    parsed = read_log(text)
     m = measure(parsed, text)
     if not m.has_startup_facts() and _COMMENTED.search(text):
         # a log quoted as comments (a launch script, a README): read it without the "# " prefixes
         uncommented = _COMMENTED.sub("", text)
-        parsed_again = parse_events(uncommented)
+        parsed_again = read_log(uncommented)
         m_again = measure(parsed_again, uncommented)
         if m_again.has_startup_facts():
             text, parsed, m = uncommented, parsed_again, m_again

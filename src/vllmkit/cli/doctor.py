@@ -42,11 +42,15 @@ def register(app: typer.Typer) -> None:
                              "run `vllmkit doctor MODEL` and `vllmkit doctor --log FILE` separately")
         if interval < 0:
             raise UsageError("--interval must be >= 0", "e.g. --interval 10")
+        from vllmkit.plan.log_alternatives import planner_alternatives
+
+        env = dict(os.environ)
         with waiting("checking ..."):
             result = run_doctor(
-                env=dict(os.environ), model=model, log=log, url=url, host=host, port=port,
+                env=env, model=model, log=log, url=url, host=host, port=port,
                 tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
                 source=source, revision=revision, offline=offline, interval_s=interval,
+                planner=lambda facts: planner_alternatives(facts, env),
             )
         code, errors = 0, []
         if result.failed:

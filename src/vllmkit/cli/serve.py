@@ -5,12 +5,16 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from vllmkit.cli.options import JSON_OPTION, PlanFlags, make_plan, plan_request, planning_options
 from vllmkit.errors import UsageError
 from vllmkit.output import CommandResult, info, waiting, warn
+
+if TYPE_CHECKING:
+    from vllmkit.launch.failure import Diagnoser
 
 OUTPUT_OPTION = typer.Option(None, "--output", "-o", help="Write the export to a file.")
 VLLM_ARG_OPTION = typer.Option([], "--vllm-arg", help="Extra vLLM flag (repeatable), e.g. --vllm-arg=--seed=1.")
@@ -43,10 +47,13 @@ def register(app: typer.Typer) -> None:
         api_key_file: str | None = typer.Option(None, "--api-key-file", help="API key file (else VLLM_API_KEY).", rich_help_panel=_S),
         no_auth: bool = typer.Option(False, "--no-auth", help="Allow a non-loopback --host without an API key.", rich_help_panel=_S),
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the command, start nothing."),
-        export: str | None = typer.Option(None, "--export", help="Write a deployment instead: shell | docker | compose | k8s | ray."),
+        export: str | None = typer.Option(None, "--export", help="Write a deployment instead: shell | docker | compose | k8s | ray | grafana."),
         output: Path | None = OUTPUT_OPTION,
         image: str | None = typer.Option(None, "--image", help="Container image for exports."),
         name: str | None = typer.Option(None, "--name", help="Container / Kubernetes name for exports."),
+        replicas: str = typer.Option("1:4", "--replicas", help="k8s export: MIN:MAX replicas for the autoscaler (no HPA when MAX is 1)."),
+        scale_on: str = typer.Option("queue", "--scale-on", help="k8s export: autoscale on queue (waiting requests) | kv (KV-cache usage)."),
+        storage_class: str | None = typer.Option(None, "--storage-class", help="k8s export: StorageClass of the model-cache volume."),
         detach: bool = typer.Option(False, "--detach", "-d", help="Leave the server running once healthy."),
         no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke test after startup."),
         health_timeout: float | None = typer.Option(None, "--health-timeout", help="Seconds to wait for /health (default: scaled to the model)."),
@@ -83,13 +90,14 @@ def register(app: typer.Typer) -> None:
             req = plan_request(model, flags, **overrides)
             return req, make_plan(req, env)
 
-        # prefix caching may be switched on a saved plan too (like host/port); other flags re-plan
-        given = {k: v for k, v in flags.given().items() if k != "enable_prefix_caching"}
+        # prefix caching and the serving features (issue 14) may be switched on a saved plan too
+        # (like host/port); other flags re-plan
+        switches = ("enable_prefix_caching", "tools", "reasoning")
+        given = {k: v for k, v in flags.given().items() if k not in switches}
         with waiting(f"planning {target} ..."):
             req, plan = load_or_plan(target, given, replan)
         req = req.model_copy(update=overrides)
-        if flags.enable_prefix_caching is not None:
-            req = req.model_copy(update={"enable_prefix_caching": flags.enable_prefix_caching})
+        req = req.model_copy(update={k: v for k, v in flags.given().items() if k in switches})
         options = svc.ServeOptions(
             detach=detach, smoke=not no_smoke, health_timeout_s=health_timeout, launcher=launcher,  # type: ignore[arg-type]
             python=python, visible_devices=_parse_devices(devices), extra_args=list(vllm_arg),
@@ -97,7 +105,8 @@ def register(app: typer.Typer) -> None:
         )  # fmt: skip
 
         if export is not None:
-            exported = svc.export_plan(plan, req, export, options, env, image=image, name=name, output=output)
+            exported = svc.export_plan(plan, req, export, options, env, image=image, name=name, output=output,
+                                       replicas=replicas, scale_on=scale_on, storage_class=storage_class)
             if output is not None and not json_output:
                 info(f"wrote {export} export to {output}")
                 return CommandResult("serve", exported)
@@ -135,7 +144,7 @@ def register(app: typer.Typer) -> None:
             healthy=lambda log_text, source: record_startup(plan, log_text, env, source=source),
         )
         try:
-            result = svc.serve(prep, options, env, reporter=reporter)
+            result = svc.serve(prep, options, env, reporter=reporter, diagnose=_diagnoser(env))
         except svc.ServeFailed as failure:
             failure.view = view.render_failure  # its report goes to stderr before the error line
             raise
@@ -166,3 +175,15 @@ def register(app: typer.Typer) -> None:
 
         views = list_runs(dict(os.environ), include_finished=all_runs)
         return CommandResult("ps", views, view=functools.partial(render_ps, all_runs=all_runs), json_mode=json_output)
+
+
+def _diagnoser(env: dict[str, str]) -> Diagnoser:
+    """serve's failure diagnosis: the doctor's, with the planner's exact alternatives (launch imports neither)."""
+
+    def diagnose(log_text: str):  # type: ignore[no-untyped-def]
+        from vllmkit.doctor import diagnose_log
+        from vllmkit.plan.log_alternatives import planner_alternatives
+
+        return diagnose_log(log_text, planner=lambda facts: planner_alternatives(facts, env)).diagnoses
+
+    return diagnose

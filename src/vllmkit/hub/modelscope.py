@@ -1,26 +1,31 @@
-"""ModelScope source, through its documented REST API with `requests`.
+"""ModelScope source: the official hub client (modelscope-hub's HubApi) for what it offers, `requests`
+for the bytes it does not.
 
-Endpoints (the same ones the modelscope client calls, modelscope_hub/_legacy_api.py and
-_openapi.py, modelscope 1.40 / modelscope-hub 0.5):
-- file list with sizes: GET {endpoint}/api/v1/models/{id}/repo/files?Revision=master&Recursive=True
-  -> {"Code": 200, "Success": true, "Data": {"Files": [{"Path", "Name", "Size", "Type"}]}}
-- one file (Range supported): GET {endpoint}/api/v1/models/{id}/repo?Revision=...&FilePath=...
-- search: GET {endpoint}/openapi/v1/models?search=...&owner=...&page_size=...
-  -> {"success": true, "data": {"models": [{"id": "org/name", ...}], "total_count": ...}}
+- file list with sizes: HubApi.list_repo_files (GET {endpoint}/api/v1/models/{id}/repo/files?Revision=
+  &Recursive=True); the client also walks listings the server truncates at 3,000 entries and retries a
+  spurious 403 / 429 / 5xx itself (4 attempts, 1-2-4 s backoff, honouring Retry-After).
+- search ("did you mean", quantized siblings): HubApi.list_repos("model", search=, owner=)
+  (GET {endpoint}/openapi/v1/models).
+- file bytes: GET {endpoint}/api/v1/models/{id}/repo?Revision=...&FilePath=... with `requests`, because
+  the client only downloads whole files into its cache while we read config files and a few KiB of each
+  safetensors header (Range requests).
 
-Why not the client library: its HubApi reads MODELSCOPE_ENDPOINT / MODELSCOPE_API_TOKEN from the
-process environment when constructed and retries inside, while we need per-command settings,
-bounded retries, request counting and ranged reads of a few bytes. Settings honoured:
-MODELSCOPE_ENDPOINT (MODELSCOPE_DOMAIN), MODELSCOPE_API_TOKEN (sent as Bearer and as the
-m_session_id cookie, as the client does), MODELSCOPE_CACHE (read offline).
+Settings are per command, never from this process's environment: HubApi gets the endpoint
+(MODELSCOPE_ENDPOINT / MODELSCOPE_DOMAIN) and the token (MODELSCOPE_API_TOKEN, sent by the client as
+Bearer and the m_session_id cookie; "" = anonymous, so a credential stored by `modelscope login` is not
+picked up behind the caller's back) as constructor arguments. The `modelscope` package itself is not
+used: importing it imports torch (5-11 s here), while modelscope-hub (its hub half, which it depends on)
+imports in ~2 s, and only when a ModelScope model is resolved.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
+import dataclasses
+import logging
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import requests
@@ -28,7 +33,6 @@ import urllib3
 
 from vllmkit.hub.base import FileInfo, ModelMetadata
 from vllmkit.hub.errors import (
-    MAX_JSON_BODY_BYTES,
     Failure,
     HubBodyTooLarge,
     HubContext,
@@ -42,8 +46,56 @@ from vllmkit.hub.offline import close_names, ms_offline_metadata
 from vllmkit.hub.remote import build_metadata
 from vllmkit.hub.settings import HubSettings
 
+if TYPE_CHECKING:
+    from modelscope_hub import HubApi
+
 DEFAULT_REVISION = "master"  # ModelScope's default branch
 MAX_SMALL_FILE_BYTES = 64 * 1024 * 1024
+USER_AGENT = "vllmkit"
+
+
+def hub_api(settings: HubSettings) -> HubApi:
+    """A HubApi for this command's settings (imported lazily: ~2 s, only for ModelScope models)."""
+    from modelscope_hub import HubApi
+
+    return HubApi(endpoint=settings.ms_endpoint, token=settings.ms_token or "", user_agent=USER_AGENT)
+
+
+@contextlib.contextmanager
+def _quiet_client() -> Iterator[None]:
+    """The client logs its retries to stderr; our errors say what happened, once, escaped."""
+    logger = logging.getLogger("modelscope_hub")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _sdk_failure(exc: BaseException) -> Failure | None:
+    """modelscope_hub.errors -> our failure kinds (None when it is not one of the client's errors)."""
+    from modelscope_hub import errors as ms
+
+    if isinstance(exc, (ms.AuthenticationError, ms.PermissionDeniedError)):
+        return Failure("gated", status=exc.status_code)
+    if isinstance(exc, ms.NotExistError):
+        return Failure("not_found", status=exc.status_code)
+    if isinstance(exc, ms.RateLimitError):
+        return Failure("rate_limited", status=exc.status_code, retry_after=getattr(exc, "retry_after", None))
+    if isinstance(exc, ms.ServerError):
+        return Failure("server", status=exc.status_code)
+    if isinstance(exc, ms.RequestTimeoutError):
+        return Failure("timeout")
+    if isinstance(exc, ms.NetworkError):
+        return Failure("unreachable", detail="connection failed")  # the client's text names its internal pool
+    if isinstance(exc, ms.APIError):
+        if exc.status_code is not None and exc.status_code >= 500:
+            return Failure("server", status=exc.status_code)
+        return Failure("http", status=exc.status_code, detail=str(exc).splitlines()[0][:200])
+    if isinstance(exc, ms.HubError):
+        return Failure("bad_response", detail=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+    return None
 
 
 class _StatusError(Exception):
@@ -54,15 +106,6 @@ class _StatusError(Exception):
         self.detail = detail
 
 
-class _ApiError(Exception):
-    """HTTP 200 with {"Success": false, "Code": ..., "Message": ...}."""
-
-    def __init__(self, code: Any, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-
-
 def classify(exc: BaseException) -> Failure | None:
     if isinstance(exc, HubDeadlineExceeded):
         return Failure("too_slow", detail=str(exc))
@@ -70,6 +113,8 @@ def classify(exc: BaseException) -> Failure | None:
         return Failure("bad_response", detail=str(exc))
     if isinstance(exc, RecursionError):
         return Failure("bad_response", detail="JSON nested too deeply")
+    if type(exc).__module__.startswith("modelscope_hub"):
+        return _sdk_failure(exc)
     if isinstance(exc, _StatusError):
         status = exc.status
         if status in (401, 403):
@@ -81,13 +126,6 @@ def classify(exc: BaseException) -> Failure | None:
         if status >= 500:
             return Failure("server", status=status)
         return Failure("http", status=status, detail=exc.detail)
-    if isinstance(exc, _ApiError):
-        text = f"{exc.code} {exc.message}".lower()
-        if any(k in text for k in ("not exist", "not found", "不存在", "404")):
-            return Failure("not_found", detail=exc.message)
-        if any(k in text for k in ("permission", "unauthor", "forbidden", "401", "403", "无权限")):
-            return Failure("gated", detail=exc.message)
-        return Failure("bad_response", detail=f"API error {exc.code}: {exc.message}"[:200])
     if isinstance(exc, requests.exceptions.ConnectTimeout):
         return Failure("unreachable", detail="connection timed out")
     if isinstance(exc, requests.exceptions.Timeout):
@@ -103,11 +141,13 @@ def classify(exc: BaseException) -> Failure | None:
 
 
 class _MsRepo:
-    def __init__(self, settings: HubSettings, repo_id: str, revision: str | None, session: requests.Session) -> None:
+    def __init__(self, settings: HubSettings, repo_id: str, revision: str | None, session: requests.Session,
+                 api: HubApi | None = None) -> None:
         self.settings = settings
         self.repo_id = repo_id
         self.revision = revision
         self.session = session
+        self.api = api if api is not None else hub_api(settings)
         self.ctx = HubContext(
             hub="ModelScope",
             endpoint=settings.ms_endpoint,
@@ -126,23 +166,20 @@ class _MsRepo:
         return retrying(call, classify, settings=self.settings, ctx=self.ctx, what=what, suggest=suggest)
 
     def list_files(self) -> tuple[list[FileInfo], str | None]:
-        url = f"{self.settings.ms_endpoint}/api/v1/models/{self.repo_id}/repo/files"
-        params = {"Revision": self._rev, "Recursive": "True"}
-
         def call() -> Any:
-            return _data(_get_json(self.session, url, params=params, settings=self.settings))
+            with _quiet_client():
+                return self.api.list_repo_files(self.repo_id, "model", revision=self._rev, recursive=True)
 
-        data = self._retry(call, "file list", suggest=lambda: suggest_ids(self.settings, self.repo_id, self.session))
-        entries = data.get("Files") if isinstance(data, dict) else data
-        if not isinstance(entries, list):
-            raise self._bad("file list", "no Files list in the response")
+        # the client retries listings itself: no second layer of retries around it
+        once = dataclasses.replace(self.settings, retries=0)
+        entries = retrying(call, classify, settings=once, ctx=self.ctx, what="file list",
+                           suggest=lambda: suggest_ids(self.settings, self.repo_id, api=self.api))
         files: list[FileInfo] = []
         for entry in entries:
-            if not isinstance(entry, dict) or entry.get("Type") == "tree":
+            if getattr(entry, "type", "blob") == "tree":
                 continue
-            path = entry.get("Path") or entry.get("Name")
-            size = entry.get("Size")
-            if not isinstance(path, str) or (size is not None and (not isinstance(size, int) or size < 0)):
+            path, size = getattr(entry, "path", None), getattr(entry, "size", None)
+            if not isinstance(path, str) or not path or not isinstance(size, int) or size < 0:
                 raise self._bad("file list", f"malformed entry {str(entry)[:80]}")
             files.append(FileInfo(name=path, size=size))
         return files, None
@@ -175,15 +212,6 @@ class _MsRepo:
         return self._retry(call, f"the header of {path}")
 
 
-def _data(body: Any) -> Any:
-    if not isinstance(body, dict):
-        raise ValueError("response is not a JSON object")
-    success = body.get("Success", body.get("success"))
-    if success is False:
-        raise _ApiError(body.get("Code", body.get("code")), str(body.get("Message", body.get("message", "")))[:200])
-    return body.get("Data", body.get("data"))
-
-
 def make_session(settings: HubSettings) -> requests.Session:
     session = requests.Session()
     session.trust_env = True  # proxies from HTTPS_PROXY etc., like the modelscope client
@@ -200,25 +228,23 @@ def _raise_for_status(response: requests.Response) -> None:
         raise _StatusError(response.status_code, retry_after_seconds(response.headers.get("Retry-After")))
 
 
-def _get_json(session: requests.Session, url: str, *, params: dict[str, Any] | None = None,
-              settings: HubSettings) -> Any:
-    """GET a JSON answer: streamed, so that an error page is never read (the status says enough),
-    a body is capped at MAX_JSON_BODY_BYTES and the whole request has a deadline."""
+def _get_bytes(session: requests.Session, url: str, headers: dict[str, str], *, limit: int,
+               settings: HubSettings, skip: int = 0) -> bytes:
     deadline = time.monotonic() + settings.deadline_s
-    with session.get(url, params=params, timeout=settings.timeout_s, stream=True) as response:
-        _raise_for_status(response)
-        body = _read_until(response, limit=MAX_JSON_BODY_BYTES, deadline=deadline, truncate=False)
-    return json.loads(body)
-
-
-def _read_until(response: requests.Response, *, limit: int, deadline: float, truncate: bool) -> bytes:
-    """read_capped over a requests body, read with urllib3's read1 (one system call per read):
-    requests' iter_content(n) blocks until n bytes have arrived, so a hub sending one byte per
-    second would never trip the read timeout nor give read_capped a chance to check the deadline."""
-    return read_capped(_chunks(response), limit=limit, deadline=deadline, truncate=truncate)
+    with session.get(url, headers=headers, timeout=settings.timeout_s, stream=True) as response:
+        _raise_for_status(response)  # an error page is never read: its status says enough
+        if response.status_code != 206:
+            limit += skip
+        else:
+            skip = 0
+        buf = read_capped(_chunks(response), limit=limit, deadline=deadline, truncate=True)
+    return buf[skip:limit]
 
 
 def _chunks(response: requests.Response) -> Iterator[bytes]:
+    """The body read with urllib3's read1 (one system call per read): requests' iter_content(n)
+    blocks until n bytes have arrived, so a hub sending one byte per second would never trip the
+    read timeout nor let read_capped check the request's deadline."""
     raw = response.raw
     while True:
         try:
@@ -234,36 +260,18 @@ def _chunks(response: requests.Response) -> Iterator[bytes]:
         yield data
 
 
-def _get_bytes(session: requests.Session, url: str, headers: dict[str, str], *, limit: int,
-               settings: HubSettings, skip: int = 0) -> bytes:
-    deadline = time.monotonic() + settings.deadline_s
-    with session.get(url, headers=headers, timeout=settings.timeout_s, stream=True) as response:
-        _raise_for_status(response)
-        if response.status_code != 206:
-            limit += skip
-        else:
-            skip = 0
-        buf = _read_until(response, limit=limit, deadline=deadline, truncate=True)
-    return buf[skip:limit]
-
-
 def search_models(settings: HubSettings, query: str, *, owner: str | None = None, limit: int = 100,
-                  session: requests.Session | None = None) -> list[str]:
-    session = session or make_session(settings)
-    params: dict[str, Any] = {"search": query, "page_number": 1, "page_size": min(limit, 100)}
-    if owner:
-        params["owner"] = owner
-    data = _data(_get_json(session, f"{settings.ms_endpoint}/openapi/v1/models", params=params, settings=settings))
-    items = data.get("models") if isinstance(data, dict) else data
-    if not isinstance(items, list):
-        raise ValueError("model search did not return a list")
-    return [str(i["id"]) for i in items if isinstance(i, dict) and isinstance(i.get("id"), str)]
+                  api: HubApi | None = None) -> list[str]:
+    api = api if api is not None else hub_api(settings)
+    with _quiet_client():
+        page = api.list_repos("model", search=query, owner=owner, page_number=1, page_size=min(limit, 100))
+    return [str(r.repo_id) for r in page.items if isinstance(getattr(r, "repo_id", None), str)]
 
 
-def suggest_ids(settings: HubSettings, repo_id: str, session: requests.Session | None = None) -> list[str]:
+def suggest_ids(settings: HubSettings, repo_id: str, api: HubApi | None = None) -> list[str]:
     name = repo_id.split("/")[-1]
     query = name.rsplit("-", 1)[0] if "-" in name else name
-    return close_names(repo_id, search_models(settings, query, limit=50, session=session))
+    return close_names(repo_id, search_models(settings, query, limit=50, api=api))
 
 
 class ModelScopeSource:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.doctor.fakes import TORCH_CUDA_OK, VLLM_CUDA, env_for, fake_python
+from tests.unit.fakes import TORCH_CUDA_OK, VLLM_CUDA, env_for, fake_python
 from vllmkit.engine.detect import detect_torch, detect_vllm, torch_build_kind, vllm_variant
 
 

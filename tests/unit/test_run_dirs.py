@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from vllmkit.doctor.paths import latest_run_log, runs_dir
+from vllmkit.dirs import latest_run_log, runs_dir
 
 
 def test_runs_dir_precedence(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Log parser: line cleaning and the facts of each log generation in the corpus.
+"""The log reader: line cleaning and the facts of each log generation in the corpus.
 
 Expected values are the numbers printed in the source logs (see each file's header); GiB figures are
 converted with gib() because the parser stores bytes.
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.doctor.corpus import all_logs, gib, load
-from vllmkit.doctor.logparse import clean_line, parse_config_line, parse_events, parse_log, parse_python_dict
+from tests.unit.logs.corpus import all_logs, gib, load
+from vllmkit.logs import clean_line, parse_config_line, parse_log, parse_python_dict, read_log
 
 
 @pytest.mark.parametrize(
@@ -199,7 +199,7 @@ def test_v1_0_33_one_line_capacity_and_memory_summary() -> None:
 
 @pytest.mark.parametrize("name", all_logs())
 def test_every_corpus_file_parses(name: str) -> None:
-    parsed = parse_events(load(name))
+    parsed = read_log(load(name))
     assert parsed.events, f"{name}: no line recognised"
 
 
@@ -209,7 +209,9 @@ def test_empty_and_junk() -> None:
     assert f.available_kv_bytes is None and f.weights_bytes is None
 
 
-def test_every_pattern_has_a_needle() -> None:
-    from vllmkit.doctor.logparse import NEEDLES, PATTERNS
+def test_every_pattern_has_a_needle_a_source_and_versions() -> None:
+    from vllmkit.logs import NEEDLES, PATTERNS
 
-    assert {kind for kind, _ in PATTERNS} <= set(NEEDLES)
+    assert {p.kind for p in PATTERNS} == set(NEEDLES)
+    for p in PATTERNS:
+        assert p.source and p.versions, p.kind

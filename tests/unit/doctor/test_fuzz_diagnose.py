@@ -1,14 +1,14 @@
-"""Random, mangled and truncated logs never crash the parser or the diagnoses."""
+"""Random, mangled and truncated logs never crash the log reader or the diagnoses."""
 
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.unit.doctor.corpus import all_logs, load
+from tests.unit.logs.corpus import all_logs, load
 from vllmkit.doctor.diagnose import LogReport, diagnose_log
-from vllmkit.doctor.logparse import LogFacts, parse_log
 from vllmkit.doctor.metrics import parse_prometheus, triage
+from vllmkit.logs import LogFacts, parse_log
 
 CORPUS = {name: load(name) for name in all_logs()}
 ALL_LINES = [line for text in CORPUS.values() for line in text.splitlines()]

@@ -7,7 +7,8 @@ import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
-from tests.unit.doctor.fakes import env_for, fake_path
+from tests.unit.fakes import env_for, fake_path
+
 from vllmkit.hardware.detect import (
     GpuDetection,
     _nvidia_nvml,
