@@ -39,6 +39,30 @@ class HubBodyTooLarge(Exception):
     """An answer larger than we ever need."""
 
 
+def within_deadline(call: Callable[[], T], deadline_s: float) -> T:
+    """Run a client library's call (which retries and reads bodies on its own terms) in a worker
+    thread and give up after `deadline_s`: the command then fails with HubDeadlineExceeded instead of
+    waiting for a hub that trickles. The abandoned daemon thread ends with the process."""
+    import threading
+
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:  # handed to the caller's thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, name="vllmkit-hub-call", daemon=True)
+    worker.start()
+    worker.join(deadline_s)
+    if worker.is_alive():
+        raise HubDeadlineExceeded(f"{deadline_s:g} s")
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome["value"]  # type: ignore[return-value]
+
+
 def read_capped(chunks: Iterable[bytes], *, limit: int, deadline: float | None, truncate: bool = False) -> bytes:
     """Join a streamed body, stopping at `limit` bytes (or raising HubBodyTooLarge unless
     `truncate`) and raising HubDeadlineExceeded once the monotonic `deadline` has passed. Each read
@@ -51,7 +75,7 @@ def read_capped(chunks: Iterable[bytes], *, limit: int, deadline: float | None, 
         if len(buf) > limit:
             raise HubBodyTooLarge(f"answer larger than {limit // (1 << 20) or 1} MiB")
         if deadline is not None and time.monotonic() > deadline:
-            raise HubDeadlineExceeded("answer not complete before the deadline")
+            raise HubDeadlineExceeded("the request's deadline (VLLMKIT_HUB_DEADLINE)")
     return bytes(buf)
 
 

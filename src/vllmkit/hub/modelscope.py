@@ -41,6 +41,7 @@ from vllmkit.hub.errors import (
     read_capped,
     retry_after_seconds,
     retrying,
+    within_deadline,
 )
 from vllmkit.hub.offline import close_names, ms_offline_metadata
 from vllmkit.hub.remote import build_metadata
@@ -167,8 +168,13 @@ class _MsRepo:
 
     def list_files(self) -> tuple[list[FileInfo], str | None]:
         def call() -> Any:
-            with _quiet_client():
-                return self.api.list_repo_files(self.repo_id, "model", revision=self._rev, recursive=True)
+            def listing() -> Any:
+                with _quiet_client():
+                    return self.api.list_repo_files(self.repo_id, "model", revision=self._rev, recursive=True)
+
+            # the client's own timeouts apply per read and it retries by itself: the listing as a whole
+            # gets one request deadline per try we would have made
+            return within_deadline(listing, self.settings.deadline_s * (1 + self.settings.retries))
 
         # the client retries listings itself: no second layer of retries around it
         once = dataclasses.replace(self.settings, retries=0)
