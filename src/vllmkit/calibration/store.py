@@ -47,6 +47,7 @@ from vllmkit.dirs import user_dir
 from vllmkit.engine.versions import parse_version
 from vllmkit.errors import UsageError
 from vllmkit.estimate.memory import MemoryTerm
+from vllmkit.units import GIB
 
 STORE_NAME = "calibrations.jsonl"
 SCHEMA_VERSION = 1
@@ -60,7 +61,6 @@ TERM_INPUTS: dict[str, tuple[str, ...]] = {
     "cpu_non_kv": ("max_num_batched_tokens", "tp", "pp", "enforce_eager"),
 }
 INPUT_NAMES = ("max_num_batched_tokens", "tp", "pp", "enforce_eager")
-GIB = 1 << 30
 TIB = 1 << 40
 
 # Physical bounds on what a record may claim (docs/limits.md). A record is a measurement of one
