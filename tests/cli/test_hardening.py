@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tests.clirun import invoke
 
@@ -214,6 +214,8 @@ FLAGS = st.dictionaries(
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(FLAGS)
+@example({"--max-model-len": "1e400"})  # was an OverflowError (exit 1)
+@example({"--gpu-memory-utilization": "nan"})
 def test_any_flag_value_gets_a_documented_exit_code(flags: dict[str, str]) -> None:
     args = ["plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--source", "catalog"]
     for flag, value in flags.items():
