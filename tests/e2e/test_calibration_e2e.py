@@ -10,8 +10,8 @@ next plan for the same model and device uses it.
    rounding of the log line).
 2. With --kv-cache-memory-bytes the KV size is exact, so check-log's KV tokens and concurrency must
    match vLLM's capacity line with 0 % error.
-3. `vllmkit serve` records a calibration by itself after a healthy start (once launch/service.py
-   calls calibration.checklog.record_startup; skipped until then).
+3. `vllmkit serve` records a calibration by itself after a healthy start (the serve command hands
+   calibration.checklog.record_startup to the supervisor as its healthy-start hook).
 
 Determinism: the worker's RSS after warm-up (C) is not a constant of the model; it varies between
 starts (cold compile caches, allocator state). Every prediction checked here is therefore compared
@@ -21,7 +21,6 @@ another run; docs/limits.md says what the planner predicts when C varies.
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 from pathlib import Path
@@ -131,14 +130,6 @@ def test_check_log_is_exact_when_the_kv_size_is_given(tiny_model_factory, isolat
     assert cli_json("calibration", "list")["data"]["records"] == []
 
 
-def _serve_records_calibrations() -> bool:
-    from vllmkit.launch import service
-
-    return "record_startup" in inspect.getsource(service)
-
-
-@pytest.mark.skipif(not _serve_records_calibrations(),
-                    reason="launch/service.py does not call calibration.checklog.record_startup yet")
 def test_serve_records_a_calibration(tiny_model_factory, isolated_env) -> None:
     model = tiny_model_factory("llama")
     from tests.e2e.vllm_proc import free_port
