@@ -189,3 +189,20 @@ def test_alternatives_leave_out_contexts_nobody_would_use(env) -> None:
     for alt in doc["data"]["alternatives"]:
         if alt["fits"] and not alt["chosen"]:
             assert alt["max_model_len"] >= 16384, alt
+
+
+def test_plan_shows_serving_features_and_opt_outs(env) -> None:
+    """Issue 14: Qwen3 -> hermes tool calls + qwen3 reasoning (vLLM docs), in the data and the command."""
+    d = envelope(run("plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--vllm-version", "0.32.0", "--json"))["data"]
+    f = d["features"]
+    assert f["family"] == "qwen3"
+    assert f["tool_call_parser"]["name"] == "hermes" and f["tool_call_parser"]["enabled"] is True
+    assert f["reasoning_parser"]["name"] == "qwen3" and f["reasoning_field"] == "reasoning"
+    assert f["prefix_caching"]["enabled"] is True and f["prefix_caching"]["source"] == "vLLM default"
+    cmd = d["serve_command"]
+    assert cmd[cmd.index("--tool-call-parser") + 1] == "hermes" and "--reasoning-parser" in cmd
+    d = envelope(run("plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--no-tools", "--no-reasoning", "--json"))["data"]
+    assert d["features"]["tool_call_parser"]["enabled"] is False
+    assert "--tool-call-parser" not in d["serve_command"] and "--reasoning-parser" not in d["serve_command"]
+    human = run("plan", "Qwen/Qwen3-8B", "--gpu", "h100")
+    assert "serving features:" in human.stdout and "tool calls: hermes (on" in human.stdout

@@ -96,7 +96,8 @@ def test_export_k8s_to_file(fake: Path) -> None:
     res = run("serve", str(_plan_file(fake, cuda_plan)), "--export", "k8s", "-o", str(out))
     assert res.exit_code == 0, res.output
     kinds = [d["kind"] for d in yaml.safe_load_all(out.read_text()) if d]
-    assert kinds == ["Deployment", "Service"]
+    assert kinds == ["PersistentVolumeClaim", "Job", "Deployment", "Service", "HorizontalPodAutoscaler",
+                     "ServiceMonitor", "ConfigMap"]  # fmt: skip
     assert "sk-secret-123" not in out.read_text()  # save_plan drops the key; exports never embed one
 
 
@@ -115,6 +116,8 @@ def test_export_stdout_json(fake: Path) -> None:
         (["--max-model-len", "4096"], "cannot change a saved plan"),
         (["--launcher", "rocket"], "unknown --launcher"),
         (["--devices", "a,b", "--dry-run"], "cannot read --devices"),
+        (["--export", "k8s", "--replicas", "3:2"], "cannot read --replicas"),
+        (["--export", "k8s", "--scale-on", "cpu"], "unknown --scale-on"),
     ],
 )
 def test_usage_errors(fake: Path, args: list[str], needle: str) -> None:
@@ -175,6 +178,38 @@ def test_serve_failure_exits_6_with_cause(fake: Path) -> None:
     assert doc["status"] == "error" and doc["exit_code"] == 6
     assert doc["errors"][0]["code"] == "kv-cache-too-small"
     assert doc["data"]["failure"][0]["estimated_max_model_len"] == 768
+
+
+def test_multinode_plan_refuses_single_machine_exports(fake: Path) -> None:
+    from tests.unit.launch.plans import multinode_plan
+
+    path = _plan_file(fake, multinode_plan)
+    for fmt in ("shell", "docker", "compose"):
+        res = run("serve", str(path), "--export", fmt)
+        assert res.exit_code == 2, res.output
+        assert "spans 2 nodes" in res.stderr and "--export ray" in res.stderr and "Traceback" not in res.output
+    res = run("serve", str(path), "--export", "ray", "--json")
+    assert res.exit_code == 0, res.output
+    content = json.loads(res.stdout)["data"]["content"]
+    assert "--host 0.0.0.0" in content and "VLLM_API_KEY:?" in content  # Ray always asks for a key
+
+
+def test_features_flags_and_opt_outs(fake: Path) -> None:
+    """A plan with a features block (Qwen3: hermes + qwen3) turns both parsers on in the command;
+    --no-tools / --no-reasoning drop them."""
+    from vllmkit.launch.presets import plan_features
+
+    req, plan = cuda_plan()
+    plan.features = plan_features(plan, req, registry=None)
+    path = fake / "qwen3.yaml"
+    save_plan(path, req, plan)
+    cmd = json.loads(run("serve", str(path), "--dry-run", "--no-check-flags", "--json").stdout)["data"]["command"]
+    assert cmd[cmd.index("--tool-call-parser") + 1] == "hermes" and "--enable-auto-tool-choice" in cmd
+    assert cmd[cmd.index("--reasoning-parser") + 1] == "qwen3"
+    res = run("serve", str(path), "--dry-run", "--no-check-flags", "--no-tools", "--no-reasoning", "--json")
+    cmd = json.loads(res.stdout)["data"]["command"]
+    assert "--tool-call-parser" not in cmd and "--reasoning-parser" not in cmd
+    assert "--enable-auto-tool-choice" not in cmd
 
 
 def test_gpu_plan_on_a_cpu_build_of_vllm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -51,6 +51,7 @@ def _root() -> None:
 # Each module exposes register(app). Order = order in --help.
 _COMMAND_MODULES = (
     "plan",
+    "capacity",
     "gpus",
     "models",
     "serve",

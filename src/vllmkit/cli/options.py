@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import fields, make_dataclass
 from typing import Any, TypeVar
 
 import typer
@@ -23,38 +23,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 JSON_OPTION = typer.Option(False, "--json", help="Print one JSON envelope on stdout (also for errors).")
 
 
-@dataclass(frozen=True)
-class PlanFlags:
-    """The planning flags as given (None = not given)."""
-
-    gpu: str | None = None
-    gpu_memory: str | None = None
-    gpu_count: int | None = None
-    device: str | None = None
-    source: str | None = None
-    revision: str | None = None
-    refresh: bool | None = None
-    vllm_version: str | None = None
-    tensor_parallel_size: int | None = None
-    pipeline_parallel_size: int | None = None
-    max_model_len: str | None = None
-    gpu_memory_utilization: float | None = None
-    kv_cache_memory_bytes: str | None = None
-    kv_cache_dtype: str | None = None
-    dtype: str | None = None
-    quantization: str | None = None
-    max_num_seqs: int | None = None
-    max_num_batched_tokens: int | None = None
-    block_size: int | None = None
-    enforce_eager: bool | None = None
-    enable_prefix_caching: bool | None = None
-
-    def given(self) -> dict[str, Any]:
-        """The flags the user passed, by field name."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
-
-
 _P = "Planning"  # help panel
+_FP = "Features"  # help panel of the issue-13 feature flags
 _OPTIONS: dict[str, tuple[Any, Any]] = {
     "gpu": (str | None, typer.Option(None, "--gpu", help="GPU profile or product name (see `vllmkit gpus`), or 'cpu'.", rich_help_panel=_P)),
     "gpu_memory": (str | None, typer.Option(None, "--gpu-memory", help="Memory of an unlisted GPU, e.g. 48GiB.", rich_help_panel=_P)),
@@ -77,8 +47,33 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     "block_size": (int | None, typer.Option(None, "--block-size", help="KV block size in tokens (default: the backend's).", rich_help_panel=_P)),
     "enforce_eager": (bool | None, typer.Option(None, "--enforce-eager/--no-enforce-eager", help="Disable CUDA graphs (saves their memory, slower decode).", show_default=False, rich_help_panel=_P)),
     "enable_prefix_caching": (bool | None, typer.Option(None, "--enable-prefix-caching/--no-enable-prefix-caching", help="Prefix caching (default: vLLM's for the model).", show_default=False, rich_help_panel=_P)),
+    # issue 14: serving features from the model-family presets (profiles/presets)
+    "tools": (bool | None, typer.Option(None, "--tools/--no-tools", help="Turn on the model family's tool-call parser (default: on when it has one).", show_default=False, rich_help_panel=_P)),
+    "reasoning": (bool | None, typer.Option(None, "--reasoning/--no-reasoning", help="Turn on its reasoning parser (default: on when it has one).", show_default=False, rich_help_panel=_P)),
+    # issue 13: features that change the memory plan
+    "limit_mm_per_prompt": (str | None, typer.Option(None, "--limit-mm-per-prompt", help='Items per prompt, JSON: \'{"image": 2, "video": 0}\' (all 0 = text-only).', rich_help_panel=_FP)),
+    "language_model_only": (bool | None, typer.Option(None, "--language-model-only", help="Serve a vision-language model as text-only (no vision tower).", show_default=False, rich_help_panel=_FP)),
+    "enable_lora": (bool | None, typer.Option(None, "--enable-lora", help="Reserve LoRA adapter stacks.", show_default=False, rich_help_panel=_FP)),
+    "max_loras": (int | None, typer.Option(None, "--max-loras", help="LoRA adapters in one batch (vLLM default 1).", rich_help_panel=_FP)),
+    "max_lora_rank": (int | None, typer.Option(None, "--max-lora-rank", help="Largest LoRA rank (vLLM default 16).", rich_help_panel=_FP)),
+    "max_cpu_loras": (int | None, typer.Option(None, "--max-cpu-loras", help="LoRA adapters cached in host memory.", rich_help_panel=_FP)),
+    "speculative_config": (str | None, typer.Option(None, "--speculative-config", help='Speculative decoding, JSON: \'{"method": "ngram", "num_speculative_tokens": 3}\' (ngram, eagle, eagle3, mtp, draft_model).', rich_help_panel=_FP)),
+    "data_parallel_size": (int | None, typer.Option(None, "--data-parallel-size", "-dp", help="Replicas of the planned TP x PP group.", rich_help_panel=_FP)),
+    "enable_expert_parallel": (bool | None, typer.Option(None, "--enable-expert-parallel", help="Spread MoE experts over TP x DP ranks.", show_default=False, rich_help_panel=_FP)),
 }
-assert set(_OPTIONS) == {f.name for f in fields(PlanFlags)}
+
+
+def _given(self: Any) -> dict[str, Any]:
+    """The flags the user passed, by field name."""
+    return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+
+# The planning flags as given (None = not given): one field per entry of _OPTIONS, so the options are
+# declared once, there.
+PlanFlags = make_dataclass(
+    "PlanFlags", [(name, annotation, None) for name, (annotation, _) in _OPTIONS.items()],
+    frozen=True, namespace={"given": _given, "__doc__": "The planning flags as given (None = not given)."},
+)
 
 
 def planning_options(fn: F) -> F:
@@ -183,6 +178,11 @@ def request_overrides(flags: PlanFlags) -> dict[str, Any]:
     for name in ("gpu_memory", "kv_cache_memory_bytes"):
         if name in out:
             out[name] = parse_bytes(out[name], "--" + name.replace("_", "-"))
+    from vllmkit.cli._features import FEATURE_FIELDS, parse_features
+
+    features = {k: out.pop(k) for k in FEATURE_FIELDS if k in out}
+    if features:
+        out.update(parse_features(**features))
     return out
 
 
@@ -193,7 +193,8 @@ def plan_request(model: str, flags: PlanFlags, **extra: Any):  # -> PlanRequest
     return PlanRequest(model=model, **request_overrides(flags), **extra)
 
 
-def make_plan(req: Any, env: dict[str, str], *, min_concurrency: float | None = None):  # -> PlanResult
+def make_plan(req: Any, env: dict[str, str], *, min_concurrency: float | None = None,
+              perf: Any = None):  # -> PlanResult
     """Plan `req` with the local calibrations (unless VLLMKIT_NO_CALIBRATION=1) and the serve line."""
     from vllmkit.launch.command import attach_serve_command
     from vllmkit.plan.service import build_plan
@@ -203,5 +204,5 @@ def make_plan(req: Any, env: dict[str, str], *, min_concurrency: float | None = 
         from vllmkit.calibration.store import lookup_terms
 
         calibration = functools.partial(lookup_terms, env=env)
-    plan = build_plan(req, env, min_concurrency=min_concurrency, calibration=calibration)
+    plan = build_plan(req, env, min_concurrency=min_concurrency, calibration=calibration, perf=perf)
     return attach_serve_command(plan, req)

@@ -7,6 +7,15 @@ from pathlib import Path
 
 import typer
 
+from vllmkit.cli._workload import (
+    CONCURRENCY_OPTION,
+    INPUT_LEN_OPTION,
+    OUTPUT_LEN_OPTION,
+    REQUEST_RATE_OPTION,
+    WORKLOAD_OPTION,
+    perf_options,
+    workload_from_flags,
+)
 from vllmkit.cli.options import JSON_OPTION, PlanFlags, make_plan, plan_request, planning_options
 from vllmkit.output import CommandResult, waiting
 
@@ -19,6 +28,11 @@ def register(app: typer.Typer) -> None:
         min_concurrency: float | None = typer.Option(
             None, "--min-concurrency", help="Requests of the full context the KV cache must hold when the planner picks the context (default 4)."),
         save: Path | None = typer.Option(None, "--save", help="Write the plan as YAML for `vllmkit serve PLAN.yaml`."),
+        input_len: int | None = INPUT_LEN_OPTION,
+        output_len: int | None = OUTPUT_LEN_OPTION,
+        concurrency: int | None = CONCURRENCY_OPTION,
+        request_rate: float | None = REQUEST_RATE_OPTION,
+        workload: str | None = WORKLOAD_OPTION,
         json_output: bool = JSON_OPTION,
         *,
         flags: PlanFlags,
@@ -29,8 +43,13 @@ def register(app: typer.Typer) -> None:
         from vllmkit.views.plan import render
 
         req = plan_request(model, flags)
+        env = dict(os.environ)
+        # --- performance model (issue 11): a workload adds data.performance ---
+        wl = workload_from_flags(input_len=input_len, output_len=output_len, concurrency=concurrency,
+                                 request_rate=request_rate, preset=workload)
+        perf = perf_options(wl, env) if wl is not None else None
         with waiting(f"planning {model} ..."):
-            plan = make_plan(req, dict(os.environ), min_concurrency=min_concurrency)
+            plan = make_plan(req, env, min_concurrency=min_concurrency, perf=perf)
         if save is not None:
             from vllmkit.plan.planfile import save_plan
 

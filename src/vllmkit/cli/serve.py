@@ -47,10 +47,13 @@ def register(app: typer.Typer) -> None:
         api_key_file: str | None = typer.Option(None, "--api-key-file", help="API key file (else VLLM_API_KEY).", rich_help_panel=_S),
         no_auth: bool = typer.Option(False, "--no-auth", help="Allow a non-loopback --host without an API key.", rich_help_panel=_S),
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the command, start nothing."),
-        export: str | None = typer.Option(None, "--export", help="Write a deployment instead: shell | docker | compose | k8s | ray."),
+        export: str | None = typer.Option(None, "--export", help="Write a deployment instead: shell | docker | compose | k8s | ray | grafana."),
         output: Path | None = OUTPUT_OPTION,
         image: str | None = typer.Option(None, "--image", help="Container image for exports."),
         name: str | None = typer.Option(None, "--name", help="Container / Kubernetes name for exports."),
+        replicas: str = typer.Option("1:4", "--replicas", help="k8s export: MIN:MAX replicas for the autoscaler (no HPA when MAX is 1)."),
+        scale_on: str = typer.Option("queue", "--scale-on", help="k8s export: autoscale on queue (waiting requests) | kv (KV-cache usage)."),
+        storage_class: str | None = typer.Option(None, "--storage-class", help="k8s export: StorageClass of the model-cache volume."),
         detach: bool = typer.Option(False, "--detach", "-d", help="Leave the server running once healthy."),
         no_smoke: bool = typer.Option(False, "--no-smoke", help="Skip the smoke test after startup."),
         health_timeout: float | None = typer.Option(None, "--health-timeout", help="Seconds to wait for /health (default: scaled to the model)."),
@@ -84,13 +87,14 @@ def register(app: typer.Typer) -> None:
             req = plan_request(model, flags, **overrides)
             return req, make_plan(req, env)
 
-        # prefix caching may be switched on a saved plan too (like host/port); other flags re-plan
-        given = {k: v for k, v in flags.given().items() if k != "enable_prefix_caching"}
+        # prefix caching and the serving features (issue 14) may be switched on a saved plan too
+        # (like host/port); other flags re-plan
+        switches = ("enable_prefix_caching", "tools", "reasoning")
+        given = {k: v for k, v in flags.given().items() if k not in switches}
         with waiting(f"planning {target} ..."):
             req, plan = load_or_plan(target, given, replan)
         req = req.model_copy(update=overrides)
-        if flags.enable_prefix_caching is not None:
-            req = req.model_copy(update={"enable_prefix_caching": flags.enable_prefix_caching})
+        req = req.model_copy(update={k: v for k, v in flags.given().items() if k in switches})
         options = svc.ServeOptions(
             detach=detach, smoke=not no_smoke, health_timeout_s=health_timeout, launcher=launcher,  # type: ignore[arg-type]
             python=python, visible_devices=_parse_devices(devices), extra_args=list(vllm_arg),
@@ -98,7 +102,8 @@ def register(app: typer.Typer) -> None:
         )  # fmt: skip
 
         if export is not None:
-            exported = svc.export_plan(plan, req, export, options, env, image=image, name=name, output=output)
+            exported = svc.export_plan(plan, req, export, options, env, image=image, name=name, output=output,
+                                       replicas=replicas, scale_on=scale_on, storage_class=storage_class)
             if output is not None and not json_output:
                 info(f"wrote {export} export to {output}")
                 return CommandResult("serve", exported)

@@ -21,16 +21,18 @@ def register(app: typer.Typer) -> None:
         model: str | None = typer.Option(None, "--model", help="Model name to use (default: the first served)."),
         timeout: float = typer.Option(60.0, "--timeout", help="Seconds per request."),
         max_tokens: int = typer.Option(16, "--max-tokens", help="Tokens to generate per request."),
+        features: str | None = typer.Option(None, "--features", help="Also check: structured,tools,reasoning (comma list)."),
         json_output: bool = JSON_OPTION,
     ) -> CommandResult:
         """Check any OpenAI-compatible endpoint: /health, /v1/models, chat, streamed chat (TTFT,
         tokens/s), completion, and 401 without the key when --api-key is given."""
-        from vllmkit.launch.smoke import read_api_key, run_smoke, smoke_errors
+        from vllmkit.launch.smoke import parse_features, read_api_key, run_smoke, smoke_errors
         from vllmkit.views.smoke import render
 
         if not url.startswith(("http://", "https://")):
             url = "http://" + url
         key = read_api_key(api_key, api_key_file)
-        report = run_smoke(url, api_key=key, model=model, timeout_s=timeout, max_tokens=max_tokens)
+        report = run_smoke(url, api_key=key, model=model, timeout_s=timeout, max_tokens=max_tokens,
+                           features=parse_features(features))  # fmt: skip
         code, errors = smoke_errors(report)
         return CommandResult("smoke", report, view=render, json_mode=json_output, exit_code=code, errors=errors)

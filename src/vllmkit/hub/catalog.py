@@ -53,8 +53,25 @@ def _norm(model_id: str) -> str:
     return model_id.strip().strip("/").lower()
 
 
+# Repositories renamed on the hub (the old id redirects to the new one), so an old id still plans
+# offline. Meta dropped the "Meta-" prefix of its Llama 3.1 repositories in September 2024: the model
+# cards of meta-llama/Llama-3.1-*-Instruct list the old ids, and https://huggingface.co/meta-llama/
+# Meta-Llama-3.1-8B-Instruct redirects to meta-llama/Llama-3.1-8B-Instruct.
+ALIASES: dict[str, str] = {
+    "meta-llama/meta-llama-3.1-8b-instruct": "meta-llama/Llama-3.1-8B-Instruct",
+    "meta-llama/meta-llama-3.1-70b-instruct": "meta-llama/Llama-3.1-70B-Instruct",
+    "meta-llama/meta-llama-3.1-405b-instruct": "meta-llama/Llama-3.1-405B-Instruct",
+    "meta-llama/meta-llama-3.1-405b-instruct-fp8": "meta-llama/Llama-3.1-405B-Instruct-FP8",
+}
+
+
+def canonical_id(model_id: str) -> str:
+    """The current hub id of a renamed repository (model_id itself when not renamed)."""
+    return ALIASES.get(_norm(model_id), model_id)
+
+
 def find_entry(model_id: str) -> CatalogEntry | None:
-    key = _norm(model_id)
+    key = _norm(canonical_id(model_id))
     for entry in load_catalog():
         if _norm(entry.id) == key or (entry.modelscope_id and _norm(entry.modelscope_id) == key):
             return entry

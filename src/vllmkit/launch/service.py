@@ -29,7 +29,8 @@ from vllmkit.launch.command import (
 )
 from vllmkit.launch.failure import Diagnoser, StartFailure, start_failures
 from vllmkit.launch.phases import PhaseEvent, StartupFacts
-from vllmkit.launch.smoke import SmokeReport, run_smoke
+from vllmkit.launch.presets import smoke_features
+from vllmkit.launch.smoke import SmokeReport, read_key_file, run_smoke
 from vllmkit.launch.supervisor import (
     STOP_GRACE_S,
     HealthOutcome,
@@ -75,15 +76,7 @@ def resolve_api_key(host: str, env: Mapping[str, str], *, api_key_file: str | No
     """--api-key-file, else VLLM_API_KEY, else (only when binding beyond loopback without --no-auth)
     a generated key. vLLM itself would serve every interface without any key."""
     if api_key_file:
-        try:
-            key = Path(api_key_file).expanduser().read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise UsageError(
-                f"cannot read --api-key-file {api_key_file}: {exc.strerror}", "check the path"
-            ) from None
-        if not key:
-            raise UsageError(f"--api-key-file {api_key_file} is empty", "put the key on the first line")
-        return ApiKey(key=key, origin="file")
+        return ApiKey(key=read_key_file(api_key_file), origin="file")
     if env.get("VLLM_API_KEY"):
         return ApiKey(key=env["VLLM_API_KEY"], origin="env")
     if not is_loopback(host) and not no_auth:
@@ -498,7 +491,9 @@ def serve(
                 if options.smoke:
                     if rep.note:
                         rep.note("running the smoke test ...")
-                    result.smoke = run_smoke(url, api_key=prep.api_key.key, model=served)
+                    result.smoke = run_smoke(
+                        url, api_key=prep.api_key.key, model=served, features=smoke_features(plan, prep.request)
+                    )  # features: issue 14
                 if options.detach:
                     keep_running = True
                     result.status = "detached"
@@ -629,22 +624,42 @@ class ExportResult(BaseModel):
     content: str
 
 
+def parse_scaling(replicas: str, scale_on: str) -> tuple[tuple[int, int], str]:
+    """--replicas MIN:MAX (or N) and --scale-on queue|kv for the k8s autoscaler (issue 14)."""
+    hint = "e.g. --replicas 1:4 (MIN:MAX, 1 <= MIN <= MAX)"
+    parts = replicas.split(":")
+    try:
+        lo, hi = (int(parts[0]), int(parts[-1])) if len(parts) in (1, 2) else (0, 0)
+    except ValueError:
+        raise UsageError(f"cannot read --replicas {replicas!r}", hint) from None
+    if not 1 <= lo <= hi:
+        raise UsageError(f"cannot read --replicas {replicas!r}", hint)
+    if scale_on not in ("queue", "kv"):
+        raise UsageError(f"unknown --scale-on {scale_on!r}", "use queue (waiting requests) or kv (KV-cache usage)")
+    return (lo, hi), scale_on
+
+
 def export_plan(plan: PlanResult, req: PlanRequest, fmt: str, options: ServeOptions, env: Mapping[str, str], *,
-                image: str | None = None, name: str | None = None, output: Path | None = None) -> ExportResult:
-    """The plan as a deployment file (shell, docker, compose, k8s, ray): auth on when a key is set
-    (always on Kubernetes, from a Secret, unless --no-auth), the health timeout scaled to the model."""
+                image: str | None = None, name: str | None = None, output: Path | None = None,
+                replicas: str = "1:4", scale_on: str = "queue", storage_class: str | None = None) -> ExportResult:
+    """The plan as a deployment file (shell, docker, compose, k8s, ray, grafana): auth on when a key
+    is set (always on Kubernetes, from a Secret, and for Ray, whose API binds every interface, unless
+    --no-auth), the health timeout scaled to the model; k8s: autoscaler replicas / metric and the
+    model cache's StorageClass (issue 14)."""
     from vllmkit.launch.exporters import FORMATS, export
     from vllmkit.launch.supervisor import health_timeout_s
 
     if fmt not in FORMATS:
         raise UsageError(f"unknown --export {fmt!r}", "use " + ", ".join(FORMATS))
+    scaling, metric = parse_scaling(replicas, scale_on)
     key = resolve_api_key(req.host, env, api_key_file=options.api_key_file, no_auth=options.no_auth)
-    auth = not options.no_auth and (key.key is not None or fmt == "k8s")
+    auth = not options.no_auth and (key.key is not None or fmt in ("k8s", "ray"))
     timeout = options.health_timeout_s or health_timeout_s(
         plan.model.weight_files_bytes or plan.memory.weights_bytes, remote=plan.model.source != "local"
     )
     text = export(plan, req, fmt, image=image, name=name, auth=auth, visible_devices=options.visible_devices,
-                  health_timeout_s=timeout)
+                  health_timeout_s=timeout, replicas=scaling, scale_metric=metric,  # type: ignore[arg-type]
+                  storage_class=storage_class)  # fmt: skip
     if output is not None:
         try:
             output.write_text(text, encoding="utf-8")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from vllmkit.arch import ModelArch
-from vllmkit.engine.versions import VersionRules
+from vllmkit.engine.versions import VersionRules, engine_is_v1, v0_batch_defaults
 from vllmkit.estimate.memory import MemoryTerm
 from vllmkit.hardware.host import cpu_has_amx, cpu_has_avx512_bf16
 from vllmkit.plan.evaluate import EngineSettings, Evaluation, Prepared, at_length, prepare, valid_tp_sizes
@@ -48,8 +48,16 @@ def batch_defaults(profile, rules: VersionRules, world_size: int) -> tuple[int, 
 
 
 def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: str, arch: ModelArch,
-                    tp: int, pp: int, calibration: CalibrationLookup | None) -> EngineSettings:
+                    tp: int, pp: int, calibration: CalibrationLookup | None,
+                    env: dict[str, str] | None = None) -> EngineSettings:
     mnbt, seqs = batch_defaults(profile, rules, tp * pp)
+    target = req.max_model_len if isinstance(req.max_model_len, int) else arch.native_max_model_len
+    if not engine_is_v1(rules, env or {}) and profile.vendor != "cpu":
+        # issue 13: the V0 engine sizes its profile run from max_model_len (no chunked prefill)
+        mnbt, seqs, _chunked = v0_batch_defaults(
+            target, is_multimodal=arch.is_multimodal, sliding_window=arch.sliding_window is not None,
+            device="cuda" if profile.vendor == "nvidia" else profile.runtime,
+            lora=req.enable_lora, speculative=bool(req.speculative_config))
     mnbt = req.max_num_batched_tokens or mnbt
     cc = float(profile.compute_capability) if profile.compute_capability else None
     calibrated, calibration_source = {}, None
@@ -78,14 +86,77 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         cpu_avx512_bf16=cpu_has_avx512_bf16() if profile.vendor == "cpu" else False,
         calibrated=calibrated,
         calibration_source=calibration_source,
+        # issue 13: multimodal limits, LoRA, speculative decoding, data / expert parallel
+        mm_image_limit=mm_image_limit(req),
+        mm_max_model_len=target,
+        lora=(req.max_loras or 1, req.max_lora_rank or 16) if req.enable_lora else None,
+        speculative=req.speculative_config or None,
+        data_parallel_size=max(req.data_parallel_size or 1, 1),
+        expert_parallel=req.enable_expert_parallel,
     )
 
 
+def mm_image_limit(req: PlanRequest) -> int | None:
+    """--language-model-only or a zero limit for every modality -> 0 (text-only); else the largest limit."""
+    if req.language_model_only:
+        return 0
+    limits = req.limit_mm_per_prompt
+    if not limits:
+        return None
+    if all(int(v) == 0 for v in limits.values()):
+        return 0
+    return max(int(v) for v in limits.values())
+
+
+def feature_terms(variant: Variant, tp: int, settings: EngineSettings):
+    """issue 13: LoRA stacks (every stage), the speculative drafter (last stage) and its KV layers."""
+    every: dict[str, MemoryTerm] = {}
+    last: dict[str, MemoryTerm] = {}
+    kv_layers: list = []
+    arch = variant.arch
+    if settings.lora is not None:
+        from vllmkit.estimate.lora import lora_weight_bytes
+
+        loras, rank_ = settings.lora
+        every["lora"] = MemoryTerm(bytes=lora_weight_bytes(arch, tp=tp, max_loras=loras, max_lora_rank=rank_),
+                                   source="derived", note=f"LoRA stacks for {loras} adapter(s) of rank {rank_}")
+    if settings.speculative:
+        from vllmkit.estimate.speculative import speculative_terms
+        from vllmkit.estimate.weights import split_weights
+
+        spec = settings.speculative
+        n_mtp = mtp_layers(arch, variant.meta)
+        mtp_bytes = 0
+        if n_mtp:
+            full = split_weights(arch, variant.weight_bytes, tp=1, pp=1, mtp_layers=n_mtp, mtp_own_embeddings=False)
+            mtp_bytes = full.skipped_bytes
+        terms = speculative_terms(arch, str(spec.get("method") or ("draft_model" if spec.get("model") else "ngram")),
+                                  int(spec.get("num_speculative_tokens") or 1), tp=tp,
+                                  mtp_layer_bytes=mtp_bytes, mtp_layers=n_mtp)
+        last["speculative"] = MemoryTerm(bytes=terms.weight_bytes, source="estimated", note=terms.note)
+        kv_layers = list(terms.kv_layers)
+    return every, last, kv_layers
+
+
 def prepare_candidate(variant: Variant, tp: int, pp: int, settings: EngineSettings, rules: VersionRules) -> Prepared:
-    weight_bytes, weight_source = loaded_weight_bytes(variant, settings)
+    weight_bytes, weight_source = loaded_weight_bytes(variant, settings, rules.key)
+    every, last, spec_kv = feature_terms(variant, tp, settings)
+    if settings.expert_parallel and settings.data_parallel_size > 1 and variant.arch.moe is not None:
+        from vllmkit.estimate.weights import expert_parallel_total
+
+        weight_bytes = expert_parallel_total(variant.arch, weight_bytes, dp=settings.data_parallel_size,
+                                             enable_expert_parallel=True)
+        weight_source = "estimated"
+    if variant.arch.vision is not None and settings.mm_image_limit == 0 and rules.mm_tower_skipped_at_zero_limit:
+        # text-only serving of a VLM does not build the vision tower (0.28 _mark_tower_model)
+        from vllmkit.estimate.multimodal import vision_param_bytes
+
+        weight_bytes = max(weight_bytes - vision_param_bytes(variant.arch.vision), 0)
+        weight_source = "estimated"
     return prepare(variant.arch, weight_bytes, weight_source, tp=tp, pp=pp, settings=settings, rules=rules,
                    mtp_layers=mtp_layers(variant.arch, variant.meta),
-                   mtp_own_embeddings=mtp_own_embeddings(variant.meta))
+                   mtp_own_embeddings=mtp_own_embeddings(variant.meta),
+                   extra_terms=every, last_stage_terms=last, extra_kv_layers=spec_kv)
 
 
 def fit_context(prep: Prepared, native: int, min_conc: float) -> Evaluation:
@@ -129,7 +200,7 @@ def gpu_options(arch: ModelArch, profile, req: PlanRequest) -> list[tuple[int, i
 
 def evaluate_candidates(req: PlanRequest, variants: list[Variant], base: Variant, profile, rules: VersionRules,
                         kv_dtype: str, *, target_len: int, auto_fit: bool, min_conc_for_fit: float,
-                        calibration: CalibrationLookup | None) -> list[Candidate]:
+                        calibration: CalibrationLookup | None, env: dict[str, str] | None = None) -> list[Candidate]:
     candidates: list[Candidate] = []
     for variant in variants:
         allowed, why = precision_allowed(variant.label, profile)
@@ -142,7 +213,7 @@ def evaluate_candidates(req: PlanRequest, variants: list[Variant], base: Variant
                 continue
             if extra_after_fit < 0:
                 break
-            settings = engine_settings(req, profile, rules, kv_dtype, variant.arch, tp, pp, calibration)
+            settings = engine_settings(req, profile, rules, kv_dtype, variant.arch, tp, pp, calibration, env)
             prep = prepare_candidate(variant, tp, pp, settings, rules)
             if auto_fit:
                 ev = at_length(prep, min(target_len, native), True)

@@ -86,6 +86,9 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
         non_torch_bytes=budget.non_torch.bytes,
         cudagraph_bytes=budget.cudagraph.bytes,
         kv_cache_bytes=budget.kv_cache.bytes,
+        encoder_bytes=budget.extra["encoder"].bytes if "encoder" in budget.extra else 0,
+        lora_bytes=budget.extra["lora"].bytes if "lora" in budget.extra else 0,
+        speculative_bytes=budget.extra["speculative"].bytes if "speculative" in budget.extra else 0,
         sources={
             "weights": budget.weights.source,  # type: ignore[dict-item]
             "non_torch": budget.non_torch.source,  # type: ignore[dict-item]
@@ -95,7 +98,7 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
         },
         notes={k: t.note for k, t in (("weights", budget.weights), ("non_torch", budget.non_torch),
                                       ("activation", budget.activation), ("cudagraph", budget.cudagraph),
-                                      ("kv_cache", budget.kv_cache)) if t.note},
+                                      ("kv_cache", budget.kv_cache), *budget.extra.items()) if t.note},
     )
     cap = ev.capacity
     kv_info = KVCacheInfo(
@@ -140,7 +143,8 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
         device=profile.runtime,
         vllm_version=version,
         vllm_version_source=version_src,
-        parallel=ParallelInfo(tensor_parallel_size=ev.tp, pipeline_parallel_size=ev.pp, nodes=nodes),
+        parallel=ParallelInfo(tensor_parallel_size=ev.tp, pipeline_parallel_size=ev.pp, nodes=nodes,
+                              data_parallel_size=settings.data_parallel_size, expert_parallel=settings.expert_parallel),
         settings=SettingsInfo(
             gpu_memory_utilization=settings.gpu_memory_utilization,
             max_model_len=ev.max_model_len,
@@ -163,7 +167,44 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
         calibration=settings.calibration_source,
         warnings=warnings + _kv_dtype_note(kv_dtype, arch),
     )
+    _data_parallel_option(result, req, chosen, candidates)  # issue 13
     return result
+
+
+def _data_parallel_option(result: PlanResult, req: PlanRequest, chosen: Candidate, candidates: list[Candidate]) -> None:
+    """More GPUs than the chosen plan needs: offer --data-parallel-size replicas (throughput: every
+    replica has the same KV capacity) against the larger-TP candidates already listed (context and
+    concurrency per replica)."""
+    ev = chosen.evaluation
+    group = ev.tp * ev.pp
+    if req.data_parallel_size and req.data_parallel_size > 1:
+        result.gpu.count = group * req.data_parallel_size
+        result.reasons.append(f"{req.data_parallel_size} data-parallel replicas of TP={ev.tp} PP={ev.pp}: "
+                              f"{ev.capacity.tokens * req.data_parallel_size:,} KV tokens in total")
+        return
+    if not req.gpu_count or group >= req.gpu_count or not ev.fits or result.device == "cpu":
+        return
+    replicas = req.gpu_count // group
+    if replicas < 2:
+        return
+    result.alternatives.append(Alternative(
+        precision=chosen.variant.label, model_id=chosen.variant.meta.id, tensor_parallel_size=ev.tp,
+        pipeline_parallel_size=ev.pp, max_model_len=ev.max_model_len, fits=True,
+        kv_tokens=ev.capacity.tokens * replicas, max_concurrency=round(ev.capacity.max_concurrency * replicas, 2),
+        weights_bytes=ev.budget.weights.bytes, data_parallel_size=replicas,
+        note=(f"--data-parallel-size {replicas}: {replicas} replicas for throughput"
+              + ("; add --enable-expert-parallel to spread experts over all ranks" if chosen.variant.arch.moe else "")),
+    ))
+    bigger = [c for c in candidates if c.evaluation.fits and c.evaluation.tp * c.evaluation.pp > group
+              and c.variant is chosen.variant]
+    longest = max(bigger, key=lambda c: (c.evaluation.max_model_len, c.evaluation.capacity.tokens), default=None)
+    line = (f"{req.gpu_count} GPUs given, {group} needed: --data-parallel-size {replicas} gives {replicas} replicas "
+            f"({ev.capacity.tokens * replicas:,} KV tokens in total) for throughput")
+    if longest is not None:
+        le = longest.evaluation
+        line += (f"; TP={le.tp} instead gives one replica with {le.capacity.tokens:,} KV tokens "
+                 f"(context up to {le.max_model_len:,}) for long requests")
+    result.reasons.append(line)
 
 def _kv_dtype_note(kv_dtype: str, arch: ModelArch) -> list[str]:
     """The checkpoint declares a quantized KV cache: "auto" then means fp8, not the model dtype."""

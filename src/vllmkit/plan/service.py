@@ -11,11 +11,12 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from vllmkit.engine.versions import resolve_version, rules_for
+from vllmkit.engine.versions import resolve_version, rules_for, version_warning
 from vllmkit.errors import UsageError
 from vllmkit.hardware.host import host_memory_bytes
 from vllmkit.plan.candidates import CalibrationLookup, choose, evaluate_candidates
 from vllmkit.plan.models import PlanRequest, PlanResult
+from vllmkit.plan.performance import PerfOptions, attach_performance
 from vllmkit.plan.result import does_not_fit_error, plan_result
 from vllmkit.plan.variants import make_variant, online_fp8, sibling_variants
 
@@ -53,8 +54,9 @@ def resolve_gpu_profile(req: PlanRequest, env: Mapping[str, str]):  # -> GpuProf
     )
 
 def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_concurrency: float | None = None,
-               calibration: CalibrationLookup | None = None) -> PlanResult:
-    """The plan for `req`. `calibration` looks up measured memory terms (None: estimates only)."""
+               calibration: CalibrationLookup | None = None, perf: PerfOptions | None = None) -> PlanResult:
+    """The plan for `req`. `calibration` looks up measured memory terms (None: estimates only);
+    `perf` (a workload and measured performance records) adds the performance section."""
     env = dict(os.environ if env is None else env)
     from vllmkit.hub.resolve import resolve_model
 
@@ -67,6 +69,8 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
         base = online_fp8(base)
     arch = base.arch
     warnings = list(arch.warnings) + [n for n in meta.notes if n.startswith("offline")]
+    if version_src == "--vllm-version" and (vw := version_warning(version)):
+        warnings.append(vw)  # issue 13
 
     native = arch.native_max_model_len
     auto_fit = req.max_model_len == "auto"
@@ -88,9 +92,13 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
     variants = [base] if fixed_precision else [base, *sibling_variants(meta, rules, base, env)]
     kv_dtype = req.kv_cache_dtype or "auto"
     candidates = evaluate_candidates(req, variants, base, profile, rules, kv_dtype, target_len=user_len or native,
-                                     auto_fit=auto_fit, min_conc_for_fit=min_conc_for_fit, calibration=calibration)
+                                     auto_fit=auto_fit, min_conc_for_fit=min_conc_for_fit, calibration=calibration,
+                                     env=env)
     chosen = choose(candidates)
-    return plan_result(req, chosen, candidates, profile, rules, version, version_src, meta, warnings, kv_dtype)
+    result = plan_result(req, chosen, candidates, profile, rules, version, version_src, meta, warnings, kv_dtype)
+    if perf is not None:  # --- performance model (issue 11): plan/performance.py ---
+        attach_performance(result, chosen, candidates, profile, rules, perf)
+    return result
 
 
 __all__ = ["build_plan", "does_not_fit_error", "resolve_gpu_profile"]

@@ -47,7 +47,8 @@ def _weights(meta: ModelMetadata, arch: ModelArch) -> tuple[int, str]:
     return estimate_param_bytes(arch), "estimated"
 
 def make_variant(meta: ModelMetadata, rules: VersionRules) -> Variant:
-    arch = read_arch(meta.config, tokenizer_config=meta.tokenizer_config, yarn_scaled_max_len=rules.yarn_scales_max_len)
+    arch = read_arch(meta.config, tokenizer_config=meta.tokenizer_config, yarn_scaled_max_len=rules.yarn_scales_max_len,
+                     mla_cache=rules.mla_cache)
     total, src = _weights(meta, arch)
     return Variant(variant_label(meta, arch), meta, arch, total, src)
 
@@ -130,8 +131,13 @@ MXFP4_GPU_LOAD_FACTOR = 1.07
 MXFP4_GPU_LOAD_FACTOR = 1.07
 
 
-def loaded_weight_bytes(variant: Variant, settings: EngineSettings) -> tuple[int, str]:
+def loaded_weight_bytes(variant: Variant, settings: EngineSettings,
+                        version: tuple[int, int, int] | None = None) -> tuple[int, str]:
     q = variant.arch.quantization
     if q is not None and q.method == "mxfp4" and settings.device in ("cuda", "rocm"):
-        return int(variant.weight_bytes * MXFP4_GPU_LOAD_FACTOR), "estimated"
+        if version is None:
+            return int(variant.weight_bytes * MXFP4_GPU_LOAD_FACTOR), "estimated"
+        from vllmkit.estimate.weights import mxfp4_load_factor  # issue 13: by release and GPU
+
+        return int(variant.weight_bytes * mxfp4_load_factor(version, settings.compute_capability)), "estimated"
     return variant.weight_bytes, variant.weight_source

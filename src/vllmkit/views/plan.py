@@ -8,6 +8,7 @@ from rich.table import Table
 
 from vllmkit.output import gib, thousands
 from vllmkit.plan.models import PlanResult
+from vllmkit.views.features import render_features
 
 
 def render(console: Console, plan: PlanResult) -> None:
@@ -61,15 +62,24 @@ def render(console: Console, plan: PlanResult) -> None:
 
     if plan.alternatives:
         alt = Table(title="Alternatives considered")
-        for col in ("", "precision", "model", "TP", "PP", "context", "fits", "KV tokens", "concurrency", "weights/GPU", "note"):
-            alt.add_column(col, justify="right" if col in ("TP", "PP", "context", "KV tokens", "concurrency", "weights/GPU") else "left")
+        with_tps = plan.performance is not None  # issue 11: a tokens/s column with a workload
+        cols = ["", "precision", "model", "TP", "PP", "context", "fits", "KV tokens", "concurrency", "weights/GPU"]
+        cols += ["out tok/s"] if with_tps else []
+        for col in (*cols, "note"):
+            alt.add_column(col, justify="left" if col in ("", "precision", "model", "fits", "note") else "right")
         for a in plan.alternatives[:24]:
+            tps = [f"{a.output_tokens_per_s:,.0f}" if a.output_tokens_per_s else "-"] if with_tps else []
             alt.add_row("*" if a.chosen else "", a.precision, a.model_id, str(a.tensor_parallel_size),
                         str(a.pipeline_parallel_size), thousands(a.max_model_len), "yes" if a.fits else "no",
-                        thousands(a.kv_tokens), f"{a.max_concurrency:.2f}", gib(a.weights_bytes), a.note)
+                        thousands(a.kv_tokens), f"{a.max_concurrency:.2f}", gib(a.weights_bytes), *tps, a.note)
         console.print(alt)
+    if plan.performance is not None:
+        from vllmkit.views.performance import render_performance
+
+        render_performance(console, plan.performance)
     for reason in plan.reasons:
         console.print(f"- {reason}", markup=False)
+    render_features(console, plan.features)  # issue 14
     if not plan.fits:
         return  # no serve line for a plan vLLM would refuse (the error line says what to change)
     env = " ".join(f"{k}={v}" for k, v in plan.serve_env.items())
