@@ -15,8 +15,8 @@ from vllmkit.plan.evaluate import EngineSettings, Evaluation, Prepared, at_lengt
 from vllmkit.plan.models import PlanRequest
 from vllmkit.plan.ranking import precision_allowed, rank
 from vllmkit.plan.variants import Variant, loaded_weight_bytes, mtp_layers, mtp_own_embeddings
+from vllmkit.units import GIB
 
-GIB = 1 << 30
 CONTEXT_FLOOR = 16384  # a recommended context shorter than this (or the native one) is a last resort
 
 # calibrated memory terms for one candidate, and where they came from (vllmkit.calibration hands
@@ -65,6 +65,7 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         calibrated, calibration_source = calibration(
             gpu=profile.name, vllm_version=rules.version, family=arch.model_type, max_num_batched_tokens=mnbt,
             tp=tp, pp=pp, enforce_eager=req.enforce_eager, model=req.model,
+            device_bytes=int(profile.memory_bytes or 0) or None,  # a record larger than the GPU cannot describe it
         )
     return EngineSettings(
         device=profile.runtime,
