@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vllmkit.engine.flags import Flag
 from vllmkit.engine.presets import (  # the table lives in engine/ (doctor reads it too)
@@ -30,8 +30,10 @@ from vllmkit.engine.presets import (  # the table lives in engine/ (doctor reads
     read_registry,
 )
 from vllmkit.engine.versions import parse_version, rules_for
-from vllmkit.launch.smoke import SmokeFeatures
 from vllmkit.plan.models import FeatureNote, FeaturesInfo, ParserPick, PlanRequest, PlanResult
+
+if TYPE_CHECKING:  # smoke loads the HTTP client: only serve needs it
+    from vllmkit.launch.smoke import SmokeFeatures
 
 
 def model_name(plan: PlanResult) -> str:
@@ -194,6 +196,8 @@ def feature_flags(plan: PlanResult, req: PlanRequest) -> list[Flag]:
 def smoke_features(plan: PlanResult, req: PlanRequest) -> SmokeFeatures | None:
     """What `serve` smoke-tests beyond plain chat: structured outputs always (no flag needed), the
     tool call and the reasoning field when their parsers are turned on."""
+    from vllmkit.launch.smoke import SmokeFeatures
+
     f = plan.features
     if f is None:
         return None
