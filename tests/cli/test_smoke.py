@@ -119,3 +119,9 @@ def test_unreachable_is_a_health_failure() -> None:
     res = run("smoke", f"127.0.0.1:{_free_port()}")
     assert res.exit_code == 6
     assert "error: health: cannot reach" in res.stderr
+
+
+def test_unknown_feature_is_a_usage_error() -> None:
+    res = run("smoke", "http://127.0.0.1:9", "--features", "structured,telepathy")
+    assert res.exit_code == 2, res.output
+    assert "unknown --features telepathy" in res.stderr and "hint:" in res.stderr

@@ -1,19 +1,11 @@
-"""Model-family serving presets: tool-call and reasoning parsers, chat-template and sampling advice,
-and the prefix-caching / chunked-prefill / structured-output facts shown by `plan`.
+"""A plan's serving features: the model family's tool-call and reasoning parsers (turned into
+`vllm serve` flags), chat-template and sampling advice, and the prefix-caching / chunked-prefill /
+structured-output facts shown by `plan`; what `serve`'s smoke test checks.
 
-The table is data (profiles/presets/*.yaml, one list of presets per vendor, each citing its
-sources); this module loads it, picks the preset for a model (config `model_type`, architecture,
-repo-id pattern) and the parser names for a vLLM version, and checks them against the installed
-vLLM's own registries when that vLLM is the one planned for:
-- 0.32: `_TOOL_PARSERS_TO_REGISTER` in vllm/tool_parsers/__init__.py and
-  `_REASONING_PARSERS_TO_REGISTER` in vllm/reasoning/__init__.py;
-- older releases: `@ToolParserManager.register_module("name")` decorators under
-  vllm/entrypoints/openai/tool_parsers/ and `@ReasoningParserManager.register_module(...)` under
-  vllm/reasoning/.
-The registries are read as text (ast / regex), never imported: importing vLLM costs seconds.
-
-vLLM refuses to start with an unknown parser name ("invalid tool call parser"), so a name the
-installed registry lacks is dropped with a warning instead of being passed.
+The preset table (profiles/presets/*.yaml) and the reader of the installed vLLM's parser
+registries live in engine/presets.py (doctor reads them too). vLLM refuses to start with an
+unknown parser name ("invalid tool call parser"), so a name the installed registry lacks is
+dropped with a warning instead of being passed.
 """
 
 from __future__ import annotations

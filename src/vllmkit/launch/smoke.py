@@ -10,8 +10,8 @@ With features turned on (`SmokeFeatures`, from the plan's features block under `
 - structured_output: a chat request with response_format {type: json_schema} must come back as
   JSON that validates against the schema (jsonschema); vLLM decodes it under a grammar, so this
   holds even for random weights;
-- tool_call: a request naming a function in tool_choice must come back as message.tool_calls with
-  that function and arguments that validate against its parameters;
+- tool_call: a request naming a (strict) function in tool_choice must come back as
+  message.tool_calls with that function and arguments that validate against its parameters;
 - reasoning: a chat request must come back with the reasoning in its own field (`reasoning`, or
   `reasoning_content` before vLLM 0.11), not inline as <think>…</think> in the content.
 Grammar-constrained output starts after the reasoning ends (vllm/v1/structured_output), so the
@@ -31,7 +31,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-import jsonschema
 import requests
 from pydantic import BaseModel, Field, computed_field
 
@@ -61,6 +60,10 @@ SMOKE_TOOL: dict[str, Any] = {
     "function": {
         "name": "get_weather",
         "description": "Current weather in a city",
+        # OpenAI's `strict`: the arguments must follow the schema. vLLM 0.32 then pins them with a
+        # grammar (tool_parsers/tool_strict_level.py, AUTO level); without it only the call's
+        # envelope is constrained and the arguments may be any JSON value
+        "strict": True,
         "parameters": {
             "type": "object",
             "properties": {"city": {"type": "string", "enum": ["Paris", "Tokyo"]}},
@@ -431,6 +434,8 @@ def _base_body(model: str, content: str, f: SmokeFeatures, *, thinking: bool | N
 
 
 def _schema_errors(document: Any, schema: dict[str, Any]) -> list[str]:
+    import jsonschema  # ~0.4 s: only when a structured-output check runs, not for every serve
+
     validator = jsonschema.Draft202012Validator(schema)
     return [e.message for e in validator.iter_errors(document)]
 
