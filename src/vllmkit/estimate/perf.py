@@ -41,7 +41,7 @@ class GpuPerf:
     bandwidth_bytes_s: float  # peak memory bandwidth
     tflops: dict[str, float]  # dense peak TFLOPS by compute precision: bf16, fp16, fp8, int8, fp4
     link_bytes_s: float  # GPU-to-GPU bandwidth, one direction (vendor totals are bidirectional)
-    link_kind: str = "nvlink"  # nvlink | xgmi | pcie | none
+    link_kind: str = "nvlink"  # nvlink | xgmi | pcie | pcie-host (no P2P) | none
 
     def peak_flops(self, precision: str) -> float:
         """Dense FLOP/s for a compute precision, falling back to the next wider one the GPU has."""
@@ -200,8 +200,11 @@ def allreduce_seconds(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, tokens: f
         return 0.0
     message = model.hidden_size * tokens * 2.0  # activations in 16-bit
     bus = 2.0 * (model.tp - 1) / model.tp * message
-    latency = eff.allreduce_latency_s * (4.0 if gpu.link_kind == "pcie" else 1.0)
-    return 2 * model.layers * (latency + bus / max(gpu.link_bytes_s, 1.0))
+    latency = eff.allreduce_latency_s * (4.0 if gpu.link_kind in ("pcie", "pcie-host") else 1.0)
+    # without peer-to-peer (link "pcie-host") NCCL stages data in host memory: GPU -> host -> GPU, each
+    # byte crosses a PCIe link twice, so the usable link bandwidth is half
+    link = gpu.link_bytes_s / (2.0 if gpu.link_kind == "pcie-host" else 1.0)
+    return 2 * model.layers * (latency + bus / max(link, 1.0))
 
 
 def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, context_sum: float,

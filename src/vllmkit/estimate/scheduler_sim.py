@@ -82,17 +82,41 @@ def percentile(values: Sequence[float], q: float) -> float:
     return data[lo] + (data[hi] - data[lo]) * (pos - lo)
 
 
-def arrival_times(n: int, request_rate: float | None, seed: int = 0) -> list[float]:
-    """Poisson arrivals at `request_rate` (vllm bench serve: exponential gaps, burstiness 1); all at
-    t=0 when the rate is None or infinite."""
+def _numpy_legacy_random(seed: int) -> random.Random:
+    """A `random.Random` whose doubles equal numpy's legacy `np.random.seed(seed)` stream: numpy seeds
+    MT19937 with init_genrand(seed) (Python seeds by init_by_array), both build a double from two
+    32-bit draws the same way (genrand_res53)."""
+    mt = [seed & 0xFFFFFFFF]
+    for i in range(1, 624):
+        mt.append((1812433253 * (mt[-1] ^ (mt[-1] >> 30)) + i) & 0xFFFFFFFF)
+    rng = random.Random()
+    rng.setstate((3, (*mt, 624), None))
+    return rng
+
+
+def arrival_times(n: int, request_rate: float | None, seed: int = 0, *, normalized: bool = False) -> list[float]:
+    """Poisson arrivals at `request_rate` exactly as `vllm bench serve` draws them: it calls
+    `np.random.seed(args.seed)` (default 0) and takes one `np.random.gamma(shape=1, scale=1/rate)` gap
+    per request (vllm/benchmarks/serve.py `get_request`; benchmarks/benchmark_serving.py before the
+    move) — legacy numpy's shape-1 gamma is -log(1 - U). Old benchmark_serving.py sends the first
+    request at t=0 and sleeps after each; newer `get_request` (normalized=True) precomputes every
+    delay, the first included, and rescales them so the last request goes out at n / rate.
+    All at t=0 when the rate is None or infinite."""
     if request_rate is None or math.isinf(request_rate) or request_rate <= 0:
         return [0.0] * n
-    rng = random.Random(seed)
+    rng = _numpy_legacy_random(seed)
+    gaps = [-math.log(1.0 - rng.random()) / request_rate for _ in range(n)]
+    out: list[float] = []
     t = 0.0
-    out = []
-    for _ in range(n):
+    if normalized:
+        for g in gaps:
+            t += g
+            out.append(t)
+        scale = (n / request_rate) / out[-1] if out[-1] > 0 else 1.0
+        return [x * scale for x in out]
+    for g in gaps:
         out.append(t)
-        t += rng.expovariate(request_rate)
+        t += g
     return out
 
 

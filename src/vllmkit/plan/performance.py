@@ -77,11 +77,17 @@ def gpu_perf(profile: Any) -> GpuPerf:
     link = profile.interconnect
     name = (link.name if link else "").lower()
     kind = "pcie" if "pcie" in name else ("xgmi" if profile.vendor == "amd" else ("nvlink" if link else "none"))
+    family = gpu_family(profile.architecture)
+    if kind == "pcie" and "geforce" in str(profile.display_name).lower() and family == "ada":
+        # GeForce Ada cards (RTX 40xx) have no GPU peer-to-peer access: vLLM's custom all-reduce needs
+        # P2P (vllm/distributed/device_communicators/custom_all_reduce.py, "lacks GPU P2P capability")
+        # and falls back to NCCL, whose SHM transport bounces every byte through host memory
+        kind = "pcie-host"
     link_bw = (link.bandwidth_gbps or 0.0) if link else 0.0
     return GpuPerf(
         name=profile.name,
         vendor=profile.vendor,
-        family=gpu_family(profile.architecture),
+        family=family,
         # the host CPU profile carries no peaks: a placeholder of one DDR5 socket's order of magnitude
         bandwidth_bytes_s=float(profile.memory_bandwidth_gbps or 100.0) * 1e9,
         tflops=tflops or {"bf16": 1.0},

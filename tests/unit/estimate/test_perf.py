@@ -58,6 +58,30 @@ def test_tensor_parallel_all_reduce_by_hand() -> None:
     assert cost.comm_s == pytest.approx(2 * 64 * each, rel=1e-9)
 
 
+def test_all_reduce_without_peer_to_peer_bounces_through_host_memory() -> None:
+    # TP4, 28 layers, 2048 tokens, hidden 3584 on PCIe (32 GB/s one way): each all-reduce is
+    # 4 x 10 us + 2 x (3/4) x (3584 x 2048 x 2 B) / 32e9; a GeForce Ada card without P2P ("pcie-host")
+    # stages in host memory, so every byte crosses PCIe twice: bus time / (32e9 / 2)
+    m = ModelPerf(tp=4, pp=1, layers=28, hidden_size=3584, dense_bytes=1, active_params=1.0)
+    eff = Efficiency(allreduce_latency_s=10e-6)
+    bus = 2 * 0.75 * 3584 * 2048 * 2
+    p2p = GpuPerf("x", "nvidia", "ada", 1e12, {"bf16": 100.0}, 32e9, "pcie")
+    host = GpuPerf("x", "nvidia", "ada", 1e12, {"bf16": 100.0}, 32e9, "pcie-host")
+    assert step_cost(m, p2p, eff, decode=2048, context_sum=0).comm_s == pytest.approx(56 * (40e-6 + bus / 32e9))
+    assert step_cost(m, host, eff, decode=2048, context_sum=0).comm_s == pytest.approx(56 * (40e-6 + bus / 16e9))
+
+
+def test_geforce_ada_profiles_have_no_peer_to_peer() -> None:
+    from vllmkit.hardware.profiles import load_profiles, resolve_gpu
+    from vllmkit.plan.performance import gpu_perf
+
+    profiles = load_profiles(include_user_config=False)
+    assert gpu_perf(resolve_gpu("rtx-4090", profiles=profiles)).link_kind == "pcie-host"
+    # datacenter / workstation PCIe cards keep P2P (vLLM's custom all-reduce runs on them)
+    assert gpu_perf(resolve_gpu("l40", profiles=profiles)).link_kind == "pcie"
+    assert gpu_perf(resolve_gpu("h100-pcie", profiles=profiles)).link_kind == "pcie"
+
+
 def test_moe_reads_only_the_experts_a_batch_touches() -> None:
     # Mixtral-like: E=8, k=2. One token touches 2 of 8 experts: 1-(1-2/8)^1 = 0.25; 8 tokens: 1-0.75^8 = 0.8999
     m = ModelPerf(tp=1, pp=1, layers=32, hidden_size=4096, dense_bytes=2_000_000_000, expert_bytes=88_000_000_000,

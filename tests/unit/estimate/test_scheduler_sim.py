@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vllmkit.estimate.perf import Efficiency, GpuPerf, KVRead, ModelPerf
-from vllmkit.estimate.scheduler_sim import SchedulerLimits, percentile, simulate
+from vllmkit.estimate.scheduler_sim import SchedulerLimits, arrival_times, percentile, simulate
 from vllmkit.estimate.serving import Workload, predict, request_lengths
 
 WIDE = SchedulerLimits(max_num_seqs=256, max_num_batched_tokens=8192, kv_capacity_tokens=10**7)
@@ -65,6 +65,21 @@ def test_a_prompt_larger_than_the_cache_is_rejected_not_counted() -> None:
 def test_poisson_arrivals_at_a_low_rate_do_not_queue() -> None:
     r = simulate([10] * 50, [5] * 50, WIDE, flat, request_rate=1.0)
     assert max(r.ttft_s) < 0.025  # at most one step of wait + its own prefill step
+
+
+def test_poisson_arrivals_are_vllm_bench_serves_numpy_draws() -> None:
+    # vllm bench serve: np.random.seed(0), then one np.random.gamma(shape=1, scale=1/rate) per request;
+    # benchmark_serving.py sends the first at t=0 and sleeps after each send; newer versions rescale so
+    # the last request leaves at n / rate. numpy itself is the reference here (vLLM depends on it).
+    np = pytest.importorskip("numpy")
+    np.random.seed(0)
+    gaps = [float(np.random.gamma(shape=1.0, scale=1 / 4.0)) for _ in range(50)]
+    expected = [sum(gaps[:i]) for i in range(50)]
+    assert arrival_times(50, 4.0) == pytest.approx(expected, rel=1e-12)
+    norm = arrival_times(50, 4.0, normalized=True)
+    assert norm[-1] == pytest.approx(50 / 4.0)
+    assert norm[0] == pytest.approx(gaps[0] * (50 / 4.0) / sum(gaps))
+    assert arrival_times(3, None) == [0.0, 0.0, 0.0]
 
 
 def test_percentile_matches_numpy_linear() -> None:
