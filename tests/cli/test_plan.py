@@ -206,3 +206,16 @@ def test_plan_shows_serving_features_and_opt_outs(env) -> None:
     assert "--tool-call-parser" not in d["serve_command"] and "--reasoning-parser" not in d["serve_command"]
     human = run("plan", "Qwen/Qwen3-8B", "--gpu", "h100")
     assert "serving features:" in human.stdout and "tool calls: hermes (on" in human.stdout
+
+
+def test_workload_gives_chunked_prefill_advice(env) -> None:
+    """On a 24 GB L4 vLLM's default token budget is 2,048 per step (EngineArgs.get_batch_defaults for
+    GPUs under 70 GiB), so an 8,192-token prompt is prefilled in ceil(8192 / 2048) = 4 steps."""
+    doc = envelope(run("plan", "Qwen/Qwen3-8B", "--gpu", "l4", "--input-len", "8192", "--output-len", "256",
+                       "--concurrency", "8", "--json"))
+    assert doc["data"]["settings"]["max_num_batched_tokens"] == 2048
+    advice = doc["data"]["features"]["chunked_prefill"]["detail"]
+    assert "8,192-token prompts take 4 step(s)" in advice and "--max-num-batched-tokens 8,192" in advice
+    # no workload: no per-workload advice
+    plain = envelope(run("plan", "Qwen/Qwen3-8B", "--gpu", "l4", "--json"))
+    assert "Your workload" not in plain["data"]["features"]["chunked_prefill"]["detail"]

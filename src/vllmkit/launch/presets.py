@@ -87,6 +87,11 @@ def _prefix_caching_note(plan: PlanResult, req: PlanRequest) -> FeatureNote:
             "system prompts, multi-turn chats, few-shot examples); a hit skips that part of the prefill, "
             "which lowers TTFT. Cached blocks are free blocks kept until evicted, so it costs no KV capacity"
         )
+        if plan.performance is not None and plan.performance.workload.get("dataset", "fixed") == "fixed":
+            detail += (
+                "; the throughput predicted here assumes no cache hits (random prompts, as `vllm bench "
+                "serve --dataset-name random`): prompts sharing a system prompt prefill only the rest"
+            )
         if plan.model.is_hybrid:
             detail += (
                 "; for this hybrid (mamba/linear-attention) model it switches the state cache to "
@@ -108,6 +113,16 @@ def _chunked_prefill_note(plan: PlanResult) -> FeatureNote:
         "(running decodes wait: higher inter-token latency); a smaller one does the opposite. The "
         "activation memory in this plan is sized for this budget"
     )
+    workload = plan.performance.workload if plan.performance is not None else {}
+    prompt = workload.get("input_len")
+    if isinstance(prompt, (int, float)) and prompt > 0:
+        prompt_steps = max(1, math.ceil(prompt / budget)) if budget > 0 else 1
+        detail += f". Your workload's {int(prompt):,}-token prompts take {prompt_steps} step(s) each"
+        if prompt_steps > 1:
+            detail += (
+                f": --max-num-batched-tokens {int(math.ceil(prompt / 1024) * 1024):,} would prefill one in a "
+                "single step (lower TTFT, longer decode steps while it runs; re-plan: activation memory grows)"
+            )
     return FeatureNote(enabled=True, source="--max-num-batched-tokens", detail=detail)
 
 
