@@ -112,7 +112,7 @@ class CommandResult:
 
     command: str
     data: Any = None
-    view: View | None = None
+    view: View | str | None = None  # a callable, or "module:function" imported only when people read it
     json_mode: bool = False
     exit_code: int = 0
     errors: list[dict[str, Any]] = field(default_factory=list)
@@ -130,6 +130,15 @@ def error_entry(exc: VllmkitError) -> dict[str, Any]:
     return {"code": exc.code, "message": exc.message, "hint": exc.hint}
 
 
+def _resolve_view(view: View | str) -> View:
+    if isinstance(view, str):
+        import importlib
+
+        module, _, name = view.partition(":")
+        return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+    return view
+
+
 def show(result: CommandResult) -> int:
     """Print a command's result and return its exit code."""
     if result.json_mode:
@@ -141,7 +150,7 @@ def show(result: CommandResult) -> int:
         sys.stdout.write(result.text)
         sys.stdout.flush()
     elif result.view is not None and (result.exit_code == 0 or result.stderr_view is None):
-        result.view(console(), result.data)
+        _resolve_view(result.view)(console(), result.data)
     for err in result.errors:
         error_line(err["message"], err.get("hint"))
     return result.exit_code

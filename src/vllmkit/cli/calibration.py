@@ -63,9 +63,7 @@ def list_cmd(gpu: str | None = GPU_FILTER, family: str | None = FAMILY_FILTER, j
     if bad and not json_output:
         warn(f"{len(bad)} line(s) of {path} are not valid records and are ignored (first: line {bad[0][0]}: {bad[0][1]})")
     data = {"store": str(path), "records": _record_rows(chosen), "invalid_lines": [n for n, _ in bad]}
-    from vllmkit.views.calibration import render_list
-
-    return CommandResult("calibration list", data, view=render_list, json_mode=json_output)
+    return CommandResult("calibration list", data, view="vllmkit.views.calibration:render_list", json_mode=json_output)
 
 
 @calibration_app.command("clear", short_help="Remove calibrations.")
@@ -96,9 +94,7 @@ def clear_cmd(
     wanted = {r.record_id for r in targets}
     removed = remove_records(path, lambda r: r.record_id in wanted) if wanted else 0
     data = {"store": str(path), "removed": removed, "message": f"removed {removed} calibration(s) from {path}"}
-    from vllmkit.views.calibration import render_message
-
-    return CommandResult("calibration clear", data, view=render_message, json_mode=json_output)
+    return CommandResult("calibration clear", data, view="vllmkit.views.calibration:render_message", json_mode=json_output)
 
 
 @calibration_app.command("export", short_help="Write the calibrations to a file.")
@@ -120,9 +116,7 @@ def export_cmd(
     export_records(file, chosen)
     data = {"store": str(path), "file": str(file), "exported": len(chosen),
             "message": f"exported {len(chosen)} calibration(s) to {file}"}
-    from vllmkit.views.calibration import render_message
-
-    return CommandResult("calibration export", data, view=render_message, json_mode=json_output)
+    return CommandResult("calibration export", data, view="vllmkit.views.calibration:render_message", json_mode=json_output)
 
 
 @calibration_app.command("import", short_help="Merge calibrations from a file.")
@@ -138,9 +132,7 @@ def import_cmd(
     added, duplicates = add_records(path, records)
     data = {"store": str(path), "file": str(file), "read": len(records), "added": added, "duplicates": duplicates,
             "message": f"imported {added} calibration(s) from {file} ({duplicates} already stored) into {path}"}
-    from vllmkit.views.calibration import render_message
-
-    return CommandResult("calibration import", data, view=render_message, json_mode=json_output)
+    return CommandResult("calibration import", data, view="vllmkit.views.calibration:render_message", json_mode=json_output)
 
 
 def register(app: typer.Typer) -> None:

@@ -45,7 +45,6 @@ def register(app: typer.Typer) -> None:
             plan_capacity,
             replica_request,
         )
-        from vllmkit.views.capacity import render
 
         if qps <= 0:
             raise UsageError("--qps must be positive", "e.g. --qps 20")
@@ -86,4 +85,4 @@ def register(app: typer.Typer) -> None:
 
             text = capacity_manifests(replica_plan, replica_req, result)
             return CommandResult("capacity", result, json_mode=json_output, text=text)
-        return CommandResult("capacity", result, view=render, json_mode=json_output)
+        return CommandResult("capacity", result, view="vllmkit.views.capacity:render", json_mode=json_output)

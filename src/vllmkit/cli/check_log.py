@@ -33,12 +33,11 @@ def register(app: typer.Typer) -> None:
         Exit codes: 0 ok, 2 bad file or flag, 3 no startup facts in the log (or --record had nothing to record)."""
         from vllmkit.calibration.checklog import check_log
         from vllmkit.plan.models import PlanOverrides
-        from vllmkit.views.check_log import render
 
         inputs = PlanOverrides(model=model, **request_overrides(flags))
         with waiting(f"reading {log} and planning the same run ..."):
             result = check_log(log, inputs, dict(os.environ), record=record, use_calibration=use_calibration)
-        out = CommandResult("check-log", result, view=render, json_mode=json_output)
+        out = CommandResult("check-log", result, view="vllmkit.views.check_log:render", json_mode=json_output)
         if record and result.record is not None and not result.record.recorded:
             out.exit_code = 3
             out.errors.append({"code": "nothing-to-record", "message": f"no calibration recorded from {log}",

@@ -35,7 +35,6 @@ def register(app: typer.Typer) -> None:
         custom code, context and disk space. --log: diagnose a vLLM startup log (stable codes, exact
         flags). --url: triage a running server from its /metrics."""
         from vllmkit.doctor.service import run_doctor
-        from vllmkit.views.doctor import render
 
         if model is not None and (log is not None or url is not None):
             raise UsageError("MODEL cannot be combined with --log or --url",
@@ -60,7 +59,7 @@ def register(app: typer.Typer) -> None:
                 "message": f"doctor found problems: {result.failure_summary()}",
                 "hint": "apply the fixes listed above",
             })
-        return CommandResult("doctor", _data(result), view=render, json_mode=json_output, exit_code=code, errors=errors)
+        return CommandResult("doctor", _data(result), view="vllmkit.views.doctor:render", json_mode=json_output, exit_code=code, errors=errors)
 
 
 def _data(result: Any) -> dict[str, Any]:

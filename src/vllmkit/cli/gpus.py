@@ -27,7 +27,6 @@ def register(app: typer.Typer) -> None:
     ) -> CommandResult:
         """List the GPU profiles the planner knows (memory as torch reports it)."""
         from vllmkit.hardware.profiles import list_gpus
-        from vllmkit.views.gpus import render
 
         data = list_gpus(name, vendor, list(profiles_dir), dict(os.environ))
-        return CommandResult("gpus", data, view=render, json_mode=json_output)
+        return CommandResult("gpus", data, view="vllmkit.views.gpus:render", json_mode=json_output)

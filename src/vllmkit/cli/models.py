@@ -16,6 +16,5 @@ def register(app: typer.Typer) -> None:
     ) -> CommandResult:
         """List the models in the bundled offline catalog (with where each number came from)."""
         from vllmkit.hub.catalog import catalog_rows
-        from vllmkit.views.models import render
 
-        return CommandResult("models", {"models": catalog_rows(search)}, view=render, json_mode=json_output)
+        return CommandResult("models", {"models": catalog_rows(search)}, view="vllmkit.views.models:render", json_mode=json_output)

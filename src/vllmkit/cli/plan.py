@@ -40,7 +40,6 @@ def register(app: typer.Typer) -> None:
         """Will MODEL fit on GPU, and how: memory per GPU, KV capacity exactly as vLLM computes it,
         precision / TP / PP / context, and the `vllm serve` line."""
         from vllmkit.plan.result import does_not_fit_error
-        from vllmkit.views.plan import render
 
         req = plan_request(model, flags)
         env = dict(os.environ)
@@ -54,6 +53,6 @@ def register(app: typer.Typer) -> None:
             from vllmkit.plan.planfile import save_plan
 
             save_plan(save, req, plan)
-        result = CommandResult("plan", plan, view=render, json_mode=json_output)
+        result = CommandResult("plan", plan, view="vllmkit.views.plan:render", json_mode=json_output)
         misfit = does_not_fit_error(plan)
         return result.fail(misfit) if misfit else result

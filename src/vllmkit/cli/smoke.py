@@ -27,7 +27,6 @@ def register(app: typer.Typer) -> None:
         """Check any OpenAI-compatible endpoint: /health, /v1/models, chat, streamed chat (TTFT,
         tokens/s), completion, and 401 without the key when --api-key is given."""
         from vllmkit.launch.smoke import parse_features, read_api_key, run_smoke, smoke_errors
-        from vllmkit.views.smoke import render
 
         if not url.startswith(("http://", "https://")):
             url = "http://" + url
@@ -35,4 +34,4 @@ def register(app: typer.Typer) -> None:
         report = run_smoke(url, api_key=key, model=model, timeout_s=timeout, max_tokens=max_tokens,
                            features=parse_features(features))  # fmt: skip
         code, errors = smoke_errors(report)
-        return CommandResult("smoke", report, view=render, json_mode=json_output, exit_code=code, errors=errors)
+        return CommandResult("smoke", report, view="vllmkit.views.smoke:render", json_mode=json_output, exit_code=code, errors=errors)
