@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from vllmkit.cli._common import JSON_OPTION, boundary
@@ -55,6 +56,33 @@ def _record_rows(records: list[CalibrationRecord]) -> list[dict]:
 
 
 def render_list(console: Console, data: dict) -> None:
+    if data.get("kind", "all") in ("all", "memory"):
+        _render_memory(console, data)
+    if data.get("kind", "all") in ("all", "performance"):
+        _render_performance(console, data)
+
+
+def _render_performance(console: Console, data: dict) -> None:
+    """What `vllmkit bench` measured (calibration/perfstore.py), one row per load point."""
+    records = data.get("performance") or []
+    if not records:
+        console.print(f"no performance records in {data.get('performance_store')}", markup=False)
+        return
+    table = Table(title=escape(f"performance ({data.get('performance_store')})"))
+    for col in ("id", "date", "GPU", "vLLM", "model", "precision", "TP", "PP", "in/out", "load", "out tok/s",
+                "TTFT p50 ms", "TPOT p50 ms", "source"):
+        table.add_column(col, overflow="fold")
+    for r in records:
+        load = f"c={r['concurrency']}" if r.get("concurrency") else f"rate={r.get('request_rate')}"
+        table.add_row(*(escape(str(v)) for v in (
+            r["record_id"][:12], r["recorded_at"][:10], r["gpu"], r["vllm_version"], r["model"], r["precision"],
+            r["tp"], r["pp"], f"{r['input_len']:.0f}/{r['output_len']:.0f}", load, f"{r['output_tokens_per_s']:.1f}",
+            "-" if r["ttft_ms"].get("p50") is None else f"{r['ttft_ms']['p50']:.1f}",
+            "-" if r["tpot_ms"].get("p50") is None else f"{r['tpot_ms']['p50']:.1f}", r.get("source", ""))))
+    console.print(table)
+
+
+def _render_memory(console: Console, data: dict) -> None:
     records = data["records"]
     if not records:
         console.print(f"no calibrations in {data['store']}", markup=False)
@@ -76,16 +104,35 @@ def _render_message(console: Console, data: dict) -> None:
 
 @calibration_app.command("list")
 @boundary("calibration list")
-def list_cmd(gpu: str | None = GPU_FILTER, family: str | None = FAMILY_FILTER, json_output: bool = JSON_OPTION) -> None:
-    """Show the stored calibrations."""
+def list_cmd(
+    gpu: str | None = GPU_FILTER,
+    family: str | None = FAMILY_FILTER,
+    kind: str = typer.Option("all", "--kind", help="memory (startups) | performance (`vllmkit bench`) | all"),
+    json_output: bool = JSON_OPTION,
+) -> None:
+    """Show the stored calibrations: memory (from startups) and performance (from `vllmkit bench`)."""
+    from vllmkit.calibration.perfstore import load_perf_records, perf_store_path
     from vllmkit.calibration.store import load_records, store_path
 
-    path = store_path(_env())
+    if kind not in ("all", "memory", "performance"):
+        raise UsageError(f"--kind {kind!r} is not memory, performance or all", "e.g. --kind performance")
+    env = _env()
+    path = store_path(env)
     records, bad = load_records(path)
     chosen = [r for r in records if _matches(r, gpu, family)]
     if bad and not json_output:
         warn(f"{len(bad)} line(s) of {path} are not valid records and are ignored (first: line {bad[0][0]}: {bad[0][1]})")
-    data = {"store": str(path), "records": _record_rows(chosen), "invalid_lines": [n for n, _ in bad]}
+    perf_path = perf_store_path(env)
+    perf, perf_bad = load_perf_records(perf_path)
+    perf = [r for r in perf if (not gpu or r.gpu.lower() == gpu.lower())
+            and (not family or r.family.lower() == family.lower())]
+    if perf_bad and not json_output:
+        warn(f"{len(perf_bad)} line(s) of {perf_path} are not valid records and are ignored "
+             f"(first: line {perf_bad[0][0]}: {perf_bad[0][1]})")
+    data = {"store": str(path), "records": _record_rows(chosen), "invalid_lines": [n for n, _ in bad],
+            "kind": kind, "performance_store": str(perf_path),
+            "performance": [r.model_dump(mode="json") for r in perf],
+            "performance_invalid_lines": [n for n, _ in perf_bad]}
     emit("calibration list", data, json_mode=json_output, render=render_list)
 
 
