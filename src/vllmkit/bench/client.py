@@ -159,6 +159,8 @@ def make_client(url: str, api_key: str | None, *, timeout_s: float, connections:
         headers=headers,
         # connect/write/pool bounded; read = the longest silence allowed between two events
         timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
-        limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+        # no cap on connections: with Poisson / inf arrivals a capped pool would queue requests in the
+        # client, and that wait would count as server TTFT (closed loops never exceed their N anyway)
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=connections),
         trust_env=False,  # a benchmark must not go through HTTP(S)_PROXY
     )

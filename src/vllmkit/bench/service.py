@@ -312,7 +312,7 @@ async def _sweep(
     opts: BenchOptions, resolved: ResolvedTarget, report: BenchReport, reporter: Reporter, current: list[PointRun]
 ) -> None:
     target = report.target
-    connections = max([p.concurrency or 0 for p in opts.points] + [256]) + 8
+    connections = max([p.concurrency or 0 for p in opts.points] + [64]) + 8
     async with make_client(target.url, resolved.api_key, timeout_s=opts.timeout_s, connections=connections) as client:
         await _preflight(client, target, opts.served_model)
         assert target.served_model is not None

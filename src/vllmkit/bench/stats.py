@@ -86,13 +86,13 @@ def meets_slo(slo: Slo, *, ttft: float, tpot: float | None, e2e: float) -> bool:
     return not (slo.e2e_s is not None and e2e > slo.e2e_s)
 
 
-_UNITS = {"ms": 1e-3, "s": 1.0, "us": 1e-6}
+_UNITS = {"ms": 1e-3, "us": 1e-6, "s": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0}
 
 
 def parse_duration(text: str) -> float:
-    """'2s' / '50ms' / '1.5' (seconds) -> seconds. ValueError on anything else."""
+    """'2s' / '50ms' / '5m' / '1h' / '1.5' (seconds) -> seconds. ValueError on anything else."""
     t = text.strip().lower()
-    for unit in ("ms", "us", "s"):
+    for unit in _UNITS:  # "ms"/"us" before "s", "min" before "m"
         if t.endswith(unit):
             number = t[: -len(unit)].strip()
             value = float(number) * _UNITS[unit]

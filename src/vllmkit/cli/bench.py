@@ -334,9 +334,7 @@ def register(app: typer.Typer) -> None:
         dur = None
         if duration is not None:
             try:
-                dur = parse_duration(duration[:-1] if duration.endswith("m") and not duration.endswith("ms") else duration)
-                if duration.endswith("m") and not duration.endswith("ms"):
-                    dur *= 60
+                dur = parse_duration(duration)
             except ValueError:
                 raise UsageError(f"--duration {duration!r} is not a duration", "e.g. --duration 60s") from None
             if num_prompts is not None:

@@ -110,3 +110,8 @@ def test_bootstrap_ci_separates_a_real_shift_and_not_noise():
     lo2, hi2 = bootstrap_ci(a, c, median)
     assert lo2 < 0 < hi2  # same distribution: the CI straddles 0
     assert bootstrap_ci([1.0, 2.0], c, median) is None
+
+
+def test_durations():
+    assert parse_duration("5m") == 300 and parse_duration("1h") == 3600 and parse_duration("2min") == 120
+    assert parse_duration("90") == 90 and parse_duration("1.5s") == 1.5
