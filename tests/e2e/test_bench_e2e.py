@@ -63,8 +63,8 @@ def sweep(served, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, A
     """A two-point sweep (1 and 4 users) stored in this module's own data dir."""
     server, model = served
     env = _env(tmp_path_factory.mktemp("bench-sweep"))
-    proc = vllmkit(env, "bench", server.url, "--api-key", KEY, "-c", "1,4", "-n", "8", "--input-len", "32",
-                   "--output-len", "16", "--warmup", "2", "--gpu", "cpu", "--model", str(model), "--json")
+    proc = vllmkit(env, "bench", server.url, "--api-key", KEY, "-c", "1,4", "-n", "16", "--input-len", "32",
+                   "--output-len", "64", "--warmup", "2", "--gpu", "cpu", "--model", str(model), "--json")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads(proc.stdout)["data"], env, model
 
@@ -76,13 +76,15 @@ def test_two_point_sweep_exact_token_counts(sweep) -> None:
     assert data["target"]["vllm_version"] == "0.32.0"
     assert [p["label"] for p in data["points"]] == ["c=1", "c=4"]
     for point in data["points"]:
-        assert point["completed"] == 8 and point["failed"] == 0
+        assert point["completed"] == 16 and point["failed"] == 0
         for s in point["samples"]:
             # the server's usage, not our arithmetic: exact lengths both ways
-            assert (s["input_tokens"], s["output_tokens"], s["tokens_from"]) == (32, 16, "usage")
+            assert (s["input_tokens"], s["output_tokens"], s["tokens_from"]) == (32, 64, "usage")
             assert 0 < s["ttft_s"] <= s["e2e_s"]
-        assert point["output_tokens"] == 8 * 16
+        assert point["output_tokens"] == 16 * 64
         assert point["server"]["scrapes"] >= 1 and point["server"]["peak_kv_usage"] is not None
+    print("sweep:", [(p["label"], round(p["output_tokens_per_s"], 1), p["duration_s"], p["server"],
+                      p["verdict"]) for p in data["points"]])
     assert data["points"][1]["server"]["max_running"] >= 2  # four users really ran together
     assert data["stored"] == 2
 
@@ -92,7 +94,7 @@ def test_next_plan_reports_the_measured_point(sweep) -> None:
     (calibration/perfstore.match_measured) and says performance.source = measured. Needs the
     performance model's plan integration (branch wt-perf); skipped until it is merged."""
     data, env, model = sweep
-    proc = vllmkit(env, "plan", str(model), "--device", "cpu", "--input-len", "32", "--output-len", "16",
+    proc = vllmkit(env, "plan", str(model), "--device", "cpu", "--input-len", "32", "--output-len", "64",
                    "--concurrency", "4", "--json", timeout=300)
     if proc.returncode == 2 and "No such option" in proc.stderr:
         pytest.skip("plan has no workload options yet (performance model not merged)")

@@ -111,7 +111,7 @@ async def run_point(
     num_prompts: int | None = None,
     duration_s: float | None = None,
     seed: int = 0,
-    scrape_interval_s: float = 0.5,
+    scrape_interval_s: float = 0.25,
     progress: ProgressFn | None = None,
     ignore_eos: bool = True,
 ) -> PointRun:
