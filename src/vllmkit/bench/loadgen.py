@@ -95,7 +95,7 @@ class _MetricsSampler:
                 load.prefix_cache_hit_rate = (snap.prefix_cache_hits - (self.base_hits or 0.0)) / queries
 
     async def run(self) -> None:
-        while True:
+        while self.enabled:
             await self.scrape()
             await asyncio.sleep(self.interval)
 
@@ -111,7 +111,7 @@ async def run_point(
     num_prompts: int | None = None,
     duration_s: float | None = None,
     seed: int = 0,
-    scrape_interval_s: float = 0.25,
+    scrape_interval_s: float | None = 0.25,
     progress: ProgressFn | None = None,
     ignore_eos: bool = True,
 ) -> PointRun:
@@ -120,7 +120,8 @@ async def run_point(
     assert (concurrency is None) != (request_rate is None)
     assert prompts
     planned = num_prompts
-    sampler = _MetricsSampler(client, run.load, scrape_interval_s)
+    sampler = _MetricsSampler(client, run.load, scrape_interval_s or 0.0)
+    sampler.enabled = scrape_interval_s is not None
     next_index = 0
     sent = 0
     stop = asyncio.Event()
@@ -212,5 +213,5 @@ async def warmup(client: httpx.AsyncClient, model: str, prompts: Sequence[Prompt
         return []
     run = PointRun()
     await run_point(client, model, prompts, run, concurrency=max(1, min(concurrency, count)),
-                    num_prompts=count, scrape_interval_s=3600)
+                    num_prompts=count, scrape_interval_s=None)
     return run.samples

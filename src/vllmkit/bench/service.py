@@ -85,6 +85,7 @@ class BenchOptions:
     timeout_s: float = 300.0
     tokenizer: str | None = None
     store: bool = True
+    metrics_interval_s: float | None = 0.25  # None: do not scrape /metrics
     # describe a bare URL (a run's plan supplies these)
     gpu: str | None = None
     model: str | None = None
@@ -370,7 +371,7 @@ async def _sweep(
                 client, target.served_model, prompts, run,
                 concurrency=point.concurrency, request_rate=point.request_rate,
                 num_prompts=planned, duration_s=opts.duration_s, seed=opts.seed + index,
-                progress=reporter.progress,
+                progress=reporter.progress, scrape_interval_s=opts.metrics_interval_s,
             )
             current[:] = []
             result.partial = run.server_gone or run.auth_failed is not None

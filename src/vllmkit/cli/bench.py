@@ -317,6 +317,8 @@ def register(app: typer.Typer) -> None:
         precision: str | None = typer.Option(None, "--precision", help="bf16 | fp16 | fp8 | awq | ... (as `plan` names it)."),
         kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype"),
         no_store: bool = typer.Option(False, "--no-store", help="Do not add the results to the performance store."),
+        metrics_interval: float = typer.Option(0.25, "--metrics-interval", min=0.0, help="Seconds between /metrics "
+                                               "scrapes during a point; 0: do not scrape."),
         save: Path | None = typer.Option(None, "--save", help="Write the full result (per-request samples) as JSON."),
         csv_file: Path | None = typer.Option(None, "--csv", help="Write one row per point as CSV."),
         json_output: bool = JSON_OPTION,
@@ -346,7 +348,7 @@ def register(app: typer.Typer) -> None:
             output_len=output_len if output_len is not None else (None if workload == "sharegpt" else 128),
             prefix_len=prefix_len, points=parse_points(concurrency, request_rate), num_prompts=num_prompts,
             duration_s=dur, warmup=warmup, slo=_slo(slo), seed=seed, timeout_s=timeout, tokenizer=tokenizer,
-            store=not no_store, gpu=gpu, model=model, tp=tp, pp=pp, precision=precision, kv_cache_dtype=kv_cache_dtype,
+            store=not no_store, metrics_interval_s=metrics_interval or None, gpu=gpu, model=model, tp=tp, pp=pp, precision=precision, kv_cache_dtype=kv_cache_dtype,
         )
         live = _LiveProgress()
         try:
