@@ -92,13 +92,15 @@ _UNITS = {"ms": 1e-3, "us": 1e-6, "s": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0}
 def parse_duration(text: str) -> float:
     """'2s' / '50ms' / '5m' / '1h' / '1.5' (seconds) -> seconds. ValueError on anything else."""
     t = text.strip().lower()
-    for unit in _UNITS:  # "ms"/"us" before "s", "min" before "m"
-        if t.endswith(unit):
-            number = t[: -len(unit)].strip()
-            value = float(number) * _UNITS[unit]
-            break
-    else:
-        value = float(t)
+    try:
+        for unit in _UNITS:  # "ms"/"us" before "s", "min" before "m"
+            if t.endswith(unit):
+                value = float(t[: -len(unit)].strip()) * _UNITS[unit]
+                break
+        else:
+            value = float(t)
+    except ValueError:
+        raise ValueError(f"not a duration: {text.strip()!r} (e.g. 2s, 50ms, 5m)") from None
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"not a positive duration: {text!r}")
     return value
