@@ -178,24 +178,26 @@ def test_wrong_key_is_an_auth_error(served, tmp_path: Path) -> None:
     assert "401" in proc.stderr and "hint:" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def _finished(server: VllmServer) -> float:
+    with urllib.request.urlopen(server.url + "/metrics", timeout=30) as resp:
+        text = resp.read().decode()
+    return sum(float(ln.rsplit(" ", 1)[1]) for ln in text.splitlines() if ln.startswith("vllm:request_success_total"))
+
+
 def test_server_killed_mid_run_exits_6_with_partial_results(served, tmp_path: Path) -> None:
     """Last in the module: it kills the shared server."""
     server, _ = served
     env = _env(tmp_path)
+    before = _finished(server)  # the counter is cumulative over the server's life
     bench = subprocess.Popen(
         [sys.executable, "-m", "vllmkit", "bench", server.url, "--api-key", KEY, "-c", "2", "-n", "100000",
          "--input-len", "16", "--output-len", "64", "--warmup", "0", "--gpu", "cpu", "--model", "tiny", "--json"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        # let a few requests complete: vLLM counts them in its /metrics
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            time.sleep(1.0)
-            with urllib.request.urlopen(server.url + "/metrics", timeout=10) as resp:
-                metrics = resp.read().decode()
-            done = [ln for ln in metrics.splitlines() if ln.startswith("vllm:request_success_total")]
-            if sum(float(ln.rsplit(" ", 1)[1]) for ln in done) >= 8:
-                break
+        # let a few of bench's requests complete: vLLM counts them in its /metrics
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and _finished(server) < before + 8:
+            time.sleep(0.5)
         os.killpg(server.proc.pid, signal.SIGKILL)  # a crash, not a clean shutdown
         out, err = bench.communicate(timeout=180)
     finally:
