@@ -70,6 +70,16 @@ def sweep(served, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, A
     return json.loads(proc.stdout)["data"], env, model
 
 
+def _max_in_flight(samples: list[dict[str, Any]]) -> int:
+    events = sorted([(s["start_s"], 1) for s in samples] + [(s["start_s"] + s["e2e_s"], -1) for s in samples],
+                    key=lambda e: (e[0], e[1]))
+    level = peak = 0
+    for _, step in events:
+        level += step
+        peak = max(peak, level)
+    return peak
+
+
 def test_two_point_sweep_exact_token_counts(sweep) -> None:
     data, _, model = sweep
     assert data["status"] == "complete"
@@ -84,9 +94,10 @@ def test_two_point_sweep_exact_token_counts(sweep) -> None:
             assert 0 < s["ttft_s"] <= s["e2e_s"]
         assert point["output_tokens"] == 16 * 64
         assert point["server"]["scrapes"] >= 1 and point["server"]["peak_kv_usage"] is not None
-    print("sweep:", [(p["label"], round(p["output_tokens_per_s"], 1), p["duration_s"], p["server"],
-                      p["verdict"]) for p in data["points"]])
-    assert data["points"][1]["server"]["max_running"] >= 2  # four users really ran together
+    # the closed loop held its users: requests in flight at once, from the client's own clock (the
+    # server's running gauge is set after each engine step, so a step that compiles a new batch shape
+    # on the CPU build hides the batch from a scrape: not a reliable witness here)
+    assert [_max_in_flight(p["samples"]) for p in data["points"]] == [1, 4]
     assert data["stored"] == 2
 
 
@@ -138,37 +149,37 @@ def _vllm_bench(server: VllmServer, model: Path, tmp_path: Path, *, n: int, conc
 
 
 def test_agrees_with_vllms_own_benchmark(served, tmp_path: Path) -> None:
-    """Same server, same workload (random, 64 in / 32 out, 4 closed-loop users, 48 requests), measured
-    in alternating rounds: vLLM's benchmark, then vllmkit, three times; the median over rounds of each
-    client is compared. Tolerances: output tokens/s within 25 %, median TTFT within 50 % or 30 ms.
-    Why so wide: on a shared 2-core box the server's speed drifts between runs (other processes), the
-    client shares those cores with the server, and the two clients differ in prompt content (token
-    ids vs decoded random text, 64 tokens either way). A timing bug (TTFT from the wrong clock,
-    throughput over the wrong duration, token counts guessed from text) moves them by far more."""
+    """Same server, same workload (random, 64 in / 32 out, 4 closed-loop users, 160 requests), measured
+    in three rounds of back-to-back runs: vLLM's benchmark, then vllmkit. Per round the ratio
+    vllmkit/vLLM of output tokens/s and the difference of median TTFT; the median over rounds must be
+    within 25 % (throughput) and within 50 % or 30 ms (TTFT).
+    Why so wide: on the shared 2-core box used here the server's speed drifts by up to +-40 % between
+    two back-to-back runs of a few seconds (seen with vLLM's own benchmark against itself), the client
+    shares those cores with the server, and the two clients differ in prompt content (token ids vs
+    decoded random text, 64 tokens either way). A timing bug (TTFT from the wrong clock, throughput
+    over the wrong duration, token counts guessed from text) moves them by more than that."""
     server, model = served
     env = _env(tmp_path)
-    args = ["bench", server.url, "--api-key", KEY, "-c", "4", "-n", "48", "--input-len", "64", "--output-len", "32",
+    n = 160
+    args = ["bench", server.url, "--api-key", KEY, "-c", "4", "-n", str(n), "--input-len", "64", "--output-len", "32",
             "--warmup", "4", "--no-store", "--json"]
-    ours, theirs = [], []
+    ratios, ttft_diffs, lines = [], [], []
     for _ in range(3):
-        theirs.append(_vllm_bench(server, model, tmp_path, n=48, conc=4, inp=64, out=32))
+        theirs = _vllm_bench(server, model, tmp_path, n=n, conc=4, inp=64, out=32)
         proc = vllmkit(env, *args)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        ours.append(json.loads(proc.stdout)["data"]["points"][0])
-    for t in theirs:
-        assert t["completed"] == 48 and t["total_output_tokens"] == 48 * 32
-    for o in ours:
-        assert o["completed"] == 48 and o["output_tokens"] == 48 * 32
-    our_tput = statistics.median(o["output_tokens_per_s"] for o in ours)
-    our_ttft = statistics.median(o["ttft_ms"]["p50"] for o in ours)
-    their_tput = statistics.median(t["output_throughput"] for t in theirs)
-    their_ttft = statistics.median(t["median_ttft_ms"] for t in theirs)
-    report = (f"vllmkit {[round(o['output_tokens_per_s']) for o in ours]} tok/s, TTFT p50 "
-              f"{[round(o['ttft_ms']['p50'], 1) for o in ours]} ms; vLLM {[round(t['output_throughput']) for t in theirs]} "
-              f"tok/s, TTFT p50 {[round(t['median_ttft_ms'], 1) for t in theirs]} ms")
+        ours = json.loads(proc.stdout)["data"]["points"][0]
+        assert theirs["completed"] == n and theirs["total_output_tokens"] == n * 32
+        assert ours["completed"] == n and ours["output_tokens"] == n * 32
+        ratios.append(ours["output_tokens_per_s"] / theirs["output_throughput"])
+        ttft_diffs.append((ours["ttft_ms"]["p50"] - theirs["median_ttft_ms"], theirs["median_ttft_ms"]))
+        lines.append(f"vllmkit {ours['output_tokens_per_s']:.0f} tok/s TTFT {ours['ttft_ms']['p50']:.1f} ms | "
+                     f"vLLM {theirs['output_throughput']:.0f} tok/s TTFT {theirs['median_ttft_ms']:.1f} ms")
+    report = "; ".join(lines)
     print(report)
-    assert abs(our_tput / their_tput - 1) <= 0.25, report
-    assert abs(our_ttft - their_ttft) <= max(30.0, 0.5 * their_ttft), report
+    assert abs(statistics.median(ratios) - 1) <= 0.25, report
+    diff, ref = sorted(ttft_diffs, key=lambda d: abs(d[0]))[1]  # the median by size
+    assert abs(diff) <= max(30.0, 0.5 * ref), report
 
 
 def test_wrong_key_is_an_auth_error(served, tmp_path: Path) -> None:
