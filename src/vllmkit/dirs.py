@@ -41,3 +41,26 @@ def user_dir(kind: Kind, env: Mapping[str, str]) -> Path:
     if env.get(xdg_var):
         return expand(env[xdg_var], env) / "vllmkit"
     return home(env).joinpath(*default, "vllmkit")
+
+
+# --- serve runs: `vllmkit serve` writes, `vllmkit doctor --log` reads (one layout, owned here so that
+# neither launch nor doctor imports the other):  runs_dir(env) / <run-id> / vllm.log
+
+RUN_LOG_NAME = "vllm.log"
+
+
+def runs_dir(env: Mapping[str, str]) -> Path:
+    """Folder holding one sub-folder per `vllmkit serve` run (<run-id>/vllm.log), in the state folder."""
+    return user_dir("state", env) / "runs"
+
+
+def latest_run_log(env: Mapping[str, str]) -> Path | None:
+    """The newest run's vllm.log (by modification time), or None when there is no run yet."""
+    root = runs_dir(env)
+    try:
+        candidates = [p / RUN_LOG_NAME for p in root.iterdir() if (p / RUN_LOG_NAME).is_file()]
+    except OSError:
+        return None
+    if not candidates:
+        return None
+    return max(candidates, key=lambda p: (p.stat().st_mtime, p.parent.name))

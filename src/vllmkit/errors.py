@@ -26,6 +26,10 @@ class VllmkitError(Exception):
 
     exit_code: ExitCode = ExitCode.UNEXPECTED
     code: str = "error"
+    # what the command had produced when it failed (kept in the JSON envelope's `data`), and how to
+    # show it to people (on stderr, before the error line); see output.show_error
+    data: object = None
+    view: object = None
 
     def __init__(self, message: str, hint: str | None = None, *, code: str | None = None) -> None:
         super().__init__(message)
@@ -73,3 +77,10 @@ class HardwareError(VllmkitError):
 class LaunchError(VllmkitError):
     exit_code = ExitCode.LAUNCH
     code = "launch"
+
+
+class Interrupted(VllmkitError):
+    """Ctrl-C / SIGTERM: whatever was started has been stopped."""
+
+    exit_code = ExitCode.INTERRUPTED
+    code = "interrupted"

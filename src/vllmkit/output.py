@@ -8,16 +8,18 @@ Machine output (`--json`): exactly one envelope on stdout, also for errors:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable
-from typing import Any
-
-from pydantic import BaseModel
-from rich.console import Console
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from vllmkit.errors import VllmkitError
+
+if TYPE_CHECKING:  # rich and pydantic load when something is printed, not when the CLI starts
+    from rich.console import Console
 
 RESULT_VERSION = 1
 GIB = 1 << 30
@@ -32,6 +34,8 @@ def _is_tty(stream: Any) -> bool:
 
 def console(stderr: bool = False) -> Console:
     """A console bound to the *current* sys.stdout/sys.stderr (CliRunner swaps them)."""
+    from rich.console import Console
+
     stream = sys.stderr if stderr else sys.stdout
     tty = _is_tty(stream)
     no_color = (not tty) or bool(os.environ.get("NO_COLOR"))
@@ -47,7 +51,7 @@ def console(stderr: bool = False) -> Console:
 
 
 def to_jsonable(data: Any) -> Any:
-    if isinstance(data, BaseModel):
+    if hasattr(data, "model_dump"):  # a pydantic model
         return data.model_dump(mode="json")
     if isinstance(data, dict):
         return {k: to_jsonable(v) for k, v in data.items()}
@@ -97,6 +101,62 @@ def emit(
         error_line(err["message"], err.get("hint"))
 
 
+View = Callable[["Console", Any], None]
+
+
+@dataclass
+class CommandResult:
+    """What a command returns; `show` prints it (the envelope with --json, else `view` or `text`).
+
+    `text` is printed verbatim on stdout for people (exports, manifests); `stderr_view` renders on
+    stderr (a failure report) before the `error:` lines."""
+
+    command: str
+    data: Any = None
+    view: View | None = None
+    json_mode: bool = False
+    exit_code: int = 0
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    text: str | None = None
+    stderr_view: View | None = None
+
+    def fail(self, error: VllmkitError) -> CommandResult:
+        """The same result, now failing with `error` (its exit code and envelope entry)."""
+        self.exit_code = int(error.exit_code)
+        self.errors.append(error_entry(error))
+        return self
+
+
+def error_entry(exc: VllmkitError) -> dict[str, Any]:
+    return {"code": exc.code, "message": exc.message, "hint": exc.hint}
+
+
+def show(result: CommandResult) -> int:
+    """Print a command's result and return its exit code."""
+    if result.json_mode:
+        print_json(envelope(result.command, result.data, exit_code=result.exit_code, errors=result.errors))
+        return result.exit_code
+    if result.stderr_view is not None:
+        result.stderr_view(console(stderr=True), result.data)
+    if result.text is not None:
+        sys.stdout.write(result.text)
+        sys.stdout.flush()
+    elif result.view is not None and (result.exit_code == 0 or result.stderr_view is None):
+        result.view(console(), result.data)
+    for err in result.errors:
+        error_line(err["message"], err.get("hint"))
+    return result.exit_code
+
+
+def show_error(command: str, exc: VllmkitError, *, json_mode: bool) -> int:
+    """An error that ended a command: the envelope (with the error's data) or `error:`/`hint:` lines
+    (after the error's own failure report, when it carries one)."""
+    data = getattr(exc, "data", None)
+    stderr_view = getattr(exc, "view", None)
+    return show(CommandResult(command, data, json_mode=json_mode, exit_code=int(exc.exit_code),
+                              errors=[error_entry(exc)], stderr_view=stderr_view))
+
+
 def error_line(message: str, hint: str | None = None) -> None:
     err = console(stderr=True)
     err.print(f"error: {message}", markup=False)
@@ -116,6 +176,17 @@ def emit_error(command: str, exc: VllmkitError, *, json_mode: bool, data: Any = 
         )
     else:
         error_line(exc.message, exc.hint)
+
+
+@contextlib.contextmanager
+def waiting(message: str) -> Iterator[None]:
+    """A status line with a spinner on stderr while a slow step runs (hub reads, importing vLLM to check
+    flags, environment probes). Only on a terminal: never on stdout, never in a pipe or a log file."""
+    if not _is_tty(sys.stderr) or os.environ.get("VLLMKIT_NO_PROGRESS") == "1":
+        yield
+        return
+    with console(stderr=True).status(message, spinner="dots"):
+        yield
 
 
 def info(message: str) -> None:

@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from tests.clirun import invoke
 
 from vllmkit.calibration.store import CalibrationRecord, add_records, make_record_id, store_path
-from vllmkit.cli.app import app
 
 MIB = 1 << 20
 
@@ -31,7 +30,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 
 def run(*args: str):
-    return CliRunner().invoke(app, list(args))
+    return invoke(list(args))
 
 
 def data(result) -> dict:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
+from tests.clirun import invoke
 
 from vllmkit.calibration.perfstore import PerfRecord, add_perf_records, perf_store_path
-from vllmkit.cli.app import app
 
 
 def _record(model: str = "org/[bold]tiny") -> PerfRecord:
@@ -22,16 +21,15 @@ def _record(model: str = "org/[bold]tiny") -> PerfRecord:
 def test_list_shows_performance_records(tmp_path: Path) -> None:
     env = {"VLLMKIT_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "250"}
     add_perf_records(perf_store_path(env), [_record()])
-    runner = CliRunner()
-    human = runner.invoke(app, ["calibration", "list"], env=env)
+    human = invoke(["calibration", "list"], env=env)
     assert human.exit_code == 0, human.output
     assert "no calibrations in" in human.output  # the memory store is empty
     assert "org/[bold]tiny" in human.output  # escaped, printed literally
     assert "64.0" in human.output and "c=4" in human.output and "12.5" in human.output
-    data = json.loads(runner.invoke(app, ["calibration", "list", "--json"], env=env).stdout)["data"]
+    data = json.loads(invoke(["calibration", "list", "--json"], env=env).stdout)["data"]
     assert data["records"] == [] and [r["record_id"] for r in data["performance"]] == ["abcdef0123456789"]
-    only_mem = runner.invoke(app, ["calibration", "list", "--kind", "memory"], env=env)
+    only_mem = invoke(["calibration", "list", "--kind", "memory"], env=env)
     assert "abcdef01" not in only_mem.output and "performance.jsonl" not in only_mem.output
-    assert runner.invoke(app, ["calibration", "list", "--gpu", "h100"], env=env).output.count("abcdef01") == 0
-    bad = runner.invoke(app, ["calibration", "list", "--kind", "speed"], env=env)
+    assert invoke(["calibration", "list", "--gpu", "h100"], env=env).output.count("abcdef01") == 0
+    bad = invoke(["calibration", "list", "--kind", "speed"], env=env)
     assert bad.exit_code == 2

@@ -16,9 +16,7 @@ import re
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from vllmkit.cli.app import app
+from tests.clirun import invoke
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -122,7 +120,7 @@ def write_log(tmp_path: Path, text: str, model: Path | str, name: str = "vllm.lo
 
 
 def run(*args: str):
-    return CliRunner().invoke(app, list(args))
+    return invoke(list(args))
 
 
 def envelope(result) -> dict:
@@ -197,7 +195,7 @@ def test_cpu_auto_log_record_then_plan_is_calibrated(env, model_dir: Path, tmp_p
     plain = envelope(run("plan", str(model_dir), "--device", "cpu", "--max-model-len", "1024", "--json"))["data"]
     assert plain["memory"]["sources"]["non_torch"] == "calibrated"
     # VLLMKIT_NO_CALIBRATION=1 turns it off
-    off = CliRunner().invoke(app, ["plan", str(model_dir), "--device", "cpu", "--max-model-len", "1024", "--json"],
+    off = invoke(["plan", str(model_dir), "--device", "cpu", "--max-model-len", "1024", "--json"],
                              env={"VLLMKIT_NO_CALIBRATION": "1"})
     assert envelope(off)["data"]["memory"]["sources"]["non_torch"] == "estimated"
 

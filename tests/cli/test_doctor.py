@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 import typer
-from tests.unit.doctor.corpus import LOGS, load
-from tests.unit.doctor.fakes import TORCH_CUDA_NO_GPU, TORCH_CUDA_OK, VLLM_CUDA, fake_path, fake_python
+from tests.clirun import invoke
 from tests.unit.doctor.test_metrics import SAMPLE
-from typer.testing import CliRunner
+from tests.unit.fakes import TORCH_CUDA_NO_GPU, TORCH_CUDA_OK, VLLM_CUDA, fake_path, fake_python
+from tests.unit.logs.corpus import LOGS, load
 
 from vllmkit.cli import doctor as doctor_module
 
@@ -45,7 +45,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 def run(args: list[str], env: dict[str, str], input: str | None = None):
-    return CliRunner().invoke(make_app(), ["doctor", *args], env=env, input=input)
+    return invoke(["doctor", *args], env=env, input=input)
 
 
 def envelope(result) -> dict:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import typer
-from typer.testing import CliRunner
+from tests.clirun import invoke
 
 from vllmkit.cli import gpus as gpus_module
 
@@ -38,7 +38,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 def run(args: list[str], env: dict[str, str]):
-    return CliRunner().invoke(make_app(), args, env=env)
+    return invoke(args, env=env)
 
 
 def test_table_lists_profiles_with_torch_memory(env: dict[str, str]) -> None:

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 
-from typer.testing import CliRunner
-
-from vllmkit.cli.app import app
+from tests.clirun import invoke
 
 
 def test_models_json_lists_catalog_with_sources() -> None:
-    res = CliRunner().invoke(app, ["models", "--json"])
+    res = invoke(["models", "--json"])
     assert res.exit_code == 0
     models = json.loads(res.stdout)["data"]["models"]
     assert len(models) >= 40  # issue #2: at least 40 popular models
@@ -22,10 +20,10 @@ def test_models_json_lists_catalog_with_sources() -> None:
 
 
 def test_models_filter_and_human_view() -> None:
-    res = CliRunner().invoke(app, ["models", "gemma"])
+    res = invoke(["models", "gemma"])
     assert res.exit_code == 0 and "google/gemma-3-27b-it" in res.stdout and "Qwen" not in res.stdout
 
 
 def test_models_filter_without_match_is_empty_not_an_error() -> None:
-    res = CliRunner().invoke(app, ["models", "no-such-model", "--json"])
+    res = invoke(["models", "no-such-model", "--json"])
     assert res.exit_code == 0 and json.loads(res.stdout)["data"]["models"] == []

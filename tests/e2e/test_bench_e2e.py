@@ -103,21 +103,21 @@ def test_two_point_sweep_exact_token_counts(sweep) -> None:
 
 def test_next_plan_reports_the_measured_point(sweep) -> None:
     """Closing the loop: `plan --device cpu` at the benchmarked workload reads bench's record
-    (calibration/perfstore.match_measured) and says performance.source = measured. Needs the
-    performance model's plan integration (branch wt-perf); skipped until it is merged."""
-    _data, env, model = sweep
-    proc = vllmkit(env, "plan", str(model), "--device", "cpu", "--input-len", "32", "--output-len", "64",
-                   "--concurrency", "4", "--json", timeout=300)
-    if proc.returncode == 2 and "No such option" in proc.stderr:
-        pytest.skip("plan has no workload options yet (performance model not merged)")
+    (calibration/perfstore.match_measured, plan/performance.attach_performance) and reports it as
+    performance.source = measured, with the measured numbers; at a concurrency bench did not run the
+    plan falls back to the model (not measured)."""
+    data, env, model = sweep
+    measured = next(p for p in data["points"] if p["label"] == "c=4")
+    args = ["plan", str(model), "--device", "cpu", "--input-len", "32", "--output-len", "64", "--json"]
+    proc = vllmkit(env, *args, "--concurrency", "4", timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    plan = json.loads(proc.stdout)["data"]
-    if "performance" not in plan:
-        pytest.skip("plan reports no performance section yet (performance model not merged)")
-    perf = plan["performance"]
+    perf = json.loads(proc.stdout)["data"]["performance"]
     assert perf["source"] == "measured", perf
-    # the lead: once the schema is known, also check the plan's throughput equals the record's
-    # (_data["points"][1]["output_tokens_per_s"])
+    assert perf["output_tokens_per_s"] == pytest.approx(measured["output_tokens_per_s"])
+    assert perf["ttft_ms"]["p50"] == pytest.approx(measured["ttft_ms"]["p50"])
+    other = vllmkit(env, *args, "--concurrency", "16", timeout=300)
+    assert other.returncode == 0, other.stderr[-3000:]
+    assert json.loads(other.stdout)["data"]["performance"]["source"] != "measured"
 
 
 VLLM_BENCH = textwrap.dedent("""

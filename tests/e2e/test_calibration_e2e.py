@@ -22,10 +22,9 @@ import re
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
+from tests.clirun import invoke
 from tests.e2e.vllm_proc import run_vllm_until
-from vllmkit.cli.app import app
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("require_vllm")]
 
@@ -49,8 +48,8 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, s
     return values
 
 
-def invoke(*args: str) -> dict:
-    result = CliRunner().invoke(app, [*args, "--json"])
+def cli_json(*args: str) -> dict:
+    result = invoke([*args, "--json"])
     assert result.stdout, result.stderr
     return json.loads(result.stdout)
 
@@ -65,7 +64,7 @@ def test_recorded_startup_calibrates_the_next_plan(tiny_model_factory, isolated_
     log = tmp_path / "vllm.log"
     log.write_text(run.log)
 
-    checked = invoke("check-log", str(log), "--record")
+    checked = cli_json("check-log", str(log), "--record")
     assert checked["exit_code"] == 0, checked["errors"]
     data = checked["data"]
     assert data["device"] == "cpu" and data["model"] == str(model) and data["family"] == "llama"
@@ -74,18 +73,18 @@ def test_recorded_startup_calibrates_the_next_plan(tiny_model_factory, isolated_
     assert data["record"]["recorded"] is True
     assert data["record"]["terms"] == {"cpu_non_kv": round(consumed_gib * GIB)}
 
-    listed = invoke("calibration", "list")["data"]["records"]
+    listed = cli_json("calibration", "list")["data"]["records"]
     assert [(r["gpu"], r["family"], r["vllm_version"], r["tp"], r["pp"]) for r in listed] == [
         ("cpu", "llama", "0.32.0", 1, 1)]
 
     # the same model and device: the plan now uses the measurement
-    plain = invoke("plan", str(model), "--device", "cpu", "--max-model-len", str(MAX_LEN))["data"]
+    plain = cli_json("plan", str(model), "--device", "cpu", "--max-model-len", str(MAX_LEN))["data"]
     assert plain["memory"]["sources"]["non_torch"] == "calibrated"
     assert plain["calibration"].startswith("calibrated from ")
 
     # with the memory vLLM's CPU worker saw (its NUMA node, printed as T) and the same utilization, the KV
     # budget is requested - measured non-KV RSS, which is what vLLM printed
-    same = invoke("plan", str(model), "--device", "cpu", "--gpu-memory", f"{total_gib}GiB",
+    same = cli_json("plan", str(model), "--device", "cpu", "--gpu-memory", f"{total_gib}GiB",
                   "--gpu-memory-utilization", str(UTIL), "--max-model-len", str(MAX_LEN))["data"]
     mem = same["memory"]
     assert mem["sources"]["non_torch"] == "calibrated"
@@ -94,7 +93,7 @@ def test_recorded_startup_calibrates_the_next_plan(tiny_model_factory, isolated_
     assert abs(mem["kv_cache_bytes"] - kv_gib * GIB) <= ROUNDING
 
     # check-log with the calibration now predicts the non-KV memory it measured
-    again = invoke("check-log", str(log), "--use-calibration")["data"]
+    again = cli_json("check-log", str(log), "--use-calibration")["data"]
     assert again["errors_pct"]["cpu_non_kv"] == 0.0
     assert abs(again["errors_pct"]["available_kv"]) < 1.0
 
@@ -108,7 +107,7 @@ def test_check_log_is_exact_when_the_kv_size_is_given(tiny_model_factory, isolat
     tokens, _, concurrency = capacity
     log = tmp_path / "vllm.log"
     log.write_text(run.log)
-    doc = invoke("check-log", str(log))
+    doc = cli_json("check-log", str(log))
     assert doc["exit_code"] == 0
     data = doc["data"]
     assert data["measured"]["kv_tokens"] == tokens
@@ -117,9 +116,9 @@ def test_check_log_is_exact_when_the_kv_size_is_given(tiny_model_factory, isolat
     assert data["errors_pct"]["kv_tokens"] == 0.0 and data["errors_pct"]["max_concurrency"] == 0.0
     assert data["errors_pct"]["available_kv"] == 0.0  # --kv-cache-memory-bytes is used as is
     # nothing to calibrate from a fixed KV size: --record says so (exit 3) and stores nothing
-    recorded = invoke("check-log", str(log), "--record")
+    recorded = cli_json("check-log", str(log), "--record")
     assert recorded["exit_code"] == 3 and recorded["data"]["record"]["recorded"] is False
-    assert invoke("calibration", "list")["data"]["records"] == []
+    assert cli_json("calibration", "list")["data"]["records"] == []
 
 
 def _serve_records_calibrations() -> bool:
@@ -136,16 +135,16 @@ def test_serve_records_a_calibration(tiny_model_factory, isolated_env) -> None:
 
     port = free_port()
     # the CPU build applies --gpu-memory-utilization to host RAM; pass it through for a small budget
-    served = CliRunner().invoke(app, ["serve", str(model), "--device", "cpu", "--max-model-len", str(MAX_LEN),
+    served = invoke(["serve", str(model), "--device", "cpu", "--max-model-len", str(MAX_LEN),
                                       "--gpu-memory-utilization", str(UTIL), f"--vllm-arg=--gpu-memory-utilization={UTIL}",
                                       "--port", str(port), "--no-smoke", "--detach", "--json"])
     try:
         assert served.exit_code == 0, served.stdout + served.stderr
-        records = invoke("calibration", "list")["data"]["records"]
+        records = cli_json("calibration", "list")["data"]["records"]
         assert len(records) == 1 and records[0]["source"].startswith("serve")
         assert set(records[0]["terms"]) == {"cpu_non_kv"}
-        plan = invoke("plan", str(model), "--device", "cpu", "--max-model-len", str(MAX_LEN))["data"]
+        plan = cli_json("plan", str(model), "--device", "cpu", "--max-model-len", str(MAX_LEN))["data"]
         assert plan["memory"]["sources"]["non_torch"] == "calibrated"
         assert plan["memory"]["weights_bytes"] + plan["memory"]["non_torch_bytes"] == records[0]["terms"]["cpu_non_kv"]
     finally:
-        CliRunner().invoke(app, ["stop", "--all"])
+        invoke(["stop", "--all"])

@@ -11,10 +11,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
+from tests.clirun import invoke
 from tests.e2e.vllm_proc import free_port, run_vllm_until, start_vllm
-from vllmkit.cli.app import app
 from vllmkit.doctor import diagnose_log
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("require_vllm")]
@@ -27,7 +26,7 @@ SMALL_KV = ["--kv-cache-memory-bytes", str(64 << 20)]
 
 
 def doctor(args: list[str], env: dict[str, str] | None = None) -> tuple[int, dict]:
-    result = CliRunner().invoke(app, ["doctor", *args, "--json"], env=env)
+    result = invoke(["doctor", *args, "--json"], env=env)
     return result.exit_code, json.loads(result.stdout)
 
 

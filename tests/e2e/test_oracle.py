@@ -13,10 +13,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
 
+from tests.clirun import invoke
 from tests.e2e.vllm_proc import run_vllm_until
-from vllmkit.cli.app import app
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("require_vllm")]
 
@@ -48,9 +47,7 @@ TOO_SMALL = [
 
 
 def plan_json(model_dir, budget: int, max_len: int | str) -> dict:
-    result = CliRunner().invoke(
-        app,
-        ["plan", str(model_dir), "--device", "cpu", "--kv-cache-memory-bytes", str(budget),
+    result = invoke(["plan", str(model_dir), "--device", "cpu", "--kv-cache-memory-bytes", str(budget),
          "--max-model-len", str(max_len), "--json"],
     )
     assert result.stdout, result.stderr

@@ -173,20 +173,38 @@ ARCHS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def _tokenizer(dest: Path, chat_template: bool) -> None:
-    from tokenizers import Tokenizer, models, pre_tokenizers
+def _tokenizer(
+    dest: Path,
+    chat_template: bool | str,
+    *,
+    extra_specials: tuple[str, ...] = (),
+    fused_decoder: bool = False,
+) -> None:
+    """`chat_template`: True for CHAT_TEMPLATE, a string for another template, False for none.
+    `extra_specials`: more special tokens (e.g. <think>, <tool_call> for reasoning / tool parsers).
+    `fused_decoder`: decode by plain concatenation (no spaces between tokens), so text spelled one
+    character per token by a grammar (structured outputs) decodes to exactly that text."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    specials = ["<unk>", "<s>", "</s>", "<pad>", "<|user|>", "<|assistant|>", "<|system|>"]
+    specials = ["<unk>", "<s>", "</s>", "<pad>", "<|user|>", "<|assistant|>", "<|system|>", *extra_specials]
     words = [chr(c) for c in range(33, 127)] + [f"w{i}" for i in range(300)]
+    if fused_decoder:
+        # a space token: xgrammar's compact JSON (any_whitespace off, which vLLM uses for tool-call
+        # arguments in 0.32) writes `": "` and `", "` with a space, so a vocab without one leaves the
+        # grammar no token to allow
+        words.append(" ")
     vocab = {tok: i for i, tok in enumerate(specials + words)}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    if fused_decoder:
+        tok.decoder = decoders.Fuse()
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>"
-    )
+        tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+        additional_special_tokens=list(extra_specials) or None,
+    )  # fmt: skip
     if chat_template:
-        fast.chat_template = CHAT_TEMPLATE
+        fast.chat_template = chat_template if isinstance(chat_template, str) else CHAT_TEMPLATE
     fast.save_pretrained(dest)
     if not chat_template:
         # make sure no template sneaks in through tokenizer_config.json or a .jinja file
@@ -209,7 +227,15 @@ def tiny_config_dict(arch: str, **overrides: Any) -> dict[str, Any]:
     return cfg.to_dict()
 
 
-def build_tiny_model(dest: Path, arch: str = "llama", *, chat_template: bool = True, **overrides: Any) -> Path:
+def build_tiny_model(
+    dest: Path,
+    arch: str = "llama",
+    *,
+    chat_template: bool | str = True,
+    extra_specials: tuple[str, ...] = (),
+    fused_decoder: bool = False,
+    **overrides: Any,
+) -> Path:
     """Write a random-weight model folder (config, safetensors, tokenizer) and return it."""
     import torch
     import transformers
@@ -223,5 +249,35 @@ def build_tiny_model(dest: Path, arch: str = "llama", *, chat_template: bool = T
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.bfloat16)
     model.save_pretrained(dest, safe_serialization=True)
-    _tokenizer(dest, chat_template)
+    _tokenizer(dest, chat_template, extra_specials=extra_specials, fused_decoder=fused_decoder)
+    return dest
+
+
+def build_tiny_lora(dest: Path, model_dir: Path, *, rank: int = 8, targets: tuple[str, ...] = ("q_proj", "v_proj")) -> Path:
+    """A PEFT-format LoRA adapter (adapter_config.json + adapter_model.safetensors) with random
+    A/B matrices for `targets` of every layer of the tiny model in model_dir."""
+    import json
+
+    import torch
+    from safetensors.torch import save_file
+
+    cfg = json.loads((model_dir / "config.json").read_text())
+    h = cfg["hidden_size"]
+    head_dim = cfg.get("head_dim") or h // cfg["num_attention_heads"]
+    out = {"q_proj": cfg["num_attention_heads"] * head_dim, "k_proj": cfg["num_key_value_heads"] * head_dim,
+           "v_proj": cfg["num_key_value_heads"] * head_dim, "o_proj": h}
+    torch.manual_seed(1)
+    tensors = {}
+    for layer in range(cfg["num_hidden_layers"]):
+        for t in targets:
+            prefix = f"base_model.model.model.layers.{layer}.self_attn.{t}"
+            tensors[f"{prefix}.lora_A.weight"] = (torch.randn(rank, h) * 0.01).to(torch.bfloat16)
+            tensors[f"{prefix}.lora_B.weight"] = (torch.randn(out[t], rank) * 0.01).to(torch.bfloat16)
+    dest.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(dest / "adapter_model.safetensors"))
+    (dest / "adapter_config.json").write_text(json.dumps({
+        "peft_type": "LORA", "task_type": "CAUSAL_LM", "r": rank, "lora_alpha": 2 * rank, "lora_dropout": 0.0,
+        "target_modules": list(targets), "bias": "none", "base_model_name_or_path": str(model_dir),
+        "fan_in_fan_out": False, "modules_to_save": None, "use_rslora": False, "use_dora": False,
+    }))
     return dest

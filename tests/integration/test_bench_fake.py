@@ -14,15 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
+from tests.clirun import invoke
 from tests.integration.fake_openai import FakeOpenAI
 from vllmkit.bench.service import BenchOptions, LoadPoint, run_bench
 from vllmkit.calibration.perfstore import load_perf_records, match_measured, perf_store_path
-from vllmkit.cli.app import app
 from vllmkit.launch import runs
-
-runner = CliRunner()
 
 
 @pytest.fixture
@@ -33,7 +30,7 @@ def fake() -> Iterator[FakeOpenAI]:
 
 
 def _bench(*args: str, env: dict[str, str] | None = None):
-    return runner.invoke(app, ["bench", *args], env=env, catch_exceptions=False)
+    return invoke(["bench", *args], env=env)
 
 
 def _data(result) -> dict:
@@ -42,7 +39,9 @@ def _data(result) -> dict:
 
 def test_timings_follow_the_server_clock() -> None:
     """TTFT/TPOT/ITL/e2e measured against a server that waits 200 ms then 20 ms per token: bench's
-    numbers must land on the server's schedule (lower bound exact, small upper slack for the box)."""
+    numbers must land on the server's schedule: never below it (exact lower bounds), and above it by no
+    more than a loaded 2-core box adds (upper slack; a clock started at the wrong moment, or a TPOT
+    over the wrong token count, misses these by multiples)."""
     server = FakeOpenAI(ttft_s=0.2, itl_s=0.02).start()
     try:
         opts = BenchOptions(target=server.url, input_len=16, output_len=11, num_prompts=5, warmup=0, store=False,
@@ -54,10 +53,10 @@ def test_timings_follow_the_server_clock() -> None:
     assert point.completed == 5 and point.failed == 0
     for s in point.samples:
         assert s.ok and s.output_tokens == 11 and s.input_tokens == 16
-        assert 0.2 <= s.ttft_s < 0.3
-        assert 0.02 <= s.tpot_s < 0.03
-        assert 0.4 <= s.e2e_s < 0.55
-    assert 20.0 <= point.itl_ms.p50 < 30.0
+        assert 0.2 <= s.ttft_s < 0.4
+        assert 0.02 <= s.tpot_s < 0.035
+        assert 0.4 <= s.e2e_s < 0.75
+    assert 20.0 <= point.itl_ms.p50 < 32.0
     # requests sent as vLLM's benchmark sends them: exact token ids, ignore_eos, usage in the stream
     body = server.completions[0]
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
@@ -66,7 +65,7 @@ def test_timings_follow_the_server_clock() -> None:
     assert report.workload.tokenizer == "server /tokenize" and report.workload.exact_input
     # closed loop, one user: 5 requests back to back, so throughput = 55 tokens over ~5 x 0.4 s
     assert point.output_tokens_per_s == pytest.approx(55 / point.duration_s)
-    assert 1.9 < point.duration_s < 3.0
+    assert 2.0 <= point.duration_s < 4.0
 
 
 def test_closed_loop_holds_the_concurrency_and_reads_metrics() -> None:
@@ -234,10 +233,10 @@ def test_bench_targets_the_newest_serve_run_with_its_key_and_plan(tmp_path: Path
 
 
 def test_save_csv_and_compare(tmp_path: Path) -> None:
-    slow = FakeOpenAI(ttft_s=0.02, itl_s=0.02).start()
+    slow = FakeOpenAI(ttft_s=0.02, itl_s=0.03).start()
     fast = FakeOpenAI(ttft_s=0.02, itl_s=0.01).start()
     a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "a.csv"
-    common = ["-c", "2", "-n", "24", "--warmup", "0", "--input-len", "4", "--output-len", "12", "--no-store"]
+    common = ["-c", "2", "-n", "40", "--warmup", "0", "--input-len", "4", "--output-len", "12", "--no-store"]
     try:
         ra = _bench(slow.url, *common, "--save", str(a), "--csv", str(c))
         rb = _bench(fast.url, *common, "--save", str(b))
@@ -250,10 +249,10 @@ def test_save_csv_and_compare(tmp_path: Path) -> None:
     cmp = _bench("--compare", str(a), str(b), "--json")
     assert cmp.exit_code == 0, cmp.stdout
     metrics = {m["metric"]: m for m in _data(cmp)["points"][0]["metrics"]}
-    # 20 ms -> 10 ms per token: TPOT halves, clearly beyond noise
+    # 30 ms -> 10 ms per token: TPOT a third, throughput about 2.5x, far beyond noise
     assert metrics["tpot_p50_ms"]["call"] == "better"
-    assert metrics["tpot_p50_ms"]["change"] == pytest.approx(-0.5, abs=0.15)
-    assert metrics["output_tokens_per_s"]["call"] == "better"
+    assert metrics["tpot_p50_ms"]["change"] == pytest.approx(-0.67, abs=0.12)
+    assert metrics["output_tokens_per_s"]["call"] == "better", metrics["output_tokens_per_s"]
     same = _bench("--compare", str(a), str(a), "--json")
     assert all(m["call"] == "same" for m in _data(same)["points"][0]["metrics"])
     human = _bench("--compare", str(a), str(b))

@@ -6,14 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
 
+from tests.clirun import invoke
 from tests.integration.hubserver import HubServer
-from vllmkit.cli.app import app
-
-pytestmark = pytest.mark.skipif(
-    "plan" not in {c.name for c in app.registered_commands}, reason="the plan command is not built yet"
-)
 
 # (model, extra env, error code, words the message must contain, words the hint must contain)
 ERROR_CASES = [
@@ -36,7 +31,7 @@ ERROR_CASES = [
 
 
 def plan(model: str, env: dict[str, str], *extra: str):  # type: ignore[no-untyped-def]
-    return CliRunner().invoke(app, ["plan", model, "--gpu", "h100", *extra], env=env)
+    return invoke(["plan", model, "--gpu", "h100", *extra], env=env)
 
 
 @pytest.mark.parametrize(("model", "extra_env", "code", "message_words", "hint_words"), ERROR_CASES,

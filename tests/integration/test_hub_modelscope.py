@@ -70,3 +70,40 @@ def test_modelscope_errors(hub: HubServer, hub_env: dict[str, str], repo_id: str
     assert "ModelScope" in info.value.message or code == "bad-safetensors-header"
     if code == "model-not-found":
         assert "did you mean acme/tiny-llama" in (info.value.hint or "")
+
+
+def test_settings_are_per_command_not_from_the_process(
+    hub: HubServer, hub_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ModelScope client (modelscope-hub's HubApi) reads MODELSCOPE_ENDPOINT / MODELSCOPE_API_TOKEN from
+    the process when not told otherwise; vllmkit passes the command's own values."""
+    monkeypatch.setenv("MODELSCOPE_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("MODELSCOPE_API_TOKEN", "hf_secret_token")  # the token the gated repo accepts
+    meta = resolve_model("ms://acme/tiny-llama", env=hub_env)
+    assert meta.source == "modelscope"
+    assert any(r.api == "ms-files" for r in hub.requests("acme/tiny-llama"))
+    with pytest.raises(ModelSourceError) as info:  # the process token is not used for the gated repo either
+        resolve_model("ms://acme/gated", env=hub_env)
+    assert info.value.code == "model-gated"
+
+
+def test_file_list_and_search_go_through_the_modelscope_client(hub: HubServer, hub_env: dict[str, str]) -> None:
+    from modelscope_hub import HubApi
+
+    from vllmkit.hub.modelscope import hub_api, search_models
+    from vllmkit.hub.settings import HubSettings
+
+    settings = HubSettings.from_env(hub_env)
+    api = hub_api(settings)
+    assert isinstance(api, HubApi)
+    assert "acme/tiny-llama" in search_models(settings, "tiny", owner="acme", api=api)
+    assert [r.api for r in hub.requests()] == ["ms-search"]
+
+
+def test_unreachable_endpoint(hub_env: dict[str, str]) -> None:
+    """Nothing listens on port 9: exit-4 code hub-unreachable, a one-line cause (the client's retries
+    take ~7 s: 1 + 2 + 4 s backoff)."""
+    with pytest.raises(ModelSourceError) as info:
+        resolve_model("ms://acme/tiny-llama", env={**hub_env, "MODELSCOPE_ENDPOINT": "http://127.0.0.1:9"})
+    assert info.value.code == "hub-unreachable"
+    assert "connection failed" in info.value.message and "\n" not in info.value.message

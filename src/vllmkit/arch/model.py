@@ -78,6 +78,24 @@ class QuantFacts(BaseModel):
     raw: dict = Field(default_factory=dict)
 
 
+class VisionFacts(BaseModel):
+    """The vision tower vLLM profiles at startup (text-only planning ignores it)."""
+
+    family: str  # qwen2_vl | qwen3_vl | gemma3 | llama4 | generic
+    depth: int
+    hidden_size: int
+    intermediate_size: int
+    num_heads: int
+    patch_size: int
+    in_channels: int = 3
+    temporal_patch_size: int = 1
+    out_hidden_size: int  # width of the embeddings handed to the language model
+    deepstack_layers: int = 0  # Qwen3-VL: extra merged features per token
+    max_tokens_per_item: int  # largest image in LM tokens (processor defaults)
+    patches_per_token: int  # ViT sequence positions per LM token (merge**2, SigLIP pooling, ...)
+    source: str = ""
+
+
 class ModelArch(BaseModel):
     model_type: str
     architectures: list[str] = Field(default_factory=list)
@@ -107,6 +125,7 @@ class ModelArch(BaseModel):
     tie_word_embeddings: bool = False
     trust_remote_code: bool = False  # config carries auto_map
     is_multimodal: bool = False
+    vision: VisionFacts | None = None
     is_encoder_decoder: bool = False
     warnings: list[str] = Field(default_factory=list)
 

@@ -19,6 +19,7 @@ from vllmkit.arch.model import (
     ModelArch,
     MoEFacts,
     QuantFacts,
+    VisionFacts,
 )
 from vllmkit.errors import ConfigError
 
@@ -204,6 +205,40 @@ def _nemotron_pattern(pattern: str, n_layers: int) -> list[LayerKind]:
     return out + [LayerKind.NONE] * (n_layers - len(out))
 
 
+# hybrid families whose config may omit layer_types: transformers fills it from
+# full_attention_interval (Qwen3NextConfig / Qwen3_5TextConfig / Qwen3_5MoeTextConfig, default 4):
+# layer i is full attention when (i + 1) % interval == 0, else linear attention (gated delta net)
+_INTERVAL_FAMILIES = ("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text")
+
+
+def derive_layer_pattern(cfg: dict[str, Any], model_type: str, n_layers: int) -> list[LayerKind] | None:
+    """Layer kinds of a hybrid (attention + recurrent) config that carries no explicit layer_types,
+    derived the way transformers' config classes (and so vLLM, which reads the resolved config) do.
+    Returns FULL for attention layers (the caller turns it into MLA where needed), MAMBA for
+    recurrent ones, NONE for layers without a cache; None when the config has no such rule."""
+    interval = cfg.get("full_attention_interval")
+    if interval is None and model_type in _INTERVAL_FAMILIES:
+        interval = 4
+    if isinstance(interval, int) and interval > 0:
+        return [LayerKind.FULL if (i + 1) % interval == 0 else LayerKind.MAMBA for i in range(n_layers)]
+    blocks = cfg.get("layers_block_type")
+    if isinstance(blocks, list) and blocks:
+        # Zamba2 / Jamba-style explicit list ("mamba", "attention", "hybrid")
+        return None  # handled by the layer_types branch of _layer_kinds
+    indices = cfg.get("attn_layer_indices")
+    if isinstance(indices, list) and all(isinstance(i, int) for i in indices):
+        # Bamba / FalconH1-style: transformers BambaConfig.layers_block_type =
+        # ["attention" if i in attn_layer_indices else "mamba" for i in range(num_hidden_layers)]
+        wanted = set(indices)
+        return [LayerKind.FULL if i in wanted else LayerKind.MAMBA for i in range(n_layers)]
+    if model_type == "jamba" or ("attn_layer_period" in cfg and "attn_layer_offset" in cfg):
+        # transformers JambaConfig.layers_block_type: attention when i % period == offset
+        period = int(cfg.get("attn_layer_period", 8))
+        offset = int(cfg.get("attn_layer_offset", 4))
+        return [LayerKind.FULL if i % period == offset else LayerKind.MAMBA for i in range(n_layers)]
+    return None
+
+
 def _layer_kinds(cfg: dict[str, Any], model_type: str, n_layers: int, mla: bool) -> list[LayerKind]:
     attn_kind = LayerKind.MLA if mla else LayerKind.FULL
     sliding = cfg.get("sliding_window")
@@ -226,17 +261,17 @@ def _layer_kinds(cfg: dict[str, Any], model_type: str, n_layers: int, mla: bool)
             else:
                 out.append(LayerKind.NONE)
         return out
-    if model_type == "jamba":
-        period = int(cfg.get("attn_layer_period", 8))
-        offset = int(cfg.get("attn_layer_offset", 4))
-        return [LayerKind.FULL if i % period == offset else LayerKind.MAMBA for i in range(n_layers)]
-    if model_type == "qwen3_next" and cfg.get("full_attention_interval"):
-        interval = int(cfg["full_attention_interval"])
-        return [LayerKind.FULL if (i + 1) % interval == 0 else LayerKind.MAMBA for i in range(n_layers)]
+    derived = derive_layer_pattern(cfg, model_type, n_layers)
+    if derived is not None:
+        return [attn_kind if k is LayerKind.FULL else k for k in derived]
     if model_type in ("gemma3", "gemma3_text") and sliding:
         pattern = int(cfg.get("sliding_window_pattern") or 6)
         return [LayerKind.FULL if (i + 1) % pattern == 0 else LayerKind.SLIDING for i in range(n_layers)]
-    if model_type in ("gemma2", "cohere2") and sliding:
+    if model_type == "cohere2" and sliding:
+        # transformers Cohere2Config: sliding unless (i + 1) % sliding_window_pattern == 0 (default 4)
+        pattern = int(cfg.get("sliding_window_pattern") or 4)
+        return [LayerKind.FULL if (i + 1) % pattern == 0 else LayerKind.SLIDING for i in range(n_layers)]
+    if model_type == "gemma2" and sliding:
         return [LayerKind.SLIDING if i % 2 == 0 else LayerKind.FULL for i in range(n_layers)]
     if model_type.startswith("llama4") and cfg.get("attention_chunk_size"):
         nope = cfg.get("no_rope_layers")
@@ -327,6 +362,77 @@ def _moe_facts(cfg: dict[str, Any]) -> MoEFacts | None:
     )
 
 
+# Largest image the HF processor produces, in pixels (preprocessor_config.json of the official
+# checkpoints): Qwen2-VL / Qwen2.5-VL "max_pixels": 12845056 (= 16384 tokens of 28x28);
+# Qwen3-VL / Qwen3.5 size.longest_edge 16777216 (= 16384 tokens of 32x32). vLLM sizes the
+# profiling image with get_image_size_with_most_features (vllm/model_executor/models/qwen2_vl.py).
+_QWEN2_VL_MAX_PIXELS = 12_845_056
+_QWEN3_VL_MAX_PIXELS = 16_777_216
+_QWEN2_VL_TYPES = {"qwen2_vl", "qwen2_5_vl", "qwen2_5_omni"}
+_QWEN3_VL_TYPES = {"qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "qwen3_omni_moe"}
+
+
+def _vision_facts(config: dict[str, Any], text_hidden: int) -> VisionFacts | None:
+    """The vision tower of a multimodal checkpoint, for the encoder profiling term."""
+    vc = config.get("vision_config")
+    if not isinstance(vc, dict):
+        return None
+    top = str(config.get("model_type") or "")
+
+    def num(key: str, default: int = 0) -> int:
+        v = vc.get(key)
+        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else default
+
+    if top in _QWEN2_VL_TYPES or top in _QWEN3_VL_TYPES:
+        qwen3 = top in _QWEN3_VL_TYPES
+        patch = num("patch_size", 16 if qwen3 else 14)
+        merge = num("spatial_merge_size", 2)
+        # Qwen2-VL names the ViT width embed_dim (hidden_size is the LM width); Qwen2.5-VL and
+        # Qwen3-VL name it hidden_size
+        width = num("embed_dim") or num("hidden_size", 1280)
+        inter = num("intermediate_size") or int(width * float(vc.get("mlp_ratio") or 4))
+        max_pixels = _QWEN3_VL_MAX_PIXELS if qwen3 else _QWEN2_VL_MAX_PIXELS
+        deepstack = vc.get("deepstack_visual_indexes")
+        return VisionFacts(
+            family="qwen3_vl" if qwen3 else "qwen2_vl",
+            depth=num("depth", 32), hidden_size=width, intermediate_size=inter, num_heads=num("num_heads", 16),
+            patch_size=patch, in_channels=num("in_channels") or num("in_chans", 3),
+            temporal_patch_size=num("temporal_patch_size", 2),
+            out_hidden_size=num("out_hidden_size") or (num("hidden_size") if top == "qwen2_vl" else text_hidden),
+            deepstack_layers=len(deepstack) if isinstance(deepstack, list) else 0,
+            max_tokens_per_item=max_pixels // (patch * merge) ** 2,
+            patches_per_token=merge * merge,
+            source=f"{top} processor default max {max_pixels} pixels, patch {patch}, merge {merge}",
+        )
+    if top == "gemma3":
+        # SigLIP at image_size (896) / patch (14) = 4096 patches pooled to mm_tokens_per_image (256)
+        image, patch = num("image_size", 896), num("patch_size", 14)
+        tokens = int(config.get("mm_tokens_per_image") or 256)
+        patches = (image // patch) ** 2
+        return VisionFacts(
+            family="gemma3", depth=num("num_hidden_layers", 27), hidden_size=num("hidden_size", 1152),
+            intermediate_size=num("intermediate_size", 4304), num_heads=num("num_attention_heads", 16),
+            patch_size=patch, out_hidden_size=text_hidden, max_tokens_per_item=tokens,
+            patches_per_token=max(patches // tokens, 1),
+            source="Gemma-3 SigLIP 896px, mm_tokens_per_image per image (pan-and-scan off)",
+        )
+    if top == "llama4":
+        # 336px tiles of 24x24 patches (+1 class token), pixel shuffle 0.5 -> 144 tokens per tile;
+        # max_patches 16 tiles + 1 global view (Llama4Processor defaults, vLLM mllama4.py)
+        image, patch = num("image_size", 336), num("patch_size", 14)
+        ratio = float(vc.get("pixel_shuffle_ratio") or 0.5)
+        per_tile = int((image // patch) ** 2 * ratio * ratio)
+        tiles = 17
+        return VisionFacts(
+            family="llama4", depth=num("num_hidden_layers", 34), hidden_size=num("hidden_size", 1408),
+            intermediate_size=num("intermediate_size", 5632), num_heads=num("num_attention_heads", 16),
+            patch_size=patch, out_hidden_size=text_hidden, max_tokens_per_item=per_tile * tiles,
+            patches_per_token=max(((image // patch) ** 2 + 1) // per_tile, 1),
+            source="Llama-4 336px tiles, 16 tiles + global view, pixel shuffle 0.5",
+        )
+    return None
+
+
 def _native_len(
     cfg: dict[str, Any], model_type: str, tokenizer_config: dict[str, Any] | None, yarn_scaled: bool
 ) -> tuple[int, str, list[str]]:
@@ -371,8 +477,11 @@ def read_arch(
     *,
     tokenizer_config: dict[str, Any] | None = None,
     yarn_scaled_max_len: bool = False,
+    mla_cache: bool = True,
 ) -> ModelArch:
-    """Turn a config.json dict into a ModelArch. Raises ConfigError (never KeyError/TypeError)."""
+    """Turn a config.json dict into a ModelArch. Raises ConfigError (never KeyError/TypeError).
+    mla_cache=False: vLLM before 0.7.1, which cached DeepSeek-V2/V3 attention as full per-head K
+    and V with the head size padded to 256 (0.6.4 ModelConfig.get_head_size / deepseek_v2.py)."""
     if not isinstance(config, dict):
         raise ConfigError(
             "config.json is not a JSON object",
@@ -380,7 +489,7 @@ def read_arch(
             code="config-not-object",
         )
     try:
-        return _read(config, tokenizer_config, yarn_scaled_max_len)
+        return _read(config, tokenizer_config, yarn_scaled_max_len, mla_cache)
     except ConfigError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
@@ -391,7 +500,8 @@ def read_arch(
         ) from None
 
 
-def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_scaled: bool) -> ModelArch:
+def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_scaled: bool,
+          mla_cache: bool = True) -> ModelArch:
     cfg, where = text_config(config)
     top_type = str(config.get("model_type") or "")
     model_type = str(cfg.get("model_type") or top_type or "unknown")
@@ -434,6 +544,10 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
         )
     head_dim = _head_dim(cfg, where, mla)
     kv_heads = 1 if mla else _kv_heads(cfg, heads)
+    if mla is not None and not mla_cache:
+        warnings.append("this vLLM release caches DeepSeek attention as full per-head K/V (head size padded "
+                        "to 256; the MLA latent cache arrived in 0.7.1)")
+        mla, head_dim, kv_heads = None, 256, heads
     dtype, dtype_warnings = _dtype(cfg, config)
     warnings += dtype_warnings
     kinds = _layer_kinds(cfg, model_type, n_layers, mla is not None)
@@ -483,6 +597,7 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", config.get("tie_word_embeddings", False))),
         trust_remote_code=bool(config.get("auto_map")),
         is_multimodal=is_mm,
+        vision=_vision_facts(config, hidden) if is_mm else None,
         is_encoder_decoder=bool(config.get("is_encoder_decoder")),
         warnings=warnings,
     )

@@ -13,22 +13,16 @@ import hashlib
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from vllmkit.calibration.measure import (
-    Measurement,
-    complete_with_weights,
-    derive_lump,
-    measure,
-    parse_command,
-)
+from vllmkit.calibration.measure import Measurement, complete_with_weights, derive_lump, measure
 from vllmkit.calibration.store import CalibrationRecord, add_records, make_record_id, now_iso, store_path
-from vllmkit.doctor.logparse import ParsedLog, parse_config_line, parse_events
 from vllmkit.engine.versions import parse_version, resolve_version, rules_for
 from vllmkit.errors import CheckFailedError, ModelSourceError, UsageError, VllmkitError
-from vllmkit.plan.models import PlanRequest, PlanResult
+from vllmkit.logs import ParsedLog, parse_command, parse_config_line, read_log
+from vllmkit.plan.models import PlanOverrides, PlanRequest, PlanResult
 
 GIB = 1 << 30
 _COMMENTED = re.compile(r"^[ \t]*#+ ?", re.MULTILINE)
@@ -39,29 +33,8 @@ NO_FACTS_HINT = ("check-log reads vLLM startup logs: lines such as 'Initializing
                  "'Model loading took … GiB', 'Available KV cache memory: … GiB' or '… KV cache size: N tokens'")
 
 
-class CheckLogInputs(BaseModel):
-    """Explicit flags; None = take it from the log (then a default)."""
-
-    model: str | None = None
-    source: str = "auto"
-    revision: str | None = None
-    gpu: str | None = None
-    gpu_memory: int | None = None
-    device: Literal["cuda", "rocm", "cpu"] | None = None
-    vllm_version: str | None = None
-    tensor_parallel_size: int | None = None
-    pipeline_parallel_size: int | None = None
-    max_model_len: int | Literal["auto"] | None = None
-    gpu_memory_utilization: float | None = None
-    kv_cache_memory_bytes: int | None = None
-    kv_cache_dtype: str | None = None
-    dtype: str | None = None
-    quantization: str | None = None
-    max_num_seqs: int | None = None
-    max_num_batched_tokens: int | None = None
-    block_size: int | None = None
-    enforce_eager: bool | None = None
-    profiles_dir: str | None = None
+# the planning flags of check-log (None = take it from the log, then a default)
+CheckLogInputs = PlanOverrides
 
 
 class Quantities(BaseModel):
@@ -288,7 +261,7 @@ def build_request(parsed: ParsedLog, m: Measurement, text: str, inputs: CheckLog
         quant = None
     req = PlanRequest(
         model=model,
-        source=inputs.source,
+        source=inputs.source or "auto",
         revision=inputs.revision,
         gpu=gpu,
         gpu_memory=gpu_memory,
@@ -446,7 +419,7 @@ def record_startup(plan: PlanResult, log_text: str, env: Mapping[str, str], *, s
     if env.get("VLLMKIT_NO_CALIBRATION") == "1":
         return None
     try:
-        parsed = parse_events(log_text)
+        parsed = read_log(log_text)
         m = measure(parsed, log_text)
         complete_with_weights(m, log_text, parsed, plan.memory.weights_bytes)
         derive_lump(m, requested_bytes=plan.memory.requested_bytes, weights_bytes=plan.memory.weights_bytes,
@@ -467,12 +440,12 @@ def record_startup(plan: PlanResult, log_text: str, env: Mapping[str, str], *, s
 def check_log(path: Path, inputs: CheckLogInputs, env: Mapping[str, str], *, record: bool = False,
               use_calibration: bool = False) -> CheckLogResult:
     text = read_log_file(path)
-    parsed = parse_events(text)
+    parsed = read_log(text)
     m = measure(parsed, text)
     if not m.has_startup_facts() and _COMMENTED.search(text):
         # a log quoted as comments (a launch script, a README): read it without the "# " prefixes
         uncommented = _COMMENTED.sub("", text)
-        parsed_again = parse_events(uncommented)
+        parsed_again = read_log(uncommented)
         m_again = measure(parsed_again, uncommented)
         if m_again.has_startup_facts():
             text, parsed, m = uncommented, parsed_again, m_again
@@ -483,13 +456,16 @@ def check_log(path: Path, inputs: CheckLogInputs, env: Mapping[str, str], *, rec
     req, picker = build_request(parsed, m, text, inputs, env, notes)
     plan: PlanResult | None = None
     if req is not None:
-        plan_env = dict(env)
-        if not use_calibration:
-            plan_env["VLLMKIT_NO_CALIBRATION"] = "1"  # compare the model itself, not a past measurement
+        import functools
+
+        from vllmkit.calibration.store import lookup_terms
         from vllmkit.plan.service import build_plan
 
+        # default: compare the model itself, not a past measurement
+        calibration = (functools.partial(lookup_terms, env=env)
+                       if use_calibration and env.get("VLLMKIT_NO_CALIBRATION") != "1" else None)
         try:
-            plan = build_plan(req, plan_env, min_concurrency=0.0)
+            plan = build_plan(req, dict(env), min_concurrency=0.0, calibration=calibration)
         except VllmkitError as exc:
             if inputs.model is not None and isinstance(exc, ModelSourceError):
                 raise

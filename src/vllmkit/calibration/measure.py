@@ -1,8 +1,8 @@
-"""What a startup log measured about non-KV memory, on top of the doctor's parser (doctor/logparse.py).
+"""What a startup log measured about non-KV memory, from the log reader's facts and events (vllmkit.logs).
 
-The doctor's `LogFacts` already holds weights, available KV, tokens, concurrency and the V0 split;
-this module reads the few lines it does not keep (format strings from the vLLM source named next to
-each pattern) and turns them into the four terms the planner subtracts:
+The reader's `LogFacts` holds weights, available KV, tokens, concurrency and the V0 split; the
+first event of a few more kinds (each pattern names the vLLM source that prints it: logs/patterns.py)
+gives the four terms the planner subtracts:
 
     available KV = requested - weights - non_torch - activation - cudagraph       (GPU)
     available KV = requested - worker RSS ("consumed by non-kv usages")           (CPU build)
@@ -12,54 +12,11 @@ GiB figures in logs are format_gib (2 decimals), so every byte value here is exa
 
 from __future__ import annotations
 
-import re
-import shlex
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from vllmkit.doctor.logparse import GIB, LogFacts, ParsedLog, iter_lines
-
-FLT = r"\d+(?:\.\d+)?"
-
-# vllm/v1/worker/cpu_worker.py (0.30+) determine_available_memory, auto-sized KV cache:
-# "Auto set (%s/%s) GiB for KV cache on node %d, with %s GiB requested memory for the worker.
-#  %s GiB memory was consumed by non-kv usages."
-AUTO_SET_RE = re.compile(
-    rf"Auto set \((?P<kv>{FLT})/(?P<total>{FLT})\) GiB for KV cache on node \d+, with (?P<req>{FLT}) GiB "
-    rf"requested memory for the worker\. (?P<consumed>{FLT}) GiB memory was consumed by non-kv usages"
-)
-# same file, --kv-cache-memory-bytes or VLLM_CPU_KVCACHE_SPACE: "Explicitly set (%s/%s) GiB for KV cache on node %d."
-EXPLICIT_RE = re.compile(rf"Explicitly set \((?P<kv>{FLT})/(?P<total>{FLT})\) GiB for KV cache")
-# vllm/v1/worker/gpu_worker.py (0.32/0.33) compile_or_warm_up_model, after graph capture
-SUMMARY_RE = re.compile(
-    rf"Free memory on device \((?P<free>{FLT})/(?P<total>{FLT}) GiB\) on startup\. Desired GPU memory "
-    rf"utilization is \((?P<util>{FLT}), (?P<req>{FLT}) GiB\)\. Actual usage is (?P<consumed>{FLT}) GiB for "
-    rf"consumed memory \(weights \+ non-torch\), (?P<peak>{FLT}) GiB for peak activation, and (?P<graphs>{FLT}) "
-    rf"GiB for CUDAGraph memory\.(?:.*?Current kv cache memory in use is (?P<kv>{FLT}) GiB)?"
-)
-# vllm/utils/mem_utils.py MemoryProfilingResult.__repr__ (logged at INFO by V1 0.8-0.1x):
-# older "... non-torch forward increase memory: C GiB; weights memory: D GiB."
-# newer "... total consumed (from mem_get_info): C GiB; weights memory: D GiB."
-PROFILE_RE = re.compile(
-    rf"Memory profiling takes {FLT} seconds\.? Total non KV cache memory: (?P<non_kv>{FLT}) ?GiB; torch peak memory "
-    rf"increase: (?P<peak>{FLT}) ?GiB; (?:non-torch forward increase memory: (?P<non_torch>-?{FLT}) ?GiB|"
-    rf"total consumed \(from mem_get_info\): (?P<consumed>{FLT}) ?GiB); weights memory: (?P<weights>{FLT}) ?GiB"
-)
-# gpu_worker.py (0.2x+): "CUDA graph pool memory: %s GiB (actual), %s GiB (estimated), difference: ..."
-CG_ESTIMATE_RE = re.compile(rf"CUDA graph pool memory: (?P<actual>{FLT}) GiB \(actual\), (?P<est>{FLT}) GiB \(estimated\)")
-# V0 0.6.4 worker.py: "Memory profiling results: total_gpu_memory=..GiB initial_memory_usage=..GiB
-# peak_torch_memory=40.87GiB ... non_torch_memory=4.09GiB kv_cache_size=0.39GiB gpu_memory_utilization=0.95"
-V0_RESULTS_RE = re.compile(
-    rf"Memory profiling results: total_gpu_memory=(?P<total>{FLT})GiB.*?peak_torch_memory=(?P<peak>{FLT})GiB"
-    rf".*?non_torch_memory=(?P<non_torch>-?{FLT})GiB\s+kv_cache_size=(?P<kv>-?{FLT})GiB\s+gpu_memory_utilization=(?P<util>{FLT})"
-)
-# V0 0.7/0.8 worker.py: "the current vLLM instance can use total_gpu_memory (79.33GiB) x gpu_memory_utilization (0.90) = 71.39GiB"
-V0_BUDGET_RE = re.compile(rf"total_gpu_memory \((?P<total>{FLT})GiB\) x gpu_memory_utilization \((?P<util>{FLT})\) = (?P<req>{FLT})GiB")
-# V1 GPU with --kv-cache-memory-bytes: "... reserved %s GiB memory for KV Cache as specified by kv_cache_memory_bytes config ..."
-GPU_KV_FIXED_RE = re.compile(rf"reserved (?P<kv>{FLT}) GiB memory for KV Cache as specified by kv_cache_memory_bytes")
-# a command line quoted in the log / issue: "vllm serve MODEL --flag ..." or "... api_server --model MODEL ..."
-COMMAND_RE = re.compile(r"(?:^|[\s$#>])(?:vllm serve|vllm\.entrypoints\.openai\.api_server|-m vllm\.entrypoints\.\S+)\s+(?P<rest>.+)$")
+from vllmkit.logs import GIB, LogEvent, LogFacts, ParsedLog
 
 
 def _gib(value: str | None) -> int | None:
@@ -71,69 +28,26 @@ def _gib(value: str | None) -> int | None:
         return None
 
 
-class CommandLine(BaseModel):
-    """Flags from a `vllm serve ...` line quoted in the log (fills gaps only; the engine's own lines win)."""
-
-    model: str | None = None
-    flags: dict[str, Any] = Field(default_factory=dict)
+def _auto_set(v: dict[str, Any]) -> bool:
+    """CPU 'Auto set (...) GiB for KV cache ... consumed by non-kv usages' (the full line)."""
+    return v.get("how") == "Auto" and "consumed" in v
 
 
-_FLAG_NAMES = {
-    "tensor-parallel-size": ("tensor_parallel_size", int), "tp": ("tensor_parallel_size", int),
-    "pipeline-parallel-size": ("pipeline_parallel_size", int), "pp": ("pipeline_parallel_size", int),
-    "max-model-len": ("max_model_len", str), "gpu-memory-utilization": ("gpu_memory_utilization", float),
-    "kv-cache-dtype": ("kv_cache_dtype", str), "quantization": ("quantization", str), "q": ("quantization", str),
-    "dtype": ("dtype", str), "max-num-batched-tokens": ("max_num_batched_tokens", int),
-    "max-num-seqs": ("max_num_seqs", int), "block-size": ("block_size", int),
-    "kv-cache-memory-bytes": ("kv_cache_memory_bytes", str), "kv-cache-memory": ("kv_cache_memory_bytes", str),
-    "enforce-eager": ("enforce_eager", bool), "model": ("model", str),
-}
+def _explicit_set(v: dict[str, Any]) -> bool:
+    return v.get("how") == "Explicitly"
 
 
-def parse_command(text: str) -> CommandLine:
-    out = CommandLine()
-    for line in text.splitlines():
-        m = COMMAND_RE.search(line.strip())
-        if not m:
-            continue
-        try:
-            tokens = shlex.split(m.group("rest"), comments=False)
-        except ValueError:
-            tokens = m.group("rest").split()
-        i = 0
-        while i < len(tokens):
-            tok = tokens[i]
-            if tok.startswith("-"):
-                name, _, inline = tok.lstrip("-").partition("=")
-                key = _FLAG_NAMES.get(name.replace("_", "-"))
-                if key is None:
-                    i += 1
-                    continue
-                field, conv = key
-                if conv is bool:
-                    out.flags.setdefault(field, True)
-                    i += 1
-                    continue
-                value = inline if inline else (tokens[i + 1] if i + 1 < len(tokens) else None)
-                i += 1 if inline else 2
-                if value is None:
-                    continue
-                try:
-                    converted = conv(value)
-                except ValueError:
-                    continue
-                if field == "model":
-                    out.model = out.model or str(converted)
-                else:
-                    out.flags.setdefault(field, converted)
-            else:
-                # the positional model (vllm serve MODEL); bare numbers are values of flags we skip
-                if out.model is None and tok not in ("\\",) and not re.fullmatch(r"[\d.]+", tok):
-                    out.model = tok
-                i += 1
-        if out.model or out.flags:
-            break
-    return out
+def _v0_results(v: dict[str, Any]) -> bool:
+    """V0 0.6.4 'Memory profiling results: ...' with its peak_torch_memory part."""
+    return "peak_torch" in v
+
+
+def _budget(v: dict[str, Any]) -> bool:
+    return "req" in v
+
+
+def _g(event: LogEvent | None, key: str) -> str | None:
+    return None if event is None else event.values.get(key)
 
 
 class Measurement(BaseModel):
@@ -168,18 +82,10 @@ class Measurement(BaseModel):
         return self.non_torch_bytes is not None or self.cpu_non_kv_bytes is not None
 
 
-def _first(rx: re.Pattern[str], messages: list[str]) -> re.Match[str] | None:
-    for msg in messages:
-        m = rx.search(msg)
-        if m:
-            return m
-    return None
-
-
-def measure(parsed: ParsedLog, text: str) -> Measurement:
-    """Measured terms from the log alone (the derived lump needs the plan: see `derive_lump`)."""
+def measure(parsed: ParsedLog, text: str = "") -> Measurement:
+    """Measured terms from the log alone (the derived lump needs the plan: see `derive_lump`).
+    `text` is unused (kept for callers that pass it): everything comes from `parsed`."""
     facts = parsed.facts
-    messages = [line.message for line in iter_lines(text)]
     m = Measurement(
         weights_bytes=facts.weights_bytes,
         available_kv_bytes=facts.available_kv_bytes,
@@ -190,72 +96,74 @@ def measure(parsed: ParsedLog, text: str) -> Measurement:
         gpu_memory_utilization=facts.gpu_memory_utilization,
         kv_fixed=facts.kv_cache_memory_bytes_requested is not None,
     )
-    _device(m, facts, messages)
+    _device(m, parsed)
     if m.device == "cpu":
-        _cpu(m, messages)
+        _cpu(m, parsed)
     else:
-        _gpu(m, facts, messages)
+        _gpu(m, parsed)
     _tokens(m, facts)
     return m
 
 
-def _device(m: Measurement, facts: LogFacts, messages: list[str]) -> None:
-    cpu_lines = _first(AUTO_SET_RE, messages) or _first(EXPLICIT_RE, messages)
+def _device(m: Measurement, parsed: ParsedLog) -> None:
+    facts = parsed.facts
+    cpu_lines = parsed.first("cpu_kv_set", _auto_set) or parsed.first("cpu_kv_set", _explicit_set)
     if facts.platform == "cpu" or facts.kv_pool == "CPU" or cpu_lines is not None:
         m.device = "cpu"
     elif facts.platform in ("cuda", "rocm") or facts.kv_pool == "GPU" or facts.weights_bytes is not None:
         m.device = "gpu"
 
 
-def _cpu(m: Measurement, messages: list[str]) -> None:
-    auto = _first(AUTO_SET_RE, messages)
+def _cpu(m: Measurement, parsed: ParsedLog) -> None:
+    auto = parsed.first("cpu_kv_set", _auto_set)
     if auto:
-        m.available_kv_bytes = _gib(auto.group("kv"))
-        m.total_bytes = _gib(auto.group("total"))
-        m.requested_bytes = _gib(auto.group("req"))
-        m.cpu_non_kv_bytes = _gib(auto.group("consumed"))
+        m.available_kv_bytes = _gib(_g(auto, "gib"))
+        m.total_bytes = _gib(_g(auto, "total"))
+        m.requested_bytes = _gib(_g(auto, "req"))
+        m.cpu_non_kv_bytes = _gib(_g(auto, "consumed"))
         m.basis = "CPU worker 'Auto set ... GiB memory was consumed by non-kv usages' line"
         m.kv_fixed = False
         return
-    explicit = _first(EXPLICIT_RE, messages)
+    explicit = parsed.first("cpu_kv_set", _explicit_set)
     if explicit:
         m.kv_fixed = True
-        m.total_bytes = _gib(explicit.group("total"))
-        m.kv_fixed_bytes = _gib(explicit.group("kv"))
+        m.total_bytes = _gib(_g(explicit, "total"))
+        m.kv_fixed_bytes = _gib(_g(explicit, "gib"))
         if m.available_kv_bytes is None:
             m.available_kv_bytes = m.kv_fixed_bytes
         m.notes.append("the KV size was set explicitly (--kv-cache-memory-bytes / VLLM_CPU_KVCACHE_SPACE): "
                        "vLLM did not measure its non-KV memory")
 
 
-def _gpu(m: Measurement, facts: LogFacts, messages: list[str]) -> None:
-    fixed = _first(GPU_KV_FIXED_RE, messages)
+def _gpu(m: Measurement, parsed: ParsedLog) -> None:
+    facts = parsed.facts
+    fixed = parsed.first("kv_reserved")
     if fixed:
         m.kv_fixed = True
-        m.kv_fixed_bytes = _gib(fixed.group("kv"))
+        m.kv_fixed_bytes = _gib(_g(fixed, "gib"))
         if m.available_kv_bytes is None:
             m.available_kv_bytes = m.kv_fixed_bytes
-    budget = _first(V0_BUDGET_RE, messages)
+    budget = parsed.first("v0_budget", _budget)
     if budget:
-        m.requested_bytes = _gib(budget.group("req"))
-        m.total_bytes = m.total_bytes or _gib(budget.group("total"))
-    estimate = _first(CG_ESTIMATE_RE, messages)
-    cg_estimate = _gib(estimate.group("est")) if estimate else None
-    summary = _first(SUMMARY_RE, messages)
-    profile = _first(PROFILE_RE, messages)
-    v0_results = _first(V0_RESULTS_RE, messages)
+        m.requested_bytes = _gib(_g(budget, "req"))
+        m.total_bytes = m.total_bytes or _gib(_g(budget, "total"))
+    estimate = parsed.first("cudagraph_estimate")
+    cg_estimate = _gib(_g(estimate, "est")) if estimate else None
+    summary = parsed.first("memory_summary")
+    profile = parsed.first("v1_profile")
+    v0_results = parsed.first("v0_profile_results", _v0_results)
     if summary:
         # 0.32/0.33: available = requested - consumed - peak, where consumed = weights + non-torch and
         # peak = profile-run headroom + the CUDA-graph *estimate* (applied by default); the printed
         # CUDAGraph figure is the actual capture, so the estimate line (when present) is preferred.
-        consumed = _gib(summary.group("consumed")) or 0
-        peak = _gib(summary.group("peak")) or 0
-        graphs = _gib(summary.group("graphs")) or 0
-        m.total_bytes = _gib(summary.group("total"))
-        m.requested_bytes = _gib(summary.group("req"))
-        m.gpu_memory_utilization = float(summary.group("util"))
-        if summary.group("kv") and m.available_kv_bytes is None:
-            m.available_kv_bytes = _gib(summary.group("kv"))
+        consumed = _gib(_g(summary, "consumed")) or 0
+        peak = _gib(_g(summary, "peak")) or 0
+        graphs = _gib(_g(summary, "graphs")) or 0
+        m.total_bytes = _gib(_g(summary, "total"))
+        m.requested_bytes = _gib(_g(summary, "req"))
+        m.gpu_memory_utilization = float(summary.values["util"])
+        if _g(summary, "kv") and m.available_kv_bytes is None:
+            m.available_kv_bytes = _gib(_g(summary, "kv"))
         if m.weights_bytes is not None:
             m.non_torch_bytes = max(consumed - m.weights_bytes, 0)
         else:
@@ -272,12 +180,12 @@ def _gpu(m: Measurement, facts: LogFacts, messages: list[str]) -> None:
         m.basis = "0.32+ 'Actual usage is X GiB for consumed memory ..., Y GiB for peak activation, Z GiB for CUDAGraph' line"
         return
     if profile:
-        weights = _gib(profile.group("weights")) or 0
-        non_kv = _gib(profile.group("non_kv")) or 0
-        if profile.group("non_torch") is not None:
-            non_torch = _gib(profile.group("non_torch")) or 0
+        weights = _gib(_g(profile, "weights")) or 0
+        non_kv = _gib(_g(profile, "non_kv")) or 0
+        if _g(profile, "non_torch") is not None:
+            non_torch = _gib(_g(profile, "non_torch")) or 0
         else:
-            non_torch = max((_gib(profile.group("consumed")) or 0) - weights, 0)
+            non_torch = max((_gib(_g(profile, "consumed")) or 0) - weights, 0)
         m.weights_bytes = m.weights_bytes or weights
         m.non_torch_bytes = max(non_torch, 0)
         m.activation_bytes = max(non_kv - weights - non_torch, 0)
@@ -292,13 +200,13 @@ def _gpu(m: Measurement, facts: LogFacts, messages: list[str]) -> None:
             m.basis = "V0 'model weights take ...; non_torch_memory takes ...; PyTorch activation peak memory takes ...' line"
         elif v0_results and m.weights_bytes is not None:
             # 0.6.4: available = total * util - peak_torch - non_torch; peak_torch includes the weights
-            m.activation_bytes = max((_gib(v0_results.group("peak")) or 0) - m.weights_bytes, 0)
+            m.activation_bytes = max((_gib(_g(v0_results, "peak_torch")) or 0) - m.weights_bytes, 0)
             m.basis = "V0 'Memory profiling results: ... peak_torch_memory ... non_torch_memory' line"
         else:
             m.basis = "V0 memory profiling line (non-torch only)"
         if v0_results:
-            m.total_bytes = m.total_bytes or _gib(v0_results.group("total"))
-            m.gpu_memory_utilization = m.gpu_memory_utilization or float(v0_results.group("util"))
+            m.total_bytes = m.total_bytes or _gib(_g(v0_results, "total"))
+            m.gpu_memory_utilization = m.gpu_memory_utilization or float(v0_results.values["util"])
 
 
 def _tokens(m: Measurement, facts: LogFacts) -> None:
@@ -336,12 +244,11 @@ def derive_lump(m: Measurement, *, requested_bytes: int | None, weights_bytes: i
 
 
 def complete_with_weights(m: Measurement, text: str, parsed: ParsedLog, predicted_weights: int | None) -> None:
-    """0.32+ summary without a weights line: non-torch = consumed - predicted weights."""
+    """0.32+ summary without a weights line: non-torch = consumed - predicted weights. (`text` unused.)"""
     if m.device != "gpu" or m.non_torch_bytes is not None or predicted_weights is None:
         return
-    messages = [line.message for line in iter_lines(text)]
-    summary = _first(SUMMARY_RE, messages)
+    summary = parsed.first("memory_summary")
     if summary is None:
         return
-    consumed = _gib(summary.group("consumed")) or 0
+    consumed = _gib(_g(summary, "consumed")) or 0
     m.non_torch_bytes = max(consumed - predicted_weights, 0)

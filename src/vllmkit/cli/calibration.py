@@ -16,13 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from vllmkit.cli._common import JSON_OPTION, boundary
+from vllmkit.cli.options import JSON_OPTION
 from vllmkit.errors import UsageError
-from vllmkit.output import emit, gib, thousands, warn
+from vllmkit.output import CommandResult, warn
 
 if TYPE_CHECKING:
     from vllmkit.calibration.store import CalibrationRecord
@@ -55,61 +52,13 @@ def _record_rows(records: list[CalibrationRecord]) -> list[dict]:
     return [r.model_dump(mode="json") for r in records]
 
 
-def render_list(console: Console, data: dict) -> None:
-    if data.get("kind", "all") in ("all", "memory"):
-        _render_memory(console, data)
-    if data.get("kind", "all") in ("all", "performance"):
-        _render_performance(console, data)
-
-
-def _render_performance(console: Console, data: dict) -> None:
-    """What `vllmkit bench` measured (calibration/perfstore.py), one row per load point."""
-    records = data.get("performance") or []
-    if not records:
-        console.print(f"no performance records in {data.get('performance_store')}", markup=False)
-        return
-    table = Table(title=escape(f"performance ({data.get('performance_store')})"))
-    for col in ("id", "date", "GPU", "vLLM", "model", "precision", "TP", "PP", "in/out", "load", "out tok/s",
-                "TTFT p50 ms", "TPOT p50 ms", "source"):
-        table.add_column(col, overflow="fold")
-    for r in records:
-        load = f"c={r['concurrency']}" if r.get("concurrency") else f"rate={r.get('request_rate')}"
-        table.add_row(*(escape(str(v)) for v in (
-            r["record_id"][:12], r["recorded_at"][:10], r["gpu"], r["vllm_version"], r["model"], r["precision"],
-            r["tp"], r["pp"], f"{r['input_len']:.0f}/{r['output_len']:.0f}", load, f"{r['output_tokens_per_s']:.1f}",
-            "-" if r["ttft_ms"].get("p50") is None else f"{r['ttft_ms']['p50']:.1f}",
-            "-" if r["tpot_ms"].get("p50") is None else f"{r['tpot_ms']['p50']:.1f}", r.get("source", ""))))
-    console.print(table)
-
-
-def _render_memory(console: Console, data: dict) -> None:
-    records = data["records"]
-    if not records:
-        console.print(f"no calibrations in {data['store']}", markup=False)
-        return
-    table = Table(title=f"calibrations ({data['store']})")
-    for col in ("id", "date", "GPU", "vLLM", "family", "model", "batched tokens", "TP", "PP", "eager", "terms", "source"):
-        table.add_column(col, justify="right" if col in ("batched tokens", "TP", "PP") else "left", overflow="fold")
-    for r in records:
-        terms = ", ".join(f"{k} {gib(v)}" for k, v in r["terms"].items()) + (" (lump)" if r.get("lump") else "")
-        table.add_row(r["record_id"][:12], r["recorded_at"][:10], r["gpu"], r["vllm_version"], r["family"], r["model"],
-                      thousands(r["max_num_batched_tokens"]), str(r["tp"]), str(r["pp"]),
-                      "yes" if r["enforce_eager"] else "no", terms, r.get("source", ""))
-    console.print(table)
-
-
-def _render_message(console: Console, data: dict) -> None:
-    console.print(data["message"], markup=False)
-
-
-@calibration_app.command("list")
-@boundary("calibration list")
+@calibration_app.command("list", short_help="Show the stored calibrations (memory and performance).")
 def list_cmd(
     gpu: str | None = GPU_FILTER,
     family: str | None = FAMILY_FILTER,
     kind: str = typer.Option("all", "--kind", help="memory (startups) | performance (`vllmkit bench`) | all"),
     json_output: bool = JSON_OPTION,
-) -> None:
+) -> CommandResult:
     """Show the stored calibrations: memory (from startups) and performance (from `vllmkit bench`)."""
     from vllmkit.calibration.perfstore import load_perf_records, perf_store_path
     from vllmkit.calibration.store import load_records, store_path
@@ -133,18 +82,19 @@ def list_cmd(
             "kind": kind, "performance_store": str(perf_path),
             "performance": [r.model_dump(mode="json") for r in perf],
             "performance_invalid_lines": [n for n, _ in perf_bad]}
-    emit("calibration list", data, json_mode=json_output, render=render_list)
+    from vllmkit.views.calibration import render_list
+
+    return CommandResult("calibration list", data, view=render_list, json_mode=json_output)
 
 
-@calibration_app.command("clear")
-@boundary("calibration clear")
+@calibration_app.command("clear", short_help="Remove calibrations.")
 def clear_cmd(
     record_ids: list[str] | None = IDS_ARGUMENT,
     gpu: str | None = GPU_FILTER,
     family: str | None = FAMILY_FILTER,
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     json_output: bool = JSON_OPTION,
-) -> None:
+) -> CommandResult:
     """Remove calibrations (all, or those selected by id / --gpu / --family)."""
     from vllmkit.calibration.store import load_records, remove_records, store_path
 
@@ -165,18 +115,19 @@ def clear_cmd(
     wanted = {r.record_id for r in targets}
     removed = remove_records(path, lambda r: r.record_id in wanted) if wanted else 0
     data = {"store": str(path), "removed": removed, "message": f"removed {removed} calibration(s) from {path}"}
-    emit("calibration clear", data, json_mode=json_output, render=_render_message)
+    from vllmkit.views.calibration import render_message
+
+    return CommandResult("calibration clear", data, view=render_message, json_mode=json_output)
 
 
-@calibration_app.command("export")
-@boundary("calibration export")
+@calibration_app.command("export", short_help="Write the calibrations to a file.")
 def export_cmd(
     file: Path = EXPORT_ARGUMENT,
     gpu: str | None = GPU_FILTER,
     family: str | None = FAMILY_FILTER,
     force: bool = typer.Option(False, "--force", help="Overwrite FILE if it exists."),
     json_output: bool = JSON_OPTION,
-) -> None:
+) -> CommandResult:
     """Write the calibrations to FILE, to share with `vllmkit calibration import FILE`."""
     from vllmkit.calibration.store import export_records, load_records, store_path
 
@@ -188,15 +139,16 @@ def export_cmd(
     export_records(file, chosen)
     data = {"store": str(path), "file": str(file), "exported": len(chosen),
             "message": f"exported {len(chosen)} calibration(s) to {file}"}
-    emit("calibration export", data, json_mode=json_output, render=_render_message)
+    from vllmkit.views.calibration import render_message
+
+    return CommandResult("calibration export", data, view=render_message, json_mode=json_output)
 
 
-@calibration_app.command("import")
-@boundary("calibration import")
+@calibration_app.command("import", short_help="Merge calibrations from a file.")
 def import_cmd(
     file: Path = IMPORT_ARGUMENT,
     json_output: bool = JSON_OPTION,
-) -> None:
+) -> CommandResult:
     """Merge the calibrations of FILE into the store (records already stored are skipped)."""
     from vllmkit.calibration.store import add_records, read_import_file, store_path
 
@@ -205,8 +157,10 @@ def import_cmd(
     added, duplicates = add_records(path, records)
     data = {"store": str(path), "file": str(file), "read": len(records), "added": added, "duplicates": duplicates,
             "message": f"imported {added} calibration(s) from {file} ({duplicates} already stored) into {path}"}
-    emit("calibration import", data, json_mode=json_output, render=_render_message)
+    from vllmkit.views.calibration import render_message
+
+    return CommandResult("calibration import", data, view=render_message, json_mode=json_output)
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(calibration_app, name="calibration")
+    app.add_typer(calibration_app, name="calibration", short_help="Measured startups used by plan (list/clear/export/import).")

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from vllmkit.doctor.logparse import GIB, LogEvent, LogFacts, ParsedLog, parse_events, parse_python_dict
+from vllmkit.logs import GIB, LogEvent, LogFacts, ParsedLog, parse_python_dict, read_log
 
 Severity = Literal["error", "warn", "info"]
 SourceTag = Literal["vllm-log", "derived", "estimated", "planner"]
@@ -62,75 +62,19 @@ class LogReport(BaseModel):
 
 # --- planner hook ------------------------------------------------------------------------------
 
+# Alternatives with exact numbers, computed by the caller (the CLI passes the planner's
+# plan.log_alternatives.planner_alternatives): LogFacts -> [(flags, effect)]. The doctor does not
+# import the planner; without a hook only the labelled estimates below are offered.
+PlannerHook = Callable[[LogFacts], Sequence[tuple[list[str], str]]]
 
-def suggest_with_planner(facts: LogFacts) -> list[Alternative]:
-    """Alternatives with numbers from the planner, on the KV memory this very run had.
 
-    The run's own KV budget (`--kv-cache-memory-bytes`, or the available KV memory vLLM printed) is
-    fed back to `vllmkit plan`, so the fp8-KV-cache and higher-utilization figures are vLLM's own
-    block arithmetic on that budget (GPU logs print the budget rounded to 0.01 GiB). Returns nothing
-    when the model or the budget is unknown, or the model cannot be resolved."""
-    kv_bytes = facts.kv_cache_memory_bytes_requested or facts.available_kv_bytes
-    if not facts.model or not facts.max_model_len or not kv_bytes:
+def suggest_with_planner(facts: LogFacts, planner: PlannerHook | None) -> list[Alternative]:
+    if planner is None:
         return []
     try:
-        return _planner_alternatives(facts, kv_bytes)
+        return [Alternative(flags=list(flags), effect=effect, source="planner") for flags, effect in planner(facts)]
     except Exception:  # the hint must never break the diagnosis
         return []
-
-
-def _planner_alternatives(f: LogFacts, kv_bytes: int) -> list[Alternative]:
-    import os
-
-    from vllmkit.plan.models import PlanRequest
-    from vllmkit.plan.service import build_plan
-
-    cpu = _is_cpu(f)
-    base: dict[str, Any] = {
-        "model": f.model,
-        "device": "cpu" if cpu else None,
-        "tensor_parallel_size": f.tensor_parallel_size or 1,
-        "pipeline_parallel_size": f.pipeline_parallel_size or 1,
-        "max_model_len": f.max_model_len,
-        "vllm_version": (f.vllm_version or "").split("+")[0] or None,
-    }
-    if not cpu:
-        base["gpu"] = f.gpu_name
-        base["gpu_memory"] = f.gpu_total_bytes
-        if not f.gpu_name and not f.gpu_total_bytes:
-            return []
-    env = dict(os.environ)
-    out: list[Alternative] = []
-
-    def plan(kv_dtype: str, budget: int):
-        req = PlanRequest(**base, kv_cache_dtype=kv_dtype, kv_cache_memory_bytes=budget)
-        try:
-            return build_plan(req, env)
-        except Exception:
-            if base.get("gpu"):  # an unknown GPU name: fall back to the total the log printed
-                req = PlanRequest(**{**base, "gpu": None}, kv_cache_dtype=kv_dtype, kv_cache_memory_bytes=budget)
-                return build_plan(req, env)
-            raise
-
-    def effect(p) -> str:
-        if p.fits:
-            return (f"fits: {p.kv_cache.tokens:,} KV tokens, {p.kv_cache.max_concurrency:.2f}x requests of "
-                    f"{p.kv_cache.max_model_len:,} tokens")
-        return f"still too small: longest context {p.estimated_max_model_len or 0:,} tokens"
-
-    if _two_byte_kv(f):
-        p = plan("fp8", kv_bytes)
-        out.append(Alternative(flags=["--kv-cache-dtype", "fp8"], effect=effect(p) + " (same KV memory)",
-                               source="planner"))
-    if not cpu and f.gpu_total_bytes and f.gpu_memory_utilization is not None and f.gpu_memory_utilization < 0.95:
-        # every extra byte of the utilization budget goes to the KV cache (reference §1)
-        util = 0.95
-        extra = int(f.gpu_total_bytes * (util - f.gpu_memory_utilization))
-        p = plan(f.kv_cache_dtype or "auto", kv_bytes + extra)
-        out.append(Alternative(flags=["--gpu-memory-utilization", f"{util:.2f}"],
-                               effect=effect(p) + f" (+{extra / GIB:.2f} GiB of KV, if that memory is free)",
-                               source="planner"))
-    return out
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -179,19 +123,19 @@ def _two_byte_kv(facts: LogFacts) -> bool:
 Rule = Callable[[ParsedLog], list[Diagnosis]]
 
 
-def _kv_too_small(parsed: ParsedLog) -> list[Diagnosis]:
+def _kv_too_small(parsed: ParsedLog, planner: PlannerHook | None = None) -> list[Diagnosis]:
     f, events = parsed.facts, parsed.events
     e = _first(events, "kv_too_small")
     if e is not None:
-        return [_kv_too_small_v1(f, e)]
+        return [_kv_too_small_v1(f, e, planner)]
     e = _first(events, "kv_too_small_v0")
     if e is not None:
-        return [_kv_too_small_v0(f, e)]
+        return [_kv_too_small_v0(f, e, planner)]
     return []
 
 
-def _kv_alternatives(f: LogFacts, missing_bytes: int | None) -> list[Alternative]:
-    planned = suggest_with_planner(f)
+def _kv_alternatives(f: LogFacts, missing_bytes: int | None, planner: PlannerHook | None = None) -> list[Alternative]:
+    planned = suggest_with_planner(f, planner)
     alts: list[Alternative] = list(planned)
     if planned:
         # exact figures came from the planner; keep only the estimates it does not cover
@@ -256,7 +200,7 @@ def _estimated_kv_alternatives(f: LogFacts, missing_bytes: int | None) -> list[A
     return alts
 
 
-def _kv_too_small_v1(f: LogFacts, e: LogEvent) -> Diagnosis:
+def _kv_too_small_v1(f: LogFacts, e: LogEvent, planner: PlannerHook | None) -> Diagnosis:
     est = f.estimated_max_model_len
     missing = None
     if f.kv_needed_bytes is not None and f.available_kv_bytes is not None:
@@ -287,12 +231,12 @@ def _kv_too_small_v1(f: LogFacts, e: LogEvent) -> Diagnosis:
         line=e.line,
         fix=fix,
         suggested_flags=flags,
-        alternatives=_kv_alternatives(f, missing),
+        alternatives=_kv_alternatives(f, missing, planner),
         details=details,
     )
 
 
-def _kv_too_small_v0(f: LogFacts, e: LogEvent) -> Diagnosis:
+def _kv_too_small_v0(f: LogFacts, e: LogEvent, planner: PlannerHook | None) -> Diagnosis:
     tokens = f.v0_max_kv_tokens
     return Diagnosis(
         code="kv-cache-too-small",
@@ -304,12 +248,12 @@ def _kv_too_small_v0(f: LogFacts, e: LogEvent) -> Diagnosis:
         fix=f"The KV cache holds {tokens} tokens: start with --max-model-len {tokens} (or smaller), "
         "or give the KV cache more memory (alternatives below).",
         suggested_flags=["--max-model-len", str(tokens)] if tokens else [],
-        alternatives=_kv_alternatives(f, None),
+        alternatives=_kv_alternatives(f, None, planner),
         details={"max_model_len": f.max_model_len, "kv_cache_tokens": tokens},
     )
 
 
-def _no_kv_memory(parsed: ParsedLog) -> list[Diagnosis]:
+def _no_kv_memory(parsed: ParsedLog, planner: PlannerHook | None = None) -> list[Diagnosis]:
     f = parsed.facts
     e = _first(parsed.events, "no_kv_memory")
     if e is None:
@@ -324,7 +268,7 @@ def _no_kv_memory(parsed: ParsedLog) -> list[Diagnosis]:
         )
     summary = ("; ".join(parts) + ". ") if parts else ""
     flags: list[str] = []
-    alts = suggest_with_planner(f)
+    alts = suggest_with_planner(f, planner)
     if _is_cpu(f):
         fix = (
             f"{summary}Nothing is left for the KV cache. On the CPU backend give it memory explicitly: "
@@ -413,24 +357,18 @@ def _insufficient_free(parsed: ParsedLog) -> list[Diagnosis]:
 
 # Traceback frames name the phase. Graph capture also runs _dummy_run and profiling runs the model,
 # so the outer, phase-specific frames decide: graph capture > profiling > load.
-_FRAME_RE = re.compile(r'File "[^"]*", line \d+, in (?P<func>\w+)')
+OOM_WINDOW_LINES = 150  # the OOM line and the lines before it that may hold its traceback
 _GRAPH_FUNCS = re.compile(r"capture_model|_capture_cudagraphs|capture_graphs|cudagraph|graph_capture|capture_end|capture_begin", re.I)
 _PROFILE_FUNCS = re.compile(r"profile_run|_dummy_sampler_run|determine_available_memory|determine_num_available_blocks|profile")
 _LOAD_FUNCS = re.compile(r"load_model|load_weights|_load_weights|init_device_and_load")
-_CAPTURE_PROGRESS = re.compile(r"Capturing (?:CUDA graphs?|cudagraphs|the model for CUDA graphs)", re.I)
 
 
-def _oom_phase(parsed: ParsedLog, oom_line: int, text_lines: list[str]) -> str:
+def _oom_phase(parsed: ParsedLog, oom_line: int) -> str:
     events = parsed.events
-    funcs: list[str] = []
-    capture_progress = False
-    for idx in range(max(0, oom_line - 150), min(oom_line, len(text_lines))):
-        line = text_lines[idx]
-        m = _FRAME_RE.search(line)
-        if m:
-            funcs.append(m.group("func"))
-        elif _CAPTURE_PROGRESS.search(line):
-            capture_progress = True
+    window = [ev for ev in events if oom_line - OOM_WINDOW_LINES < ev.line <= oom_line]
+    funcs = [ev.values.get("func", "") for ev in window if ev.kind == "traceback_frame"]
+    frame_lines = {ev.line for ev in window if ev.kind == "traceback_frame"}
+    capture_progress = any(ev.kind == "graph_capture_start" and ev.line not in frame_lines for ev in window)
     if any(_GRAPH_FUNCS.search(fn) for fn in funcs):
         return "graph-capture"
     if any(_PROFILE_FUNCS.search(fn) for fn in funcs):
@@ -447,7 +385,7 @@ def _oom_phase(parsed: ParsedLog, oom_line: int, text_lines: list[str]) -> str:
     return "load"
 
 
-def _cuda_oom(parsed: ParsedLog, text_lines: list[str]) -> list[Diagnosis]:
+def _cuda_oom(parsed: ParsedLog) -> list[Diagnosis]:
     f = parsed.facts
     e = _first(parsed.events, "oom_load")
     phase = "load" if e is not None else None
@@ -455,7 +393,7 @@ def _cuda_oom(parsed: ParsedLog, text_lines: list[str]) -> list[Diagnosis]:
         e = _first(parsed.events, "oom")
         if e is None:
             return []
-        phase = _oom_phase(parsed, e.line, text_lines)
+        phase = _oom_phase(parsed, e.line)
     tp = f.tensor_parallel_size or 1
     util = f.gpu_memory_utilization
     others = [ev.values for ev in parsed.events if ev.kind == "oom_other_process"]
@@ -874,12 +812,11 @@ def _startup_failed(parsed: ParsedLog, found: list[Diagnosis]) -> list[Diagnosis
     ]
 
 
-def diagnose_parsed(parsed: ParsedLog, text: str = "") -> list[Diagnosis]:
-    lines = text.splitlines()
+def diagnose_parsed(parsed: ParsedLog, *, planner: PlannerHook | None = None) -> list[Diagnosis]:
     found: list[Diagnosis] = []
     for rule in (
-        _kv_too_small,
-        _no_kv_memory,
+        lambda p: _kv_too_small(p, planner),
+        lambda p: _no_kv_memory(p, planner),
         _insufficient_free,
         _tp_not_divisible,
         _max_len_native,
@@ -899,7 +836,7 @@ def diagnose_parsed(parsed: ParsedLog, text: str = "") -> list[Diagnosis]:
         except (ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError):
             continue  # a malformed number in one line never hides the other diagnoses
     try:
-        found.extend(_cuda_oom(parsed, lines))
+        found.extend(_cuda_oom(parsed))
     except (ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError):
         pass
     found.extend(_startup_failed(parsed, found))
@@ -908,7 +845,8 @@ def diagnose_parsed(parsed: ParsedLog, text: str = "") -> list[Diagnosis]:
     return found
 
 
-def diagnose_log(text: str) -> LogReport:
-    """Log text -> facts + diagnoses. Used by `doctor --log`, and by `serve` on a failed start."""
-    parsed = parse_events(text)
-    return LogReport(facts=parsed.facts, diagnoses=diagnose_parsed(parsed, text))
+def diagnose_log(text: str, *, planner: PlannerHook | None = None) -> LogReport:
+    """Log text -> facts + diagnoses. Used by `doctor --log`, and (through the CLI) by `serve` on a failed
+    start. `planner` adds exact alternatives for a KV cache that is too small (see PlannerHook)."""
+    parsed = read_log(text)
+    return LogReport(facts=parsed.facts, diagnoses=diagnose_parsed(parsed, planner=planner))

@@ -1,4 +1,5 @@
-"""Live-server triage from vLLM's Prometheus /metrics (text format parsed here, no client library).
+"""Live-server triage from vLLM's Prometheus /metrics (the text exposition format is parsed by
+prometheus_client.parser, the reference implementation vLLM itself exports with).
 
 Metric names: shared/reference/vllm-memory.md §5 and vllm/v1/metrics/loggers.py (0.32); counters are
 exported with a `_total` suffix. Older (V0, <=0.10) names are read as fallbacks
@@ -20,26 +21,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from vllmkit.doctor.logparse import LogFacts
+from vllmkit.logs import LogFacts
 
 Status = Literal["ok", "warn", "fail", "info"]
 
 # --- Prometheus text format ----------------------------------------------------------------------
 
-_SAMPLE_RE = re.compile(
-    r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)(?:\s+(?P<ts>-?\d+))?\s*$"
-)
-_LABEL_RE = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
-
-
 class Sample(BaseModel):
     name: str
     labels: dict[str, str] = Field(default_factory=dict)
     value: float
-
-
-def _unescape(v: str) -> str:
-    return v.replace(r"\\", "\x00").replace(r"\"", '"').replace(r"\n", "\n").replace("\x00", "\\")
 
 
 def _parse_value(text: str) -> float | None:
@@ -57,29 +48,34 @@ def _parse_value(text: str) -> float | None:
         return None
 
 
+def _samples(text: str) -> list[Sample]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return [
+        Sample(name=s.name, labels=dict(s.labels), value=float(s.value))
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    ]
+
+
 def parse_prometheus(text: str) -> dict[str, list[Sample]]:
-    """name -> samples. Unparseable lines are skipped (never raises)."""
+    """sample name (with its _total/_bucket/_sum/_count suffix) -> samples. Never raises: when the
+    whole text does not parse (a truncated scrape, a proxy's error page), each line is parsed on its
+    own and the lines that do not parse are skipped."""
+    try:
+        samples = _samples(text)
+    except (ValueError, TypeError, IndexError, KeyError):
+        samples = []
+        for line in text.splitlines():
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            try:
+                samples.extend(_samples(line + "\n"))
+            except (ValueError, TypeError, IndexError, KeyError):
+                continue
     out: dict[str, list[Sample]] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        m = _SAMPLE_RE.match(line)
-        if not m:
-            continue
-        value = _parse_value(m.group("value"))
-        if value is None:
-            continue
-        labels: dict[str, str] = {}
-        body = m.group("labels") or ""
-        pos = 0
-        while pos < len(body):
-            lm = _LABEL_RE.match(body, pos)
-            if not lm or lm.end() == pos:
-                break
-            labels[lm.group(1)] = _unescape(lm.group(2))
-            pos = lm.end()
-        out.setdefault(m.group("name"), []).append(Sample(name=m.group("name"), labels=labels, value=value))
+    for sample in samples:
+        out.setdefault(sample.name, []).append(sample)
     return out
 
 

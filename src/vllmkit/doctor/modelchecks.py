@@ -177,6 +177,55 @@ def check_context(meta: ModelMetadata) -> Check:
     )
 
 
+def _template_text(meta: ModelMetadata) -> str | None:
+    tc = meta.tokenizer_config or {}
+    template = tc.get("chat_template")
+    if isinstance(template, list):  # named templates: [{"name": "default", "template": "..."}, ...]
+        template = " ".join(str(t.get("template", "")) for t in template if isinstance(t, dict))
+    return template if isinstance(template, str) and template else None
+
+
+def check_serving_features(meta: ModelMetadata, version: str | None = None) -> Check:
+    """Issue 14: the model family's tool-call / reasoning parsers (profiles/presets), whether the
+    installed vLLM registers them, and whether the chat template renders `tools` at all."""
+    from vllmkit.engine.presets import find_preset, installed_registry
+    from vllmkit.engine.versions import resolve_version
+
+    cfg = meta.config if isinstance(meta.config, dict) else {}
+    model_type = str(cfg.get("model_type") or "")
+    arch = str((cfg.get("architectures") or [""])[0])
+    name = meta.id.rstrip("/").split("/")[-1] if meta.source == "local" else meta.id
+    preset = find_preset(model_type, arch, name)
+    if preset is None:
+        return Check(name="serving-features", status="ok",
+                     detail="no tool-call / reasoning preset for this model family: tool calls and reasoning are not parsed")  # fmt: skip
+    version = version or resolve_version(None)[0]
+    tool, reasoning = preset.tool_parser(version), preset.reasoning(version)
+    flags = ([f"--enable-auto-tool-choice --tool-call-parser {tool}"] if tool else []) + (
+        [f"--reasoning-parser {reasoning}"] if reasoning else []
+    )
+    data = {"family": preset.family, "tool_call_parser": tool, "reasoning_parser": reasoning, "sources": preset.sources}
+    problems: list[str] = []
+    registry = installed_registry(version)
+    if registry is not None:
+        problems += [f"{n!r} is not registered in the installed {registry.label}" for n in (tool,) if n and n not in registry.tool_parsers]
+        problems += [f"{n!r} is not registered in the installed {registry.label}" for n in (reasoning,) if n and n not in registry.reasoning_parsers]
+    template = _template_text(meta)
+    if tool and template is not None and "tools" not in template:
+        problems.append("the chat template never mentions `tools`: tool definitions will not reach the model")
+    detail = (
+        f"{preset.family}: {' '.join(flags) if flags else 'no parser for vLLM ' + version}; `vllmkit serve` turns "
+        "these on (--no-tools / --no-reasoning to opt out); a plain `vllm serve` returns tool calls as text and "
+        "reasoning inline"
+    )
+    if problems:
+        fix = (f"pass --chat-template {preset.chat_template} (vLLM's examples/ at the matching tag)"
+               if preset.chat_template else "see the model card for a template with tool support")  # fmt: skip
+        return Check(name="serving-features", status="warn", code="serving-features", detail=detail + "; " + "; ".join(problems),
+                     fix=fix, data=data)  # fmt: skip
+    return Check(name="serving-features", status="ok", detail=detail, data=data)
+
+
 def run_model_checks(meta: ModelMetadata) -> list[Check]:
     kind, why = model_kind(meta)
     return [
@@ -185,4 +234,5 @@ def run_model_checks(meta: ModelMetadata) -> list[Check]:
         check_generation_config(meta),
         check_remote_code(meta),
         check_context(meta),
+        check_serving_features(meta),  # issue 14
     ]

@@ -18,14 +18,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from vllmkit.doctor.diagnose import Diagnosis, LogReport, diagnose_log
+from vllmkit.dirs import latest_run_log, runs_dir
+from vllmkit.doctor.diagnose import Diagnosis, LogReport, PlannerHook, diagnose_log
 from vllmkit.doctor.envchecks import Check, EnvProbes, EnvReport, EnvRequest, run_env_checks
-from vllmkit.doctor.logparse import LogFacts
 from vllmkit.doctor.metrics import Fetcher, Triage, is_vllm_metrics, metrics_url, triage
 from vllmkit.doctor.modelchecks import run_model_checks
-from vllmkit.doctor.paths import latest_run_log, runs_dir
 from vllmkit.errors import LaunchError, UsageError
 from vllmkit.hub.base import ModelMetadata
+from vllmkit.logs import LogFacts, parse_log
 
 LAST_RUN = "last"
 MAX_LOG_BYTES = 64 << 20  # logs beyond this are read from their end (the failure is at the end)
@@ -137,9 +137,10 @@ def _port_of(url: str) -> int | None:
 # --- modes -------------------------------------------------------------------------------------
 
 
-def log_section(spec: str, env: Mapping[str, str], stdin: Callable[[], str] | None = None) -> LogSection:
+def log_section(spec: str, env: Mapping[str, str], stdin: Callable[[], str] | None = None, *,
+                planner: PlannerHook | None = None) -> LogSection:
     label, text = read_log_text(spec, env, stdin)
-    report: LogReport = diagnose_log(text)
+    report: LogReport = diagnose_log(text, planner=planner)
     return LogSection(log=label, facts=report.facts, diagnoses=report.diagnoses)
 
 
@@ -185,7 +186,7 @@ def _facts_for_url(base: str, env: Mapping[str, str], log_spec: str | None) -> t
     """Startup-log facts for layer 1: --log when given, else the newest run whose log shows this port."""
     if log_spec:
         label, text = read_log_text(log_spec, env)
-        return diagnose_log(text).facts, label
+        return parse_log(text), label
     path = latest_run_log(env)
     if path is None:
         return None, None
@@ -193,7 +194,7 @@ def _facts_for_url(base: str, env: Mapping[str, str], log_spec: str | None) -> t
         text = path.read_text(errors="replace")
     except OSError:
         return None, None
-    facts = diagnose_log(text).facts
+    facts = parse_log(text)
     if facts.port is not None and facts.port == _port_of(base):
         return facts, str(path)
     return None, None
@@ -217,10 +218,12 @@ def run_doctor(
     resolve: Callable[..., ModelMetadata] | None = None,
     fetch: Fetcher = fetch_text,
     stdin: Callable[[], str] | None = None,
+    planner: PlannerHook | None = None,
 ) -> DoctorResult:
+    """`planner`: exact alternatives for a KV cache too small (the CLI passes the planner's; see PlannerHook)."""
     result = DoctorResult()
     if log is not None and url is None:
-        section = log_section(log, env, stdin)
+        section = log_section(log, env, stdin, planner=planner)
         result.mode.append("log")
         result.log, result.facts, result.diagnoses = section.log, section.facts, section.diagnoses
         return result
@@ -258,5 +261,5 @@ def run_doctor(
     else:
         last = latest_run_log(env)
         if last is not None:
-            result.last_run = log_section(str(last), env)
+            result.last_run = log_section(str(last), env, planner=planner)
     return result

@@ -52,7 +52,10 @@ class VllmInstall(BaseModel):
     transformers_requirement: str | None = None  # e.g. "transformers>=4.56.0"
     transformers_satisfied: bool | None = None
     torch_dist_version: str | None = None  # torch version from metadata (no import)
+    location: str | None = None  # the vllm package folder
+    dist_info: str | None = None  # its *.dist-info folder
     error: str | None = None
+    source: str = "probe"  # probe | cache (engine/installcache.py)
 
 
 class TorchBuild(BaseModel):
@@ -95,8 +98,16 @@ if spec is not None:
     except Exception:
         out["console_metadata_ok"] = False
     for loc in spec.submodule_search_locations or []:
+        out.setdefault("location", os.path.realpath(loc))
         if os.path.isfile(os.path.join(loc, "entrypoints", "openai", "api_server.py")):
             out["module_entry"] = True
+    if dists:
+        try:
+            meta = [f for f in (md.distribution(dists[0]).files or []) if f.name == "METADATA"]
+            if meta:
+                out["dist_info"] = os.path.realpath(os.path.dirname(str(meta[0].locate())))
+        except Exception:
+            pass
     if dists:
         try:
             for req in md.requires(dists[0]) or []:
@@ -277,6 +288,8 @@ def detect_vllm(
         transformers_requirement=data.get("transformers_requirement"),
         transformers_satisfied=data.get("transformers_satisfied"),
         torch_dist_version=data.get("torch_dist_version"),
+        location=data.get("location"),
+        dist_info=data.get("dist_info"),
         error=data.get("error"),
     )
     info.variant = vllm_variant(info.dist, info.version) if info.installed else "unknown"

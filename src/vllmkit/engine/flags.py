@@ -7,8 +7,9 @@ whether it takes a value. The parser module moved over releases:
   - vllm/entrypoints/launchers/cli_args.py + vllm/utils/argparse_utils.py (0.32),
   - vllm/entrypoints/openai/cli_args.py + vllm/utils/argparse_utils.py (0.11 ...),
   - vllm/entrypoints/openai/cli_args.py + vllm/utils/__init__.py (older).
-Building the parser imports vLLM (about 10 s on a 2-core box), so the result is cached per
-distribution and version under the user cache.
+Building the parser imports vLLM (about 19 s on a 2-core box), so the result is cached per
+distribution and version under the user cache, together with the install's stamp (engine/installcache.py):
+an upgrade, a reinstall or an edited editable install of the same version is probed again.
 
 Flags the installed vLLM does not know are renamed when we know the new spelling, turned into the
 legacy environment variable when there is one, or dropped — always with a warning, never passed
@@ -27,6 +28,7 @@ from pydantic import BaseModel, Field
 
 from vllmkit.dirs import user_dir
 from vllmkit.engine.detect import VllmInstall
+from vllmkit.engine.installcache import install_stamp
 
 PROBE_MARK = "VLLMKIT_FLAGS_JSON="
 
@@ -70,6 +72,7 @@ class KnownFlags(BaseModel):
     options: dict[str, bool] = Field(default_factory=dict)  # option string -> takes a value
     deprecated: list[str] = Field(default_factory=list)
     source: str = "probe"  # probe | cache
+    install_stamp: dict[str, int] | None = None  # the install this table was read from (path -> mtime ns)
 
     def knows(self, flag: str) -> bool:
         return flag in self.options
@@ -215,14 +218,19 @@ def known_flags(
 ) -> KnownFlags | None:
     """The installed vLLM's serve options, from the cache when this version was probed before."""
     path = _cache_file(env, installed)
+    stamp = install_stamp(installed)
     if path is not None and path.is_file() and not refresh:
         try:
             cached = KnownFlags.model_validate_json(path.read_text())
+        except ValueError:
+            cached = None  # unreadable cache: probe again
+        # the same version installed again (another path, a rebuilt wheel, an edited checkout): probe again
+        if cached is not None and (stamp is None or cached.install_stamp == stamp):
             cached.source = "cache"
             return cached
-        except ValueError:
-            pass  # unreadable cache: probe again
     known = probe_flags(installed, env)
+    if known is not None:
+        known.install_stamp = stamp
     if known is not None and path is not None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

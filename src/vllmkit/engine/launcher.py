@@ -16,7 +16,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from vllmkit.engine.detect import VllmInstall, detect_vllm
+from vllmkit.engine.detect import VllmInstall, detect_vllm, find_vllm_python
+from vllmkit.engine.installcache import cached_install, remember_install
 from vllmkit.errors import LaunchError
 
 LauncherKind = Literal["console", "module"]
@@ -35,8 +36,13 @@ class Launcher(BaseModel):
 
 
 def detect_installed(env: Mapping[str, str], python: str | None = None) -> VllmInstall:
-    """The installed vLLM (metadata only: `vllm --version` is not run, it costs ~8 s)."""
-    install = detect_vllm(env, python=python, run_console=False)
+    """The installed vLLM (metadata only: `vllm --version` is not run, it costs ~8 s), remembered
+    between commands while the install is untouched (engine/installcache.py)."""
+    python = python or find_vllm_python(env)
+    install = cached_install(env, python)
+    if install is None:
+        install = detect_vllm(env, python=python, run_console=False)
+        remember_install(env, install)
     if not install.installed:
         detail = f" ({install.error})" if install.error else ""
         raise LaunchError(

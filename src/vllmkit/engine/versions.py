@@ -44,7 +44,11 @@ class VersionRules:
     hybrid_prefix_caching: bool  # prefix caching (mamba "align" mode) on by default for hybrids
     mla_backend_generation: int  # 2: FA-MLA on Hopper / FlashInfer-MLA on Blackwell; 1: FlashMLA / CUTLASS
     capacity_line_prefix: str  # how the capacity line starts ("GPU KV cache size" / "<DEV> KV cache size")
-    v1_engine: bool
+    v1_engine: bool  # the new engine is the default (VLLM_USE_V1=0 still selects V0 before 0.10)
+    rocm_cudagraph_counted: bool  # ROCm also subtracts the CUDA-graph estimate
+    mla_cache: bool  # DeepSeek-V2/V3 cache the compressed latent (else full per-head K and V)
+    mm_tower_skipped_at_zero_limit: bool  # a zero --limit-mm-per-prompt skips loading the tower
+    language_model_only_flag: bool  # --language-model-only exists
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -68,8 +72,59 @@ def rules_for(version: str) -> VersionRules:
         # used FlashMLA (block 64) / CUTLASS MLA (block 128). Threshold approximate.
         mla_backend_generation=2 if v >= (0, 30, 0) else 1,
         capacity_line_prefix="<DEV> KV cache size" if v >= (0, 30, 0) else "GPU KV cache size",
+        # V1 became the default engine in 0.8.0 (release notes); V0 code was removed in 0.10/0.11
         v1_engine=v >= (0, 8, 0),
+        # vllm#47366 (commit 88e5e2c57, after v0.23.1rc1) switched the graph-memory reservation guard
+        # in v1/worker/gpu_worker.py from is_cuda() to is_cuda_alike(); vllm#48453 reports it. The
+        # 0.28.0 wheel's gpu_worker.py has the is_cuda_alike() guard.
+        rocm_cudagraph_counted=v >= (0, 24, 0),
+        # 0.6.4 deepseek_v2.py: Attention(num_local_heads, 256, num_kv_heads=num_local_heads) and
+        # ModelConfig.get_head_size() returns 256 for deepseek_v2 (192 padded); the MLA cache
+        # (kv_lora_rank + rope dims, one latent "head") arrived with vLLM 0.7.1.
+        mla_cache=v >= (0, 7, 1),
+        # 0.28.0 models/interfaces.py _mark_tower_model: a tower whose modalities all have limit 0
+        # is not built (StageMissingLayer); not verified for older releases, so only from 0.28.
+        mm_tower_skipped_at_zero_limit=v >= (0, 28, 0),
+        # 0.28.0 engine/arg_utils.py adds --language-model-only (MultiModalConfig.language_model_only)
+        language_model_only_flag=v >= (0, 28, 0),
     )
+
+
+def engine_is_v1(rules: VersionRules, env: Mapping[str, str] | None = None) -> bool:
+    """Whether the V1 engine runs: the default from 0.8, unless VLLM_USE_V1=0 before 0.10 (V0
+    removed)."""
+    if not rules.v1_engine:
+        return False
+    if env is not None and env.get("VLLM_USE_V1", "").strip() == "0" and rules.key < (0, 10, 0):
+        return False
+    return True
+
+
+def v0_batch_defaults(max_model_len: int, *, is_multimodal: bool, sliding_window: bool, device: str,
+                      lora: bool = False, speculative: bool = False) -> tuple[int, int, bool]:
+    """(max_num_batched_tokens, max_num_seqs, chunked_prefill) of the V0 engine (0.6.x/0.7.x):
+    engine/arg_utils.py turns chunked prefill on by default only for max_model_len > 32768 on CUDA
+    text models without sliding window, LoRA or speculative decoding; config.py SchedulerConfig then
+    uses 512 batched tokens, else max(max_model_len, 2048) (multimodal: at least 5120,
+    _MULTIMODAL_MODEL_MAX_NUM_BATCHED_TOKENS). max_num_seqs defaults to 256."""
+    chunked = (max_model_len > 32768 and not is_multimodal and device == "cuda" and not sliding_window
+               and not lora and not speculative)
+    if chunked:
+        return 512, 256, True
+    mnbt = max(max_model_len, 2048)
+    if is_multimodal:
+        mnbt = max(mnbt, 5120)
+    return mnbt, 256, False
+
+
+def version_warning(version: str) -> str | None:
+    """A warning when --vllm-version lies outside the table of releases whose rules we know."""
+    v = parse_version(version)
+    lo, hi = parse_version(KNOWN_VERSIONS[0]), parse_version(NEWEST_KNOWN)
+    if v < lo or v[:2] > hi[:2]:
+        return (f"vLLM {version} is outside the releases vllmkit knows ({KNOWN_VERSIONS[0]} … {NEWEST_KNOWN}); "
+                f"memory rules of the nearest known release are used")
+    return None
 
 
 def installed_vllm_version(env: Mapping[str, str] | None = None) -> tuple[str, str] | None:

@@ -100,14 +100,18 @@ def kv_budget(
     activation: MemoryTerm,
     cudagraph: MemoryTerm,
     kv_cache_memory_bytes: int | None = None,
+    extra: dict[str, MemoryTerm] | None = None,
 ) -> MemoryBudget:
+    """extra: further non-KV terms of the profile run (e.g. the multimodal encoder), subtracted too."""
+    extra = dict(extra or {})
     requested = requested_bytes(total_bytes, utilization)
     if kv_cache_memory_bytes is not None:
         kv = MemoryTerm(bytes=kv_cache_memory_bytes, source="given", note="--kv-cache-memory-bytes")
     else:
-        left = requested - weights.bytes - non_torch.bytes - activation.bytes - cudagraph.bytes
+        left = (requested - weights.bytes - non_torch.bytes - activation.bytes - cudagraph.bytes
+                - sum(t.bytes for t in extra.values()))
         src = "derived" if all(t.source in ("measured", "derived", "calibrated") for t in
-                               (weights, non_torch, activation, cudagraph)) else "estimated"
+                               (weights, non_torch, activation, cudagraph, *extra.values())) else "estimated"
         kv = MemoryTerm(bytes=left, source=src, note="requested - weights - non-torch - activation - CUDA graphs")
     return MemoryBudget(
         total_bytes=total_bytes,
@@ -117,4 +121,5 @@ def kv_budget(
         activation=activation,
         cudagraph=cudagraph,
         kv_cache=kv,
+        extra=extra,
     )

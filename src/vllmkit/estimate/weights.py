@@ -92,3 +92,47 @@ def split_weights(
         skipped_bytes=skipped,
         per_stage_bytes=per_stage,
     )
+
+
+def expert_fraction(arch: ModelArch) -> float:
+    """Share of the checkpoint held by routed experts (from the config's shapes): what
+    --enable-expert-parallel distributes over TP x DP ranks instead of splitting by TP only."""
+    if arch.moe is None or not arch.moe.num_experts:
+        return 0.0
+    h = arch.hidden_size
+    moe_inter = arch.moe.moe_intermediate_size or arch.intermediate_size or 4 * h
+    moe_layers = max(arch.num_hidden_layers - arch.moe.dense_layers, 0)
+    experts = moe_layers * arch.moe.num_experts * 3 * h * moe_inter
+    inter = arch.intermediate_size or 4 * h
+    attn = arch.num_hidden_layers * (h * arch.num_attention_heads * arch.head_dim * 2
+                                     + h * arch.num_kv_heads * arch.head_dim * 2)
+    shared = moe_layers * 3 * h * (arch.moe.shared_expert_intermediate_size or moe_inter) * arch.moe.num_shared_experts
+    dense = arch.moe.dense_layers * 3 * h * inter
+    embed = arch.vocab_size * h * (1 if arch.tie_word_embeddings else 2)
+    total = experts + attn + shared + dense + embed
+    return experts / total if total else 0.0
+
+
+def expert_parallel_total(arch: ModelArch, total_bytes: int, *, dp: int, enable_expert_parallel: bool) -> int:
+    """The checkpoint bytes one DP replica's TP group effectively holds per rank x TP: with expert
+    parallelism over TP x DP ranks each rank keeps num_experts / (TP x DP) whole experts, so a
+    replica's TP group holds the non-expert part plus 1/DP of the experts (vLLM FusedMoE with
+    EP: local experts = global experts / ep_size, ep_size = TP x DP)."""
+    if not enable_expert_parallel or dp <= 1:
+        return total_bytes
+    f = expert_fraction(arch)
+    return int(total_bytes * (1 - f) + total_bytes * f / dp)
+
+
+def mxfp4_load_factor(version: tuple[int, int, int], compute_capability: float | None) -> float:
+    """Loaded / checkpoint bytes of MXFP4 (gpt-oss) weights on GPUs without native FP4 (Hopper,
+    Ampere: the Marlin / Triton MoE paths repack the experts and keep padded scales), by release:
+    - 0.10.x on H100: "Model loading took 65.97 GiB" for 60.77 GiB of gpt-oss-120b files (vllm#23278);
+    - 0.14.1 on H100: 64.38 GiB for the same files (vllm#33155);
+    - 0.19.0 on A100: 13.72 GiB for 12.82 GiB of gpt-oss-20b (myoceane.fr public log).
+    Other GPUs and releases fall back to the middle value (estimated)."""
+    if compute_capability is not None and 9.0 <= compute_capability < 10.0:
+        return 65.97 / 60.77 if version < (0, 14, 0) else 64.38 / 60.77
+    if compute_capability is not None and 8.0 <= compute_capability < 9.0 and version >= (0, 14, 0):
+        return 13.72 / 12.82
+    return 1.07

@@ -53,8 +53,25 @@ def _norm(model_id: str) -> str:
     return model_id.strip().strip("/").lower()
 
 
+# Repositories renamed on the hub (the old id redirects to the new one), so an old id still plans
+# offline. Meta dropped the "Meta-" prefix of its Llama 3.1 repositories in September 2024: the model
+# cards of meta-llama/Llama-3.1-*-Instruct list the old ids, and https://huggingface.co/meta-llama/
+# Meta-Llama-3.1-8B-Instruct redirects to meta-llama/Llama-3.1-8B-Instruct.
+ALIASES: dict[str, str] = {
+    "meta-llama/meta-llama-3.1-8b-instruct": "meta-llama/Llama-3.1-8B-Instruct",
+    "meta-llama/meta-llama-3.1-70b-instruct": "meta-llama/Llama-3.1-70B-Instruct",
+    "meta-llama/meta-llama-3.1-405b-instruct": "meta-llama/Llama-3.1-405B-Instruct",
+    "meta-llama/meta-llama-3.1-405b-instruct-fp8": "meta-llama/Llama-3.1-405B-Instruct-FP8",
+}
+
+
+def canonical_id(model_id: str) -> str:
+    """The current hub id of a renamed repository (model_id itself when not renamed)."""
+    return ALIASES.get(_norm(model_id), model_id)
+
+
 def find_entry(model_id: str) -> CatalogEntry | None:
-    key = _norm(model_id)
+    key = _norm(canonical_id(model_id))
     for entry in load_catalog():
         if _norm(entry.id) == key or (entry.modelscope_id and _norm(entry.modelscope_id) == key):
             return entry
@@ -132,3 +149,31 @@ def catalog_siblings(base_id: str) -> list[CatalogEntry]:
     entry = find_entry(base_id)
     base = entry.base_model if entry else base_id
     return [e for e in load_catalog() if _norm(e.base_model) == _norm(base)]
+
+
+def catalog_rows(search: str | None = None) -> list[dict]:
+    from vllmkit.arch import read_arch
+    from vllmkit.hub.catalog import load_catalog
+
+    rows = []
+    for entry in load_catalog():
+        if search and search.lower() not in entry.id.lower():
+            continue
+        arch = read_arch(entry.config)
+        rows.append({
+            "id": entry.id,
+            "base_model": entry.base_model,
+            "variant": entry.variant,
+            "architecture": (arch.architectures or [arch.model_type])[0],
+            "layers": arch.num_hidden_layers,
+            "kv_heads": arch.num_kv_heads,
+            "head_dim": arch.head_dim,
+            "native_max_model_len": arch.native_max_model_len,
+            "moe": arch.moe is not None,
+            "hybrid": arch.is_hybrid,
+            "weights_bytes": entry.weights_bytes,
+            "weights_bytes_kind": entry.weights_bytes_kind,
+            "weights_source": entry.weights_source,
+            "modelscope_id": entry.modelscope_id,
+        })
+    return rows

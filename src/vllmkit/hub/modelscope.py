@@ -1,23 +1,30 @@
-"""ModelScope source, through its documented REST API with `requests`.
+"""ModelScope source: the official hub client (modelscope-hub's HubApi) for what it offers, `requests`
+for the bytes it does not.
 
-Endpoints (the same ones the modelscope client calls, modelscope_hub/_legacy_api.py and
-_openapi.py, modelscope 1.40 / modelscope-hub 0.5):
-- file list with sizes: GET {endpoint}/api/v1/models/{id}/repo/files?Revision=master&Recursive=True
-  -> {"Code": 200, "Success": true, "Data": {"Files": [{"Path", "Name", "Size", "Type"}]}}
-- one file (Range supported): GET {endpoint}/api/v1/models/{id}/repo?Revision=...&FilePath=...
-- search: GET {endpoint}/openapi/v1/models?search=...&owner=...&page_size=...
-  -> {"success": true, "data": {"models": [{"id": "org/name", ...}], "total_count": ...}}
+- file list with sizes: HubApi.list_repo_files (GET {endpoint}/api/v1/models/{id}/repo/files?Revision=
+  &Recursive=True); the client also walks listings the server truncates at 3,000 entries and retries a
+  spurious 403 / 429 / 5xx itself (4 attempts, 1-2-4 s backoff, honouring Retry-After).
+- search ("did you mean", quantized siblings): HubApi.list_repos("model", search=, owner=)
+  (GET {endpoint}/openapi/v1/models).
+- file bytes: GET {endpoint}/api/v1/models/{id}/repo?Revision=...&FilePath=... with `requests`, because
+  the client only downloads whole files into its cache while we read config files and a few KiB of each
+  safetensors header (Range requests).
 
-Why not the client library: its HubApi reads MODELSCOPE_ENDPOINT / MODELSCOPE_API_TOKEN from the
-process environment when constructed and retries inside, while we need per-command settings,
-bounded retries, request counting and ranged reads of a few bytes. Settings honoured:
-MODELSCOPE_ENDPOINT (MODELSCOPE_DOMAIN), MODELSCOPE_API_TOKEN (sent as Bearer and as the
-m_session_id cookie, as the client does), MODELSCOPE_CACHE (read offline).
+Settings are per command, never from this process's environment: HubApi gets the endpoint
+(MODELSCOPE_ENDPOINT / MODELSCOPE_DOMAIN) and the token (MODELSCOPE_API_TOKEN, sent by the client as
+Bearer and the m_session_id cookie; "" = anonymous, so a credential stored by `modelscope login` is not
+picked up behind the caller's back) as constructor arguments. The `modelscope` package itself is not
+used: importing it imports torch (5-11 s here), while modelscope-hub (its hub half, which it depends on)
+imports in ~2 s, and only when a ModelScope model is resolved.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import requests
@@ -28,8 +35,56 @@ from vllmkit.hub.offline import close_names, ms_offline_metadata
 from vllmkit.hub.remote import build_metadata
 from vllmkit.hub.settings import HubSettings
 
+if TYPE_CHECKING:
+    from modelscope_hub import HubApi
+
 DEFAULT_REVISION = "master"  # ModelScope's default branch
 MAX_SMALL_FILE_BYTES = 64 * 1024 * 1024
+USER_AGENT = "vllmkit"
+
+
+def hub_api(settings: HubSettings) -> HubApi:
+    """A HubApi for this command's settings (imported lazily: ~2 s, only for ModelScope models)."""
+    from modelscope_hub import HubApi
+
+    return HubApi(endpoint=settings.ms_endpoint, token=settings.ms_token or "", user_agent=USER_AGENT)
+
+
+@contextlib.contextmanager
+def _quiet_client() -> Iterator[None]:
+    """The client logs its retries to stderr; our errors say what happened, once, escaped."""
+    logger = logging.getLogger("modelscope_hub")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _sdk_failure(exc: BaseException) -> Failure | None:
+    """modelscope_hub.errors -> our failure kinds (None when it is not one of the client's errors)."""
+    from modelscope_hub import errors as ms
+
+    if isinstance(exc, (ms.AuthenticationError, ms.PermissionDeniedError)):
+        return Failure("gated", status=exc.status_code)
+    if isinstance(exc, ms.NotExistError):
+        return Failure("not_found", status=exc.status_code)
+    if isinstance(exc, ms.RateLimitError):
+        return Failure("rate_limited", status=exc.status_code, retry_after=getattr(exc, "retry_after", None))
+    if isinstance(exc, ms.ServerError):
+        return Failure("server", status=exc.status_code)
+    if isinstance(exc, ms.RequestTimeoutError):
+        return Failure("timeout")
+    if isinstance(exc, ms.NetworkError):
+        return Failure("unreachable", detail="connection failed")  # the client's text names its internal pool
+    if isinstance(exc, ms.APIError):
+        if exc.status_code is not None and exc.status_code >= 500:
+            return Failure("server", status=exc.status_code)
+        return Failure("http", status=exc.status_code, detail=str(exc).splitlines()[0][:200])
+    if isinstance(exc, ms.HubError):
+        return Failure("bad_response", detail=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+    return None
 
 
 class _StatusError(Exception):
@@ -40,16 +95,9 @@ class _StatusError(Exception):
         self.detail = detail
 
 
-class _ApiError(Exception):
-    """HTTP 200 with {"Success": false, "Code": ..., "Message": ...}."""
-
-    def __init__(self, code: Any, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-
-
 def classify(exc: BaseException) -> Failure | None:
+    if type(exc).__module__.startswith("modelscope_hub"):
+        return _sdk_failure(exc)
     if isinstance(exc, _StatusError):
         status = exc.status
         if status in (401, 403):
@@ -61,13 +109,6 @@ def classify(exc: BaseException) -> Failure | None:
         if status >= 500:
             return Failure("server", status=status)
         return Failure("http", status=status, detail=exc.detail)
-    if isinstance(exc, _ApiError):
-        text = f"{exc.code} {exc.message}".lower()
-        if any(k in text for k in ("not exist", "not found", "不存在", "404")):
-            return Failure("not_found", detail=exc.message)
-        if any(k in text for k in ("permission", "unauthor", "forbidden", "401", "403", "无权限")):
-            return Failure("gated", detail=exc.message)
-        return Failure("bad_response", detail=f"API error {exc.code}: {exc.message}"[:200])
     if isinstance(exc, requests.exceptions.ConnectTimeout):
         return Failure("unreachable", detail="connection timed out")
     if isinstance(exc, requests.exceptions.Timeout):
@@ -83,11 +124,13 @@ def classify(exc: BaseException) -> Failure | None:
 
 
 class _MsRepo:
-    def __init__(self, settings: HubSettings, repo_id: str, revision: str | None, session: requests.Session) -> None:
+    def __init__(self, settings: HubSettings, repo_id: str, revision: str | None, session: requests.Session,
+                 api: HubApi | None = None) -> None:
         self.settings = settings
         self.repo_id = repo_id
         self.revision = revision
         self.session = session
+        self.api = api if api is not None else hub_api(settings)
         self.ctx = HubContext(
             hub="ModelScope",
             endpoint=settings.ms_endpoint,
@@ -106,23 +149,20 @@ class _MsRepo:
         return retrying(call, classify, settings=self.settings, ctx=self.ctx, what=what, suggest=suggest)
 
     def list_files(self) -> tuple[list[FileInfo], str | None]:
-        url = f"{self.settings.ms_endpoint}/api/v1/models/{self.repo_id}/repo/files"
-        params = {"Revision": self._rev, "Recursive": "True"}
-
         def call() -> Any:
-            return _data(_get(self.session, url, params=params, settings=self.settings).json())
+            with _quiet_client():
+                return self.api.list_repo_files(self.repo_id, "model", revision=self._rev, recursive=True)
 
-        data = self._retry(call, "file list", suggest=lambda: suggest_ids(self.settings, self.repo_id, self.session))
-        entries = data.get("Files") if isinstance(data, dict) else data
-        if not isinstance(entries, list):
-            raise self._bad("file list", "no Files list in the response")
+        # the client retries listings itself: no second layer of retries around it
+        once = dataclasses.replace(self.settings, retries=0)
+        entries = retrying(call, classify, settings=once, ctx=self.ctx, what="file list",
+                           suggest=lambda: suggest_ids(self.settings, self.repo_id, api=self.api))
         files: list[FileInfo] = []
         for entry in entries:
-            if not isinstance(entry, dict) or entry.get("Type") == "tree":
+            if getattr(entry, "type", "blob") == "tree":
                 continue
-            path = entry.get("Path") or entry.get("Name")
-            size = entry.get("Size")
-            if not isinstance(path, str) or (size is not None and (not isinstance(size, int) or size < 0)):
+            path, size = getattr(entry, "path", None), getattr(entry, "size", None)
+            if not isinstance(path, str) or not path or not isinstance(size, int) or size < 0:
                 raise self._bad("file list", f"malformed entry {str(entry)[:80]}")
             files.append(FileInfo(name=path, size=size))
         return files, None
@@ -155,15 +195,6 @@ class _MsRepo:
         return self._retry(call, f"the header of {path}")
 
 
-def _data(body: Any) -> Any:
-    if not isinstance(body, dict):
-        raise ValueError("response is not a JSON object")
-    success = body.get("Success", body.get("success"))
-    if success is False:
-        raise _ApiError(body.get("Code", body.get("code")), str(body.get("Message", body.get("message", "")))[:200])
-    return body.get("Data", body.get("data"))
-
-
 def make_session(settings: HubSettings) -> requests.Session:
     session = requests.Session()
     session.trust_env = True  # proxies from HTTPS_PROXY etc., like the modelscope client
@@ -178,13 +209,6 @@ def make_session(settings: HubSettings) -> requests.Session:
 def _raise_for_status(response: requests.Response) -> None:
     if response.status_code >= 400:
         raise _StatusError(response.status_code, retry_after_seconds(response.headers.get("Retry-After")))
-
-
-def _get(session: requests.Session, url: str, *, params: dict[str, str] | None = None,
-         settings: HubSettings) -> requests.Response:
-    response = session.get(url, params=params, timeout=settings.timeout_s)
-    _raise_for_status(response)
-    return response
 
 
 def _get_bytes(session: requests.Session, url: str, headers: dict[str, str], *, limit: int,
@@ -204,24 +228,17 @@ def _get_bytes(session: requests.Session, url: str, headers: dict[str, str], *, 
 
 
 def search_models(settings: HubSettings, query: str, *, owner: str | None = None, limit: int = 100,
-                  session: requests.Session | None = None) -> list[str]:
-    session = session or make_session(settings)
-    params: dict[str, Any] = {"search": query, "page_number": 1, "page_size": min(limit, 100)}
-    if owner:
-        params["owner"] = owner
-    response = session.get(f"{settings.ms_endpoint}/openapi/v1/models", params=params, timeout=settings.timeout_s)
-    _raise_for_status(response)
-    data = _data(response.json())
-    items = data.get("models") if isinstance(data, dict) else data
-    if not isinstance(items, list):
-        raise ValueError("model search did not return a list")
-    return [str(i["id"]) for i in items if isinstance(i, dict) and isinstance(i.get("id"), str)]
+                  api: HubApi | None = None) -> list[str]:
+    api = api if api is not None else hub_api(settings)
+    with _quiet_client():
+        page = api.list_repos("model", search=query, owner=owner, page_number=1, page_size=min(limit, 100))
+    return [str(r.repo_id) for r in page.items if isinstance(getattr(r, "repo_id", None), str)]
 
 
-def suggest_ids(settings: HubSettings, repo_id: str, session: requests.Session | None = None) -> list[str]:
+def suggest_ids(settings: HubSettings, repo_id: str, api: HubApi | None = None) -> list[str]:
     name = repo_id.split("/")[-1]
     query = name.rsplit("-", 1)[0] if "-" in name else name
-    return close_names(repo_id, search_models(settings, query, limit=50, session=session))
+    return close_names(repo_id, search_models(settings, query, limit=50, api=api))
 
 
 class ModelScopeSource:

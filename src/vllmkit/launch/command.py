@@ -11,6 +11,8 @@ Rules (issue "vllmkit serve and vllmkit smoke", item 1):
 - --kv-cache-dtype when not auto; --dtype / --quantization only when they differ from what the
   checkpoint declares (vLLM reads those from config.json itself);
 - --trust-remote-code only when config.json has auto_map;
+- --enable-auto-tool-choice --tool-call-parser X / --reasoning-parser Y from the plan's features
+  block (model-family presets, launch/presets.py) unless --no-tools / --no-reasoning;
 - --api-key: the real key in `argv`, `***` in `redacted_argv` (the supervisor moves it to the
   child's VLLM_API_KEY environment so it never shows in `ps`);
 - env: VLLM_USE_MODELSCOPE=True for ModelScope models, VLLM_ROCM_USE_AITER=1 on MI300-class GPUs,
@@ -27,6 +29,7 @@ from pydantic import BaseModel, Field
 
 from vllmkit.engine.flags import Flag, KnownFlags, check_flags
 from vllmkit.engine.launcher import uses_positional_model
+from vllmkit.launch.presets import feature_flags, plan_features
 from vllmkit.plan.models import PlanRequest, PlanResult
 
 REDACTED = "***"
@@ -159,9 +162,36 @@ def serve_flags(
         add("--no-enable-prefix-caching")
     if req.generation_config_vllm:
         add("--generation-config", "vllm")
+    # serving features (issue 14): the model family's tool-call / reasoning parsers
+    flags += feature_flags(plan, req)
     if include_api_key and req.api_key:
         add("--api-key", req.api_key)
+    _feature_flags(req, add)
     return flags
+
+
+def _feature_flags(req: PlanRequest, add) -> None:
+    """issue 13: multimodal limits, LoRA, speculative decoding, data / expert parallel."""
+    import json
+
+    if req.language_model_only:
+        add("--language-model-only")
+    elif req.limit_mm_per_prompt is not None:
+        add("--limit-mm-per-prompt", json.dumps(req.limit_mm_per_prompt, separators=(",", ":"), sort_keys=True))
+    if req.enable_lora:
+        add("--enable-lora")
+        if req.max_loras is not None:
+            add("--max-loras", req.max_loras)
+        if req.max_lora_rank is not None:
+            add("--max-lora-rank", req.max_lora_rank)
+        if req.max_cpu_loras is not None:
+            add("--max-cpu-loras", req.max_cpu_loras)
+    if req.speculative_config:
+        add("--speculative-config", json.dumps(req.speculative_config, separators=(",", ":"), sort_keys=True))
+    if req.data_parallel_size and req.data_parallel_size > 1:
+        add("--data-parallel-size", req.data_parallel_size)
+    if req.enable_expert_parallel:
+        add("--enable-expert-parallel")
 
 
 def serve_env(plan: PlanResult, *, visible_devices: list[int] | None = None) -> dict[str, str]:
@@ -316,3 +346,17 @@ def secure_launch(cmd: ServeCommand) -> tuple[list[str], dict[str, str]]:
             continue
         argv.append(tok)
     return argv, env
+
+
+def attach_serve_command(plan: PlanResult, req: PlanRequest) -> PlanResult:
+    """Fill the plan's `serve_command` / `serve_env` (the `vllm serve` line people copy, API key
+    redacted). The planner does not build commands; launch does. The serving-features block
+    (issue 14: model-family parsers, prefix caching, chunked prefill) is attached first: it
+    decides the parser flags."""
+    if plan.features is None:
+        plan.features = plan_features(plan, req)
+        plan.warnings += [w for w in plan.features.warnings if w not in plan.warnings]
+    cmd = build_serve_command(plan, req)
+    plan.serve_command = list(cmd.redacted_argv)
+    plan.serve_env = dict(cmd.env)
+    return plan

@@ -6,15 +6,28 @@ VLLM_API_KEY (vLLM reads it when --api-key is absent, vllm/envs.py), from the ca
 
 Images (override with `image=`):
 - CUDA: vllm/vllm-openai:v<version> (docs.vllm.ai "Using Docker"; its entrypoint is `vllm serve`);
-- ROCm: rocm/vllm (AMD's image; no vLLM entrypoint, so the command is spelled out) with /dev/kfd,
-  /dev/dri, --group-add video and seccomp=unconfined (AMD's documented `docker run` flags);
+- ROCm: vllm/vllm-openai-rocm:v<version>, the ROCm image the vLLM project publishes next to the
+  CUDA one from the 0.14 line on (tags `v<version>` like the CUDA image, e.g. v0.21.0); older
+  versions get AMD's rocm/vllm, whose tags carry the ROCm version and a build date
+  (`rocm7.0.0_vllm_0.11.2_20251210`) and so cannot be derived from the vLLM version: `latest`,
+  with a warning to pin it with --image. The command is spelled out (`--entrypoint vllm serve …`)
+  so it works with either image. Devices: /dev/kfd, /dev/dri, --group-add video and
+  seccomp=unconfined (AMD's documented `docker run` flags);
 - CPU:  public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v<version> (vLLM's CPU release image).
 Inside a container vLLM binds 0.0.0.0:8000; a loopback `--host` in the plan becomes a loopback
 port publication (`-p 127.0.0.1:PORT:8000`) so the exposure the user asked for is kept.
+
+Multi-node plans (issue 14): shell / docker / compose describe one process on one machine, so a
+plan that spans nodes is refused with a pointer to --export ray (head + workers) or --export k8s
+(LeaderWorkerSet); the Ray head's API binds 0.0.0.0 (the cluster must reach it) behind
+VLLM_API_KEY. Kubernetes exports add a PersistentVolumeClaim model cache (plus an optional
+download Job), a HorizontalPodAutoscaler, a ServiceMonitor and a Grafana dashboard
+(launch/monitoring.py).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shlex
@@ -24,6 +37,8 @@ from typing import Any, Literal
 import yaml
 
 from vllmkit.engine.flags import Flag
+from vllmkit.engine.versions import parse_version
+from vllmkit.errors import UsageError
 from vllmkit.launch.command import (
     format_shell,
     is_loopback,
@@ -32,10 +47,25 @@ from vllmkit.launch.command import (
     serve_flags,
     served_model_name,
 )
+from vllmkit.launch.monitoring import (
+    ScaleMetric,
+    dashboard_configmap,
+    grafana_dashboard,
+    hpa_manifest,
+    prometheus_adapter_rules,
+    service_monitor,
+)
 from vllmkit.plan.models import PlanRequest, PlanResult
 
-ExportFormat = Literal["shell", "docker", "compose", "k8s", "ray"]
-FORMATS: tuple[str, ...] = ("shell", "docker", "compose", "k8s", "ray")
+ExportFormat = Literal["shell", "docker", "compose", "k8s", "ray", "grafana"]
+FORMATS: tuple[str, ...] = ("shell", "docker", "compose", "k8s", "ray", "grafana")
+SINGLE_MACHINE_FORMATS = ("shell", "docker", "compose")
+ROCM_UPSTREAM_IMAGE_SINCE = (0, 14, 0)
+# model cache: the weights plus 10% and 5 GiB (tokenizer/config files, and the largest shard twice
+# while huggingface_hub writes it as .incomplete before the rename)
+CACHE_MARGIN_FRACTION = 0.10
+CACHE_MARGIN_BYTES = 5 * (1 << 30)
+DEFAULT_REPLICAS = (1, 4)
 CONTAINER_PORT = 8000
 HF_CACHE = "/root/.cache/huggingface"
 MS_CACHE = "/root/.cache/modelscope"
@@ -56,8 +86,16 @@ class ExportContext:
         auth: bool = False,
         visible_devices: list[int] | None = None,
         health_timeout_s: float = 1800.0,
+        replicas: tuple[int, int] = DEFAULT_REPLICAS,
+        scale_metric: ScaleMetric = "queue",
+        storage_class: str | None = None,
+        download_job: bool = True,
     ) -> None:
         self.plan = plan
+        self.replicas = replicas
+        self.scale_metric = scale_metric
+        self.storage_class = storage_class
+        self.download_job = download_job
         self.req = req
         self.device = plan.device
         self.auth = auth
@@ -66,6 +104,7 @@ class ExportContext:
         self.served = served_model_name(plan, req)
         self.name = name or dns_name("vllm-" + self.served)
         self.image = image or default_image(plan)
+        self.image_warning = None if image else image_warning(plan, self.image)
         self.world = plan.parallel.tensor_parallel_size * plan.parallel.pipeline_parallel_size
         self.nodes = max(1, plan.parallel.nodes)
         self.gpus_per_node = max(1, math.ceil(self.world / self.nodes)) if self.device != "cpu" else 0
@@ -116,7 +155,23 @@ class ExportContext:
         ]
         if self.auth:
             lines.append("requires VLLM_API_KEY (clients send: Authorization: Bearer $VLLM_API_KEY)")
+        if self.image_warning:
+            lines.append("warning: " + self.image_warning)
         return lines
+
+    def model_files_bytes(self) -> int:
+        """The checkpoint on disk: the hub's file sizes, else the planned weights on all ranks."""
+        p = self.plan
+        return p.model.weight_files_bytes or p.memory.weights_bytes * max(1, self.world)
+
+    def cache_size_gi(self) -> int:
+        need = self.model_files_bytes() * (1 + CACHE_MARGIN_FRACTION) + CACHE_MARGIN_BYTES
+        return max(1, math.ceil(need / GIB))
+
+    @property
+    def shared_cache(self) -> bool:
+        """Several pods (replicas, or the nodes of one LWS group) read the cache at once."""
+        return self.replicas[1] > 1 or self.nodes > 1
 
 
 def dns_name(text: str) -> str:
@@ -128,14 +183,31 @@ def dns_name(text: str) -> str:
     return s[:63].rstrip("-") or "vllm"
 
 
-def default_image(plan: PlanResult) -> str:
+def _pinned_tag(plan: PlanResult) -> str | None:
     version = (plan.vllm_version or "").split("+")[0]
-    tag = f"v{version}" if re.fullmatch(r"\d+\.\d+\.\d+", version) else "latest"
+    return f"v{version}" if re.fullmatch(r"\d+\.\d+\.\d+", version) else None
+
+
+def default_image(plan: PlanResult) -> str:
+    tag = _pinned_tag(plan) or "latest"
     if plan.device == "rocm":
+        if tag != "latest" and parse_version(tag) >= ROCM_UPSTREAM_IMAGE_SINCE:
+            return f"vllm/vllm-openai-rocm:{tag}"
         return "rocm/vllm:latest"
     if plan.device == "cpu":
         return f"public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:{tag}"
     return f"vllm/vllm-openai:{tag}"
+
+
+def image_warning(plan: PlanResult, image: str) -> str | None:
+    if not image.endswith(":latest"):
+        return None
+    if plan.device == "rocm":
+        return (
+            f"{image} is not pinned: vLLM {plan.vllm_version} has no vllm/vllm-openai-rocm image; pick the "
+            "rocm/vllm tag for it (rocm<ROCm>_vllm_<version>_<date>) and pass it with --image"
+        )
+    return f"{image} is not pinned (the plan's vLLM version {plan.vllm_version!r} is not a release): pass --image"
 
 
 class _NoAliasDumper(yaml.SafeDumper):
@@ -209,9 +281,9 @@ def _docker_device_args(ctx: ExportContext) -> list[str]:
 
 def _container_command(ctx: ExportContext) -> list[str]:
     """What follows the image: vllm/vllm-openai and the CPU image run `vllm serve` as entrypoint;
-    rocm/vllm has none."""
+    on ROCm the entrypoint is set to `vllm` (rocm/vllm has none), so `serve MODEL` follows."""
     if ctx.device == "rocm":
-        return ["vllm", "serve", ctx.container_model, *ctx.args()]
+        return ["serve", ctx.container_model, *ctx.args()]
     return ["--model", ctx.container_model, *ctx.args()]
 
 
@@ -236,8 +308,10 @@ def export_docker(ctx: ExportContext) -> str:
         groups.append(["-e", "HF_TOKEN"])  # passed through from the caller's environment when set
     if ctx.auth:
         groups.append(["-e", "VLLM_API_KEY"])
+    if ctx.device == "rocm":
+        groups.append(["--entrypoint", "vllm"])
     command = _container_command(ctx)
-    head = 3 if ctx.device == "rocm" else 2  # "vllm serve MODEL" / "--model MODEL"
+    head = 2  # "serve MODEL" / "--model MODEL"
     groups.append([ctx.image, *command[:head]])
     rest = command[head:]
     j = 0
@@ -352,6 +426,10 @@ def _k8s_env(ctx: ExportContext, secret: str) -> list[dict[str, Any]]:
     return env
 
 
+def _cache_dir(ctx: ExportContext) -> str:
+    return MS_CACHE if ctx.plan.model.source == "modelscope" else HF_CACHE
+
+
 def _volumes(ctx: ExportContext) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     mounts: list[dict[str, Any]] = []
     volumes: list[dict[str, Any]] = []
@@ -365,11 +443,82 @@ def _volumes(ctx: ExportContext) -> tuple[list[dict[str, Any]], list[dict[str, A
         mounts.append({"name": "model", "mountPath": ctx.container_model, "readOnly": True})
         volumes.append({"name": "model", "hostPath": {"path": ctx.host_model_dir, "type": "Directory"}})
     else:
-        cache = MS_CACHE if ctx.plan.model.source == "modelscope" else HF_CACHE
-        mounts.append({"name": "model-cache", "mountPath": cache})
-        # emptyDir re-downloads on every pod start; replace with a PersistentVolumeClaim to keep it
-        volumes.append({"name": "model-cache", "emptyDir": {}})
+        # a PersistentVolumeClaim keeps the download across pod restarts (an emptyDir would fetch
+        # the whole checkpoint again on every start)
+        mounts.append({"name": "model-cache", "mountPath": _cache_dir(ctx)})
+        volumes.append({"name": "model-cache", "persistentVolumeClaim": {"claimName": _pvc_name(ctx)}})
     return mounts, volumes
+
+
+def _pvc_name(ctx: ExportContext) -> str:
+    return dns_name(ctx.name + "-model-cache")
+
+
+def model_cache_pvc(ctx: ExportContext) -> dict[str, Any]:
+    """The hub cache as a PVC sized from the plan: the checkpoint + 10% + 5 GiB. Shared by all
+    replicas / LWS nodes (ReadWriteMany, e.g. NFS, CephFS, a cloud file store) when several pods
+    mount it at once, else ReadWriteOnce."""
+    spec: dict[str, Any] = {
+        "accessModes": ["ReadWriteMany" if ctx.shared_cache else "ReadWriteOnce"],
+        "resources": {"requests": {"storage": f"{ctx.cache_size_gi()}Gi"}},
+    }
+    if ctx.storage_class:
+        spec["storageClassName"] = ctx.storage_class
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": _pvc_name(ctx), "labels": _labels(ctx)},
+        "spec": spec,
+    }
+
+
+# what vLLM loads from a safetensors repo; original/ holds Meta's consolidated .pth duplicates
+_DOWNLOAD_ALLOW = ["*.json", "*.safetensors", "*.model", "*.tiktoken", "*.txt", "*.jinja", "*.py", "tokenizer*"]
+_DOWNLOAD_IGNORE = ["original/*", "*.pth", "*.pt", "*.gguf"]
+
+
+def download_job(ctx: ExportContext) -> dict[str, Any] | None:
+    """A Job that fills the cache before (or while) vLLM starts: huggingface_hub's
+    snapshot_download into the same PVC (the vLLM image ships huggingface_hub). Concurrent
+    downloads by the Job and vLLM wait on huggingface_hub's per-file locks instead of clashing.
+    Hugging Face models only (the ModelScope client is not in the vLLM image)."""
+    p = ctx.plan
+    if ctx.host_model_dir or p.model.source not in ("hf", "catalog") or not ctx.download_job:
+        return None
+    revision = ctx.req.revision or p.model.revision
+    call = (
+        "from huggingface_hub import snapshot_download; "
+        f"snapshot_download(repo_id={json.dumps(p.model.id)}"
+        + (f", revision={json.dumps(revision)}" if revision and revision != "main" else "")
+        + f", allow_patterns={json.dumps(_DOWNLOAD_ALLOW)}, ignore_patterns={json.dumps(_DOWNLOAD_IGNORE)})"
+    )
+    container = {
+        "name": "download",
+        "image": ctx.image,
+        "command": ["python3", "-c", call],
+        "env": [
+            {"name": "HF_HUB_ENABLE_HF_TRANSFER", "value": "0"},
+            {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}}},
+        ],
+        "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
+        "volumeMounts": [{"name": "model-cache", "mountPath": HF_CACHE}],
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": dns_name(ctx.name + "-download"), "labels": _labels(ctx)},
+        "spec": {
+            "backoffLimit": 4,
+            "template": {
+                "metadata": {"labels": _labels(ctx)},
+                "spec": {
+                    "restartPolicy": "OnFailure",
+                    "containers": [container],
+                    "volumes": [{"name": "model-cache", "persistentVolumeClaim": {"claimName": _pvc_name(ctx)}}],
+                },
+            },
+        },
+    }
 
 
 def _probes(ctx: ExportContext) -> dict[str, Any]:
@@ -393,9 +542,42 @@ def _labels(ctx: ExportContext) -> dict[str, str]:
 
 
 def k8s_objects(ctx: ExportContext) -> list[dict[str, Any]]:
-    """Deployment + Service (single node) or LeaderWorkerSet + Service (multi-node)."""
-    if ctx.nodes > 1:
-        return _lws_objects(ctx)
+    """[PVC, download Job] + Deployment + Service (single node) or LeaderWorkerSet + Service
+    (multi-node), then HorizontalPodAutoscaler, ServiceMonitor and the Grafana dashboard."""
+    workload = _lws_objects(ctx) if ctx.nodes > 1 else _deployment_objects(ctx)
+    head: list[dict[str, Any]] = []
+    if not ctx.host_model_dir:
+        head.append(model_cache_pvc(ctx))
+        job = download_job(ctx)
+        if job is not None:
+            head.append(job)
+    return head + workload + monitoring_objects(ctx)
+
+
+def monitoring_objects(ctx: ExportContext) -> list[dict[str, Any]]:
+    lws = ctx.nodes > 1
+    out: list[dict[str, Any]] = []
+    lo, hi = ctx.replicas
+    if hi > 1:
+        out.append(
+            hpa_manifest(
+                ctx.name, lo, hi, metric=ctx.scale_metric, vllm_version=ctx.plan.vllm_version,
+                kind="LeaderWorkerSet" if lws else "Deployment",
+                api_version="leaderworkerset.x-k8s.io/v1" if lws else "apps/v1",
+                labels=_labels(ctx),
+            )
+        )  # fmt: skip
+    out.append(service_monitor(ctx.name, {"app.kubernetes.io/name": ctx.name}, labels=_labels(ctx)))
+    out.append(
+        dashboard_configmap(
+            dns_name(ctx.name + "-dashboard"), grafana_dashboard(f"vLLM {ctx.served}", ctx.plan.vllm_version),
+            labels=_labels(ctx),
+        )
+    )
+    return out
+
+
+def _deployment_objects(ctx: ExportContext) -> list[dict[str, Any]]:
     mounts, volumes = _volumes(ctx)
     container: dict[str, Any] = {
         "name": "vllm",
@@ -518,10 +700,38 @@ def export_k8s(ctx: ExportContext) -> str:
         )
     if ctx.plan.model.source != "local":
         header.append("optional: kubectl create secret generic hf-token --from-literal=token=$HF_TOKEN")
+        header.append(
+            f"model cache: PersistentVolumeClaim {_pvc_name(ctx)} of {ctx.cache_size_gi()}Gi "
+            f"({'ReadWriteMany: every replica/node mounts it' if ctx.shared_cache else 'ReadWriteOnce'}); "
+            "the cluster's default StorageClass unless one is named"
+        )
+        if download_job(ctx) is not None:
+            header.append(
+                f"the Job {dns_name(ctx.name + '-download')} fills it; vLLM waits on the same file locks if it starts first"
+            )
     if ctx.nodes > 1:
         header.append("needs the LeaderWorkerSet controller (https://github.com/kubernetes-sigs/lws)")
+    lo, hi = ctx.replicas
+    if hi > 1:
+        header += [
+            f"autoscaling: {lo}..{hi} replicas of {max(1, ctx.gpus_per_node) * ctx.nodes if ctx.device != 'cpu' else 0} GPU(s) each "
+            f"on {'queue length (waiting requests per replica)' if ctx.scale_metric == 'queue' else 'mean KV-cache usage'};",
+            "the HPA reads an External metric: install prometheus-adapter with the rules at the end of this file",
+        ]
+    header.append("metrics: the ServiceMonitor needs the Prometheus Operator; the dashboard ConfigMap is picked up by")
+    header.append("the Grafana sidecar of kube-prometheus-stack (label grafana_dashboard=1)")
     docs = [_yaml(o) for o in k8s_objects(ctx)]
-    return _comment(header) + "---\n".join(docs)
+    text = _comment(header) + "---\n".join(docs)
+    if hi > 1:
+        rules = _yaml(prometheus_adapter_rules(ctx.plan.vllm_version))
+        text += "\n# --- prometheus-adapter values (helm install prometheus-adapter prometheus-community/prometheus-adapter -f ...) ---\n"
+        text += "".join("# " + ln + "\n" for ln in rules.splitlines())
+    return text
+
+
+def export_grafana(ctx: ExportContext) -> str:
+    """The Grafana dashboard alone (JSON), for import through Grafana's UI or API."""
+    return json.dumps(grafana_dashboard(f"vLLM {ctx.served}", ctx.plan.vllm_version), indent=1) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -532,7 +742,8 @@ def export_ray(ctx: ExportContext) -> str:
     gpus = ctx.gpus_per_node
     model = ctx.host_model_dir or model_ref(ctx.plan)
     argv = ["vllm", "serve", model]
-    flags = serve_flags(ctx.plan, ctx.req, include_api_key=False, executor_backend="ray")
+    # the head's API must be reachable from outside the node: bind every interface, behind the key
+    flags = serve_flags(ctx.plan, ctx.req, host="0.0.0.0", include_api_key=False, executor_backend="ray")
     for f in flags:
         argv += f.argv()
     env = ctx.env()
@@ -541,6 +752,7 @@ def export_ray(ctx: ExportContext) -> str:
         *(f"# {ln}" for ln in ctx.header("Ray cluster commands")),
         f"# {ctx.nodes} node(s) x {gpus} GPU(s); every node needs the same vLLM version and the model",
         "# (same path, or the same hub cache) and must reach the head on port 6379.",
+        "# Ray's ports have no authentication: keep the nodes on a private network / firewall them.",
         "",
         "# 1. on the head node:",
         f"ray start --head --port={RAY_PORT} --num-gpus={gpus}",
@@ -554,6 +766,8 @@ def export_ray(ctx: ExportContext) -> str:
         lines.append(f"export {k}={shlex.quote(v)}")
     if ctx.auth:
         lines.append(': "${VLLM_API_KEY:?set VLLM_API_KEY}"')
+    else:
+        lines.append(f"# warning: no API key: anyone who reaches port {ctx.req.port} of the head can use the model")
     lines.append(format_shell(argv))
     text = "\n".join(lines) + "\n"
     if ctx.nodes > 1:
@@ -569,6 +783,7 @@ _EXPORTERS = {
     "compose": export_compose,
     "k8s": export_k8s,
     "ray": export_ray,
+    "grafana": export_grafana,
 }
 
 
@@ -582,9 +797,22 @@ def export(
     auth: bool = False,
     visible_devices: list[int] | None = None,
     health_timeout_s: float = 1800.0,
+    replicas: tuple[int, int] = DEFAULT_REPLICAS,
+    scale_metric: ScaleMetric = "queue",
+    storage_class: str | None = None,
+    download_job: bool = True,
 ) -> str:
     if fmt not in _EXPORTERS:
         raise ValueError(f"unknown export format {fmt!r}")
+    nodes = max(1, plan.parallel.nodes)
+    if fmt in SINGLE_MACHINE_FORMATS and nodes > 1:
+        p = plan.parallel
+        raise UsageError(
+            f"this plan spans {nodes} nodes ({p.tensor_parallel_size * p.pipeline_parallel_size} GPUs: TP "
+            f"{p.tensor_parallel_size} x PP {p.pipeline_parallel_size}); a {fmt} export runs on one machine",
+            "use --export ray (Ray head + worker commands) or --export k8s (LeaderWorkerSet)",
+            code="multi-node-export",
+        )
     ctx = ExportContext(
         plan,
         req,
@@ -593,5 +821,9 @@ def export(
         auth=auth,
         visible_devices=visible_devices,
         health_timeout_s=health_timeout_s,
+        replicas=replicas,
+        scale_metric=scale_metric,
+        storage_class=storage_class,
+        download_job=download_job,
     )
     return _EXPORTERS[fmt](ctx)

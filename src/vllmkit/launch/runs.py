@@ -1,4 +1,4 @@
-"""Run folders: one per `vllmkit serve`, under doctor.paths.runs_dir (shared with `doctor --log`).
+"""Run folders: one per `vllmkit serve`, under dirs.runs_dir (shared with `doctor --log`).
 
     <runs_dir>/<run-id>/run.json   what was started (redacted argv), pid/pgid, status, endpoint
                        /vllm.log   vLLM's stdout+stderr
@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from vllmkit.doctor.paths import RUN_LOG_NAME, runs_dir
+from vllmkit.dirs import RUN_LOG_NAME, runs_dir
 
 RunStatus = Literal["starting", "running", "failed", "stopped", "exited", "interrupted"]
 RUN_FILE = "run.json"

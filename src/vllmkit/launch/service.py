@@ -15,7 +15,6 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, Field
 
-from vllmkit.calibration.checklog import record_startup
 from vllmkit.engine.flags import KnownFlags, known_flags
 from vllmkit.engine.launcher import Launcher, LauncherChoice, choose_launcher, detect_installed
 from vllmkit.errors import LaunchError, UsageError
@@ -28,9 +27,10 @@ from vllmkit.launch.command import (
     secure_launch,
     served_model_name,
 )
-from vllmkit.launch.diagnose import StartFailure, diagnose_start_failure
+from vllmkit.launch.failure import Diagnoser, StartFailure, start_failures
 from vllmkit.launch.phases import PhaseEvent, StartupFacts
-from vllmkit.launch.smoke import SmokeReport, run_smoke
+from vllmkit.launch.presets import smoke_features
+from vllmkit.launch.smoke import SmokeReport, read_key_file, run_smoke
 from vllmkit.launch.supervisor import (
     STOP_GRACE_S,
     HealthOutcome,
@@ -72,47 +72,11 @@ class ApiKey(BaseModel):
     origin: Literal["env", "file", "generated", "none"] = "none"
 
 
-def load_plan_file(path: Path) -> tuple[PlanRequest, PlanResult]:
-    """A plan saved by `vllmkit plan --save` ({request, plan} YAML; JSON is YAML too)."""
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"cannot read plan {path}: {exc.strerror}", "check the path") from None
-    except yaml.YAMLError as exc:
-        raise UsageError(
-            f"{path} is not valid YAML: {exc}", "re-create it with `vllmkit plan ... --save`"
-        ) from None
-    if isinstance(doc, dict) and doc.get("command") == "plan" and isinstance(doc.get("data"), dict):
-        raise UsageError(
-            f"{path} is a `plan --json` envelope without the request",
-            "save plans with `vllmkit plan MODEL ... --save plan.yaml`",
-        )
-    if not isinstance(doc, dict) or "plan" not in doc or "request" not in doc:
-        raise UsageError(
-            f"{path} is not a saved plan (needs 'request' and 'plan')", "use `vllmkit plan ... --save`"
-        )
-    try:
-        return PlanRequest.model_validate(doc["request"]), PlanResult.model_validate(doc["plan"])
-    except ValueError as exc:
-        first = str(exc).splitlines()[0]
-        raise UsageError(
-            f"{path}: invalid plan ({first})", "re-create it with this vllmkit version"
-        ) from None
-
-
 def resolve_api_key(host: str, env: Mapping[str, str], *, api_key_file: str | None, no_auth: bool) -> ApiKey:
     """--api-key-file, else VLLM_API_KEY, else (only when binding beyond loopback without --no-auth)
     a generated key. vLLM itself would serve every interface without any key."""
     if api_key_file:
-        try:
-            key = Path(api_key_file).expanduser().read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise UsageError(
-                f"cannot read --api-key-file {api_key_file}: {exc.strerror}", "check the path"
-            ) from None
-        if not key:
-            raise UsageError(f"--api-key-file {api_key_file} is empty", "put the key on the first line")
-        return ApiKey(key=key, origin="file")
+        return ApiKey(key=read_key_file(api_key_file), origin="file")
     if env.get("VLLM_API_KEY"):
         return ApiKey(key=env["VLLM_API_KEY"], origin="env")
     if not is_loopback(host) and not no_auth:
@@ -170,6 +134,9 @@ class Reporter(BaseModel):
     line: Callable[[str], None] | None = None
     note: Callable[[str], None] | None = None
     ready: Callable[[ServeResult], None] | None = None
+    # a healthy start's log text and where it came from ("serve run <id>"): the caller stores the
+    # measurement (calibration) — launch itself does not write calibrations
+    healthy: Callable[[str, str], None] | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,6 +173,7 @@ def prepare(
     warnings: list[str] = []
     try:
         install = detect_installed(env, options.python)
+        _require_platform(plan, install)
         launcher = choose_launcher(install, options.launcher)
         vllm_desc = f"{install.dist} {install.version}"
         if options.check_flags:
@@ -247,6 +215,21 @@ def prepare(
         vllm=vllm_desc,
         flags_checked=checked,
         api_key=key,
+    )
+
+
+def _require_platform(plan: PlanResult, install) -> None:
+    """A plan for CUDA/ROCm GPUs cannot start on a CPU (or other-platform) build of vLLM: say so
+    instead of printing or running that build's launcher for it."""
+    have = install.variant
+    if have in ("unknown", None) or have == plan.device:
+        return
+    raise LaunchError(
+        f"the installed vLLM ({install.dist} {install.version}) is a {have} build; this plan is for "
+        f"{plan.device} ({plan.gpu.display_name})",
+        f"run it where a {plan.device} build of vLLM is installed (`--dry-run` prints the command for it), "
+        "or plan for this one with --device cpu",
+        code="vllm-platform-mismatch",
     )
 
 
@@ -381,6 +364,7 @@ class ServeFailed(LaunchError):
     def __init__(self, message: str, hint: str | None, result: ServeResult) -> None:
         super().__init__(message, hint, code=result.failure[0].code if result.failure else "launch")
         self.result = result
+        self.data = result  # the envelope keeps what was learnt before the failure
 
 
 def serve(
@@ -390,8 +374,12 @@ def serve(
     *,
     reporter: Reporter | None = None,
     cwd: str | None = None,
+    diagnose: Diagnoser | None = None,
 ) -> ServeResult:
     """Start, wait for health, smoke, then detach or supervise until stopped.
+
+    `diagnose` explains a failed start from the log (the CLI passes the doctor's diagnosis); without
+    it the failure carries what the log reader saw (first exception, vLLM's estimated length).
 
     Raises ServeFailed (exit 6) when vLLM exits or never becomes healthy, KeyboardInterrupt when
     interrupted during startup (exit 130); always leaves no process behind unless detached healthy."""
@@ -487,7 +475,7 @@ def serve(
                 if outcome != HealthOutcome.HEALTHY:
                     sup.stop(options.stop_grace_s)
                     result.facts = sup.tracker.facts
-                    result.failure = diagnose_start_failure(read_log(record.log_path))
+                    result.failure = start_failures(read_log(record.log_path), sup.tracker.log_facts, diagnose)
                     result.exit_code = sup.returncode()
                     record.status, record.exit_code = "failed", result.exit_code
                     message, hint = _failure_message(result.failure, outcome, timeout)
@@ -498,12 +486,14 @@ def serve(
                 record.status = "running"
                 runs.save(record)
                 result.predicted_vs_actual = compare(plan, sup.tracker.facts)
-                # every healthy start is a measurement: store its non-KV overheads for later plans
-                record_startup(plan, read_log(record.log_path), env, source=f"serve run {record.run_id}")
+                if rep.healthy:
+                    rep.healthy(read_log(record.log_path), f"serve run {record.run_id}")
                 if options.smoke:
                     if rep.note:
                         rep.note("running the smoke test ...")
-                    result.smoke = run_smoke(url, api_key=prep.api_key.key, model=served)
+                    result.smoke = run_smoke(
+                        url, api_key=prep.api_key.key, model=served, features=smoke_features(plan, prep.request)
+                    )  # features: issue 14
                 if options.detach:
                     keep_running = True
                     result.status = "detached"
@@ -521,7 +511,7 @@ def serve(
                 # it died by itself after being healthy
                 result.status = "exited"
                 record.status, record.exit_code = "exited", code
-                result.failure = diagnose_start_failure(read_log(record.log_path))
+                result.failure = start_failures(read_log(record.log_path), sup.tracker.log_facts, diagnose)
                 raise ServeFailed(f"vLLM exited with code {code} after startup", "see the run log", result)
             except StopRequested as stop:
                 sup.stop(options.stop_grace_s)
@@ -626,3 +616,53 @@ def stop_runs(
         record.ended_at = record.ended_at or runs.now_iso()
         runs.save(record)
     return result
+
+
+class ExportResult(BaseModel):
+    format: str
+    output: str | None = None
+    content: str
+
+
+def parse_scaling(replicas: str, scale_on: str) -> tuple[tuple[int, int], str]:
+    """--replicas MIN:MAX (or N) and --scale-on queue|kv for the k8s autoscaler (issue 14)."""
+    hint = "e.g. --replicas 1:4 (MIN:MAX, 1 <= MIN <= MAX)"
+    parts = replicas.split(":")
+    try:
+        lo, hi = (int(parts[0]), int(parts[-1])) if len(parts) in (1, 2) else (0, 0)
+    except ValueError:
+        raise UsageError(f"cannot read --replicas {replicas!r}", hint) from None
+    if not 1 <= lo <= hi:
+        raise UsageError(f"cannot read --replicas {replicas!r}", hint)
+    if scale_on not in ("queue", "kv"):
+        raise UsageError(f"unknown --scale-on {scale_on!r}", "use queue (waiting requests) or kv (KV-cache usage)")
+    return (lo, hi), scale_on
+
+
+def export_plan(plan: PlanResult, req: PlanRequest, fmt: str, options: ServeOptions, env: Mapping[str, str], *,
+                image: str | None = None, name: str | None = None, output: Path | None = None,
+                replicas: str = "1:4", scale_on: str = "queue", storage_class: str | None = None) -> ExportResult:
+    """The plan as a deployment file (shell, docker, compose, k8s, ray, grafana): auth on when a key
+    is set (always on Kubernetes, from a Secret, and for Ray, whose API binds every interface, unless
+    --no-auth), the health timeout scaled to the model; k8s: autoscaler replicas / metric and the
+    model cache's StorageClass (issue 14)."""
+    from vllmkit.launch.exporters import FORMATS, export
+    from vllmkit.launch.supervisor import health_timeout_s
+
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown --export {fmt!r}", "use " + ", ".join(FORMATS))
+    scaling, metric = parse_scaling(replicas, scale_on)
+    key = resolve_api_key(req.host, env, api_key_file=options.api_key_file, no_auth=options.no_auth)
+    auth = not options.no_auth and (key.key is not None or fmt in ("k8s", "ray"))
+    timeout = options.health_timeout_s or health_timeout_s(
+        plan.model.weight_files_bytes or plan.memory.weights_bytes, remote=plan.model.source != "local"
+    )
+    text = export(plan, req, fmt, image=image, name=name, auth=auth, visible_devices=options.visible_devices,
+                  health_timeout_s=timeout, replicas=scaling, scale_metric=metric,  # type: ignore[arg-type]
+                  storage_class=storage_class)  # fmt: skip
+    if output is not None:
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {output}: {exc.strerror}", "choose a writable path for --output") from None
+    return ExportResult(format=fmt, output=str(output) if output else None, content=text)

@@ -5,6 +5,18 @@ streamed chat completion (time to first token, tokens/s), one text completion, a
 that a request without it is refused with 401 (vLLM protects /v1/* when --api-key / VLLM_API_KEY
 is set: vllm/entrypoints/serve/middleware/register.py in 0.32).
 
+With features turned on (`SmokeFeatures`, from the plan's features block under `serve`, or
+`vllmkit smoke --features structured,tools,reasoning`), three more checks (issue 14):
+- structured_output: a chat request with response_format {type: json_schema} must come back as
+  JSON that validates against the schema (jsonschema); vLLM decodes it under a grammar, so this
+  holds even for random weights;
+- tool_call: a request naming a function in tool_choice must come back as message.tool_calls with
+  that function and arguments that validate against its parameters;
+- reasoning: a chat request must come back with the reasoning in its own field (`reasoning`, or
+  `reasoning_content` before vLLM 0.11), not inline as <think>…</think> in the content.
+Grammar-constrained output starts after the reasoning ends (vllm/v1/structured_output), so the
+first two send the model family's "thinking off" chat_template_kwargs when it has them.
+
 A chat request to a model whose tokenizer has no chat template gets HTTP 400 with
 "As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat
 template if the tokenizer does not define one." — recognised and explained.
@@ -13,12 +25,17 @@ template if the tokenizer does not define one." — recognised and explained.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal
 
+import jsonschema
 import requests
 from pydantic import BaseModel, Field, computed_field
+
+from vllmkit.errors import ExitCode, UsageError
 
 CheckStatus = Literal["pass", "fail", "skip"]
 CHAT_TEMPLATE_MARKERS = ("default chat template is no longer allowed", "chat template")
@@ -28,6 +45,40 @@ CHAT_TEMPLATE_FIX = (
     "tokenizer_config.json), or, for a base model, use /v1/completions instead of chat"
 )
 PROMPT = "Say hello in one short sentence."
+REASONING_FIELDS = ("reasoning", "reasoning_content")
+# small, closed schema: every valid document is short, so a grammar-bound random model ends it
+SMOKE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "answer": {"type": "string", "enum": ["yes", "no"]},
+        "confidence": {"type": "integer", "enum": [1, 2, 3]},
+    },
+    "required": ["answer", "confidence"],
+    "additionalProperties": False,
+}
+SMOKE_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "enum": ["Paris", "Tokyo"]}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+    },
+}
+FEATURE_NAMES = ("structured", "tools", "reasoning")
+
+
+class SmokeFeatures(BaseModel):
+    structured: bool = False
+    tools: bool = False
+    reasoning: bool = False
+    thinking_on_kwargs: dict[str, Any] | None = None
+    thinking_off_kwargs: dict[str, Any] | None = None
+    max_tokens: int = 64
 
 
 class SmokeCheck(BaseModel):
@@ -107,6 +158,7 @@ def run_smoke(
     model: str | None = None,
     timeout_s: float = 60.0,
     max_tokens: int = 16,
+    features: SmokeFeatures | None = None,
 ) -> SmokeReport:
     client = _Client(url, api_key, timeout_s)
     report = SmokeReport(url=client.base)
@@ -127,6 +179,8 @@ def run_smoke(
             report.checks.append(_timed(lambda: _check_chat(client, name, max_tokens)))
             report.checks.append(_timed(lambda: _check_chat_stream(client, name, max_tokens, report)))
             report.checks.append(_timed(lambda: _check_completion(client, name, max_tokens)))
+            if features is not None:
+                report.checks += _feature_checks(client, name, features)
         if api_key:
             report.checks.append(_timed(lambda: _check_unauthorized(client)))
     finally:
@@ -330,3 +384,164 @@ def _check_unauthorized(client: _Client) -> SmokeCheck:
         detail=f"request without the key got {resp.status_code}, expected 401: the endpoint is open",
         fix="start vLLM with --api-key (or VLLM_API_KEY in its environment)",
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# features (issue 14)
+
+
+def _feature_checks(client: _Client, model: str, f: SmokeFeatures) -> list[SmokeCheck]:
+    out: list[SmokeCheck] = []
+    if f.structured:
+        out.append(_timed(lambda: _check_structured(client, model, f)))
+    if f.tools:
+        out.append(_timed(lambda: _check_tool_call(client, model, f)))
+    if f.reasoning:
+        out.append(_timed(lambda: _check_reasoning(client, model, f)))
+    return out
+
+
+def _post_chat(client: _Client, name: str, body: dict[str, Any]) -> tuple[dict[str, Any] | None, SmokeCheck | None]:
+    try:
+        resp = client.post("/v1/chat/completions", body)
+    except requests.RequestException as exc:
+        return None, SmokeCheck(name=name, status="fail", detail=f"{type(exc).__name__}: {exc}")
+    if resp.status_code != 200:
+        return None, _http_failure(name, resp)
+    try:
+        message = resp.json()["choices"][0]["message"]
+        if not isinstance(message, dict):
+            raise TypeError
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None, SmokeCheck(name=name, status="fail", http_status=200, detail="not an OpenAI chat completion")
+    return message, None
+
+
+def _base_body(model: str, content: str, f: SmokeFeatures, *, thinking: bool | None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": "user", "content": content}],
+        "max_tokens": f.max_tokens,
+        "temperature": 0,
+    }
+    kwargs = f.thinking_on_kwargs if thinking else f.thinking_off_kwargs if thinking is False else None
+    if kwargs:
+        body["chat_template_kwargs"] = dict(kwargs)
+    return body
+
+
+def _schema_errors(document: Any, schema: dict[str, Any]) -> list[str]:
+    validator = jsonschema.Draft202012Validator(schema)
+    return [e.message for e in validator.iter_errors(document)]
+
+
+def _check_structured(client: _Client, model: str, f: SmokeFeatures) -> SmokeCheck:
+    name = "structured_output"
+    body = _base_body(model, "Is the sky blue? Answer in JSON.", f, thinking=False)
+    body["response_format"] = {"type": "json_schema", "json_schema": {"name": "smoke", "schema": SMOKE_SCHEMA, "strict": True}}
+    message, failure = _post_chat(client, name, body)
+    if failure is not None or message is None:
+        return failure or SmokeCheck(name=name, status="fail")
+    text = message.get("content") or ""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return SmokeCheck(
+            name=name, status="fail", http_status=200,
+            detail=f"content is not JSON: {text[:80]!r}",
+            fix="the server ignored response_format: check the structured-output backend in its log",
+        )  # fmt: skip
+    errors = _schema_errors(document, SMOKE_SCHEMA)
+    if errors:
+        return SmokeCheck(name=name, status="fail", http_status=200, detail=f"JSON breaks the schema: {errors[0][:120]}")
+    return SmokeCheck(name=name, status="pass", http_status=200, detail=f"schema-valid JSON: {text[:60]}")
+
+
+def _check_tool_call(client: _Client, model: str, f: SmokeFeatures) -> SmokeCheck:
+    name = "tool_call"
+    body = _base_body(model, "What is the weather in Paris?", f, thinking=False)
+    body["tools"] = [SMOKE_TOOL]
+    body["tool_choice"] = {"type": "function", "function": {"name": SMOKE_TOOL["function"]["name"]}}
+    message, failure = _post_chat(client, name, body)
+    if failure is not None or message is None:
+        return failure or SmokeCheck(name=name, status="fail")
+    calls = message.get("tool_calls") or []
+    if not calls:
+        return SmokeCheck(
+            name=name, status="fail", http_status=200,
+            detail=f"no tool_calls in the answer (content {str(message.get('content'))[:60]!r})",
+            fix="start vLLM with --enable-auto-tool-choice --tool-call-parser NAME for this model family",
+        )  # fmt: skip
+    fn = (calls[0] or {}).get("function") or {}
+    if fn.get("name") != SMOKE_TOOL["function"]["name"]:
+        return SmokeCheck(name=name, status="fail", http_status=200, detail=f"called {fn.get('name')!r}")
+    try:
+        args = json.loads(fn.get("arguments") or "")
+    except ValueError:
+        return SmokeCheck(name=name, status="fail", http_status=200, detail=f"arguments are not JSON: {str(fn.get('arguments'))[:80]!r}")
+    errors = _schema_errors(args, SMOKE_TOOL["function"]["parameters"])
+    if errors:
+        return SmokeCheck(name=name, status="fail", http_status=200, detail=f"arguments break the schema: {errors[0][:120]}")
+    return SmokeCheck(name=name, status="pass", http_status=200, detail=f"tool_calls: get_weather({json.dumps(args)})")
+
+
+def _check_reasoning(client: _Client, model: str, f: SmokeFeatures) -> SmokeCheck:
+    name = "reasoning"
+    message, failure = _post_chat(client, name, _base_body(model, "What is 17 * 23?", f, thinking=True))
+    if failure is not None or message is None:
+        return failure or SmokeCheck(name=name, status="fail")
+    for field in REASONING_FIELDS:
+        value = message.get(field)
+        if isinstance(value, str) and value:
+            return SmokeCheck(name=name, status="pass", http_status=200, detail=f"message.{field}: {value[:60]!r}")
+    content = str(message.get("content") or "")
+    inline = "<think>" in content or "</think>" in content
+    return SmokeCheck(
+        name=name, status="fail", http_status=200,
+        detail=("reasoning is inline in the content (<think>…</think>)" if inline
+                else "no reasoning field in the answer") + f": {content[:60]!r}",
+        fix="start vLLM with --reasoning-parser NAME for this model family (see `vllmkit plan`)",
+    )  # fmt: skip
+def parse_features(text: str | None) -> SmokeFeatures | None:
+    """`smoke --features structured,tools,reasoning` (issue 14)."""
+    if text is None:
+        return None
+    names = {t.strip() for t in text.split(",") if t.strip()}
+    unknown = names - set(FEATURE_NAMES)
+    if unknown or not names:
+        raise UsageError(f"unknown --features {', '.join(sorted(unknown)) or repr(text)}", "use structured,tools,reasoning")
+    return SmokeFeatures(**{n: True for n in names})
+
+
+def read_key_file(path: Path | str) -> str:
+    """The API key on the first line of --api-key-file (a usage error when unreadable or empty)."""
+    try:
+        key = Path(path).expanduser().read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise UsageError(f"cannot read --api-key-file {path}: {exc.strerror}", "check the path") from None
+    if not key:
+        raise UsageError(f"--api-key-file {path} is empty", "put the key on the first line")
+    return key
+
+
+def read_api_key(api_key: str | None, api_key_file: Path | None) -> str | None:
+    """--api-key, else --api-key-file, else VLLM_API_KEY (read when the command runs)."""
+    if api_key:
+        return api_key
+    if api_key_file is not None:
+        return read_key_file(api_key_file)
+    return os.environ.get("VLLM_API_KEY") or None
+
+
+def smoke_errors(report: SmokeReport) -> tuple[int, list[dict[str, str | None]]]:
+    """Exit code and envelope errors: unreachable -> 6 (health failure), a failed check -> 3."""
+    if not report.reachable:
+        code = int(ExitCode.LAUNCH)
+    elif not report.ok:
+        code = int(ExitCode.DOES_NOT_FIT)
+    else:
+        return 0, []
+    errors = [
+        {"code": f"smoke-{c.name}", "message": f"{c.name}: {c.detail}", "hint": c.fix} for c in report.failed
+    ]
+    return code, errors

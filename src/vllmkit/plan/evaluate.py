@@ -19,6 +19,7 @@ from vllmkit.estimate.memory import (
     estimate_non_torch,
     kv_budget,
 )
+from vllmkit.estimate.multimodal import encoder_extra_bytes, encoder_profile
 from vllmkit.estimate.specs import ModelSpecs, build_specs, pp_layer_ranges
 from vllmkit.estimate.weights import WeightSplit, split_weights
 
@@ -45,6 +46,14 @@ class EngineSettings:
     cpu_avx512_bf16: bool = False
     calibrated: dict[str, MemoryTerm] = field(default_factory=dict)
     calibration_source: str | None = None  # provenance of `calibrated`
+    # --- issue 13 -------------------------------------------------------------------------------
+    # --limit-mm-per-prompt for images (None: vLLM default 999; 0: text-only / --language-model-only)
+    mm_image_limit: int | None = None
+    mm_max_model_len: int | None = None  # context the encoder profile assumes (items per prompt)
+    lora: tuple[int, int] | None = None  # (max_loras, max_lora_rank) with --enable-lora
+    speculative: dict | None = field(default=None, hash=False)  # --speculative-config
+    data_parallel_size: int = 1  # --data-parallel-size (replicas of this TP x PP group)
+    expert_parallel: bool = False  # --enable-expert-parallel
 
 
 @dataclass
@@ -101,22 +110,49 @@ def in_flight_tokens(rules: VersionRules, settings: EngineSettings, pp: int) -> 
     return batches * settings.max_num_batched_tokens
 
 
-def evaluate(
+@dataclass
+class Prepared:
+    """Everything about a candidate (variant x TP x PP on a GPU) that does not depend on the context
+    length: layer specs, KV groups, weights per rank, each stage's memory budget. Only the KV
+    capacity depends on max_model_len (`at_length`), so the context search reuses this."""
+
+    tp: int
+    pp: int
+    specs: ModelSpecs
+    groups: list[KVGroup]
+    weights: WeightSplit
+    budgets: list[MemoryBudget]  # one per PP stage
+    worker_groups: list[list[KVGroup]]
+    worker_avail: list[int]
+    tightest_stage: int
+    in_flight_tokens: int
+    tokens_from_concurrency: bool
+
+
+def prepare(
     arch: ModelArch,
     weight_total_bytes: int,
     weights_source: str,
     *,
     tp: int,
     pp: int,
-    max_model_len: int,
-    auto_fit: bool,
     settings: EngineSettings,
     rules: VersionRules,
     mtp_layers: int = 0,
     mtp_own_embeddings: bool = True,
-) -> Evaluation:
+    extra_terms: dict[str, MemoryTerm] | None = None,
+    last_stage_terms: dict[str, MemoryTerm] | None = None,
+    extra_kv_layers: list[LayerKind] | None = None,
+) -> Prepared:
+    """extra_terms: further per-GPU memory on every stage (LoRA stacks); last_stage_terms: on the
+    last PP stage only (speculative-decoding drafter); extra_kv_layers: the drafter's attention
+    layers, which join the KV pool on the last stage."""
+    kv_arch = arch
+    if extra_kv_layers:
+        kv_arch = arch.model_copy(update={"layer_kinds": [*arch.layer_kinds, *extra_kv_layers],
+                                          "num_hidden_layers": arch.num_hidden_layers + len(extra_kv_layers)})
     specs = build_specs(
-        arch,
+        kv_arch,
         tp=tp,
         kv_cache_dtype=settings.kv_cache_dtype,
         device=settings.device,
@@ -136,33 +172,80 @@ def evaluate(
     worker_avail: list[int] = []
     for s, layers in enumerate(stages):
         layer_set = set(layers)
+        last = s == len(stages) - 1
+        if last and extra_kv_layers:
+            layer_set |= set(range(arch.num_hidden_layers, kv_arch.num_hidden_layers))
         kv_positions = {i for i, layer_id in enumerate(specs.layer_ids) if layer_id in layer_set}
         worker_groups.append(project_groups(groups, kv_positions))
-        budget = stage_budget(arch, split.per_stage_bytes[s], weights_source, len(layers), tp, pp, settings, rules)
+        terms = dict(extra_terms or {})
+        if last:
+            terms.update(last_stage_terms or {})
+        budget = stage_budget(arch, split.per_stage_bytes[s], weights_source, len(layers), tp, pp, settings, rules,
+                              first_stage=s == 0, extra_terms=terms)
         budgets.append(budget)
         worker_avail.append(budget.kv_cache.bytes)
-    cap = kv_capacity(
-        groups,
-        worker_groups,
-        worker_avail,
-        max_model_len,
-        in_flight_tokens(rules, settings, pp),
-        auto_fit=auto_fit,
-        tokens_from_concurrency=rules.tokens_from_concurrency,
-    )
     tightest = min(range(len(budgets)), key=lambda i: budgets[i].kv_cache.bytes)
-    return Evaluation(
+    return Prepared(
         tp=tp,
         pp=pp,
-        max_model_len=cap.max_model_len,
         specs=specs,
         groups=groups,
         weights=split,
         budgets=budgets,
-        capacity=cap,
+        worker_groups=worker_groups,
+        worker_avail=worker_avail,
         tightest_stage=tightest,
         in_flight_tokens=in_flight_tokens(rules, settings, pp),
+        tokens_from_concurrency=rules.tokens_from_concurrency,
     )
+
+
+def at_length(prep: Prepared, max_model_len: int, auto_fit: bool = False) -> Evaluation:
+    """The candidate at one context length: vLLM's KV capacity check for it."""
+    cap = kv_capacity(
+        prep.groups,
+        prep.worker_groups,
+        prep.worker_avail,
+        max_model_len,
+        prep.in_flight_tokens,
+        auto_fit=auto_fit,
+        tokens_from_concurrency=prep.tokens_from_concurrency,
+    )
+    return Evaluation(
+        tp=prep.tp,
+        pp=prep.pp,
+        max_model_len=cap.max_model_len,
+        specs=prep.specs,
+        groups=prep.groups,
+        weights=prep.weights,
+        budgets=prep.budgets,
+        capacity=cap,
+        tightest_stage=prep.tightest_stage,
+        in_flight_tokens=prep.in_flight_tokens,
+    )
+
+
+def evaluate(
+    arch: ModelArch,
+    weight_total_bytes: int,
+    weights_source: str,
+    *,
+    tp: int,
+    pp: int,
+    max_model_len: int,
+    auto_fit: bool,
+    settings: EngineSettings,
+    rules: VersionRules,
+    mtp_layers: int = 0,
+    mtp_own_embeddings: bool = True,
+    extra_terms: dict[str, MemoryTerm] | None = None,
+    last_stage_terms: dict[str, MemoryTerm] | None = None,
+    extra_kv_layers: list[LayerKind] | None = None,
+) -> Evaluation:
+    prep = prepare(arch, weight_total_bytes, weights_source, tp=tp, pp=pp, settings=settings, rules=rules,
+                   mtp_layers=mtp_layers, mtp_own_embeddings=mtp_own_embeddings, extra_terms=extra_terms,
+                   last_stage_terms=last_stage_terms, extra_kv_layers=extra_kv_layers)
+    return at_length(prep, max_model_len, auto_fit)
 
 
 def stage_budget(
@@ -174,6 +257,9 @@ def stage_budget(
     pp: int,
     settings: EngineSettings,
     rules: VersionRules,
+    *,
+    first_stage: bool = True,
+    extra_terms: dict[str, MemoryTerm] | None = None,
 ) -> MemoryBudget:
     weights = MemoryTerm(
         bytes=weight_bytes,
@@ -201,15 +287,24 @@ def stage_budget(
             activation=zero.model_copy(update={"note": "counted in the worker RSS on CPU"}),
             cudagraph=zero.model_copy(update={"note": "no CUDA graphs on CPU"}),
             kv_cache_memory_bytes=settings.kv_cache_memory_bytes,
+            extra=dict(extra_terms or {}),
         )
     non_torch = settings.calibrated.get("non_torch") or estimate_non_torch(tp, pp, settings.vendor)
     activation = settings.calibrated.get("activation") or estimate_activation(
         arch, tp=tp, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs
     )
+    extra = dict(extra_terms or {})
+    if arch.vision is not None and first_stage:
+        enc = encoder_term(arch, settings, activation.bytes, settings.mm_max_model_len or arch.native_max_model_len, tp)
+        if enc is not None:
+            extra["encoder"] = enc
     if settings.enforce_eager:
         cudagraph = MemoryTerm(bytes=0, source="derived", note="--enforce-eager: no CUDA graphs")
     elif not rules.cudagraph_counted:
         cudagraph = MemoryTerm(bytes=0, source="derived", note=f"vLLM {rules.version} does not count CUDA-graph memory")
+    elif settings.device == "rocm" and not rules.rocm_cudagraph_counted:
+        cudagraph = MemoryTerm(bytes=0, source="derived",
+                               note=f"vLLM {rules.version} counts CUDA-graph memory on CUDA only (ROCm from 0.24)")
     else:
         layers = sum(1 for k in arch.layer_kinds if k is not LayerKind.NONE) * layers_on_stage // max(arch.num_hidden_layers, 1)
         cudagraph = settings.calibrated.get("cudagraph") or estimate_cudagraph(layers)
@@ -221,4 +316,27 @@ def stage_budget(
         activation=activation,
         cudagraph=cudagraph,
         kv_cache_memory_bytes=settings.kv_cache_memory_bytes,
+        extra=extra,
+    )
+
+
+def encoder_term(arch: ModelArch, settings: EngineSettings, lm_activation_bytes: int,
+                 max_model_len: int, tp: int = 1) -> MemoryTerm | None:
+    """The vision tower's share of the profile-run peak (estimate/multimodal.py)."""
+    assert arch.vision is not None
+    prof = encoder_profile(
+        arch.vision,
+        max_num_batched_tokens=settings.max_num_batched_tokens,
+        max_num_seqs=settings.max_num_seqs,
+        max_model_len=max_model_len,
+        limit_per_prompt=settings.mm_image_limit,
+        tp=tp,
+    )
+    if prof.skipped:
+        return MemoryTerm(bytes=0, source="derived", note="multimodal limit 0: encoder not profiled")
+    return MemoryTerm(
+        bytes=encoder_extra_bytes(prof, lm_activation_bytes),
+        source="estimated",
+        note=(f"vision encoder profiled with {prof.items} item(s) of {prof.tokens_per_item} tokens "
+              f"(encoder cache budget {prof.budget_tokens} tokens)"),
     )

@@ -3,9 +3,11 @@ what `plan --save` writes, and what `serve` / `check-log` consume. Sizes are int
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
+
+from vllmkit.plan.performance import PerformanceInfo
 
 SourceTag = Literal["measured", "derived", "estimated", "calibrated", "given"]
 Device = Literal["cuda", "rocm", "cpu"]
@@ -40,6 +42,53 @@ class PlanRequest(BaseModel):
     api_key: str | None = None  # never serialised in clear (see launch.command)
     generation_config_vllm: bool = False
     profiles_dir: str | None = None
+    # serving features (issue 14): the model family's tool-call / reasoning parsers, on by default
+    tools: bool = True
+    reasoning: bool = True
+    # --- issue 13: multimodal, LoRA, speculative decoding, data/expert parallel --------------
+    limit_mm_per_prompt: dict[str, int] | None = None  # --limit-mm-per-prompt '{"image": 0}'
+    language_model_only: bool = False  # --language-model-only (text-only serving of a VLM)
+    enable_lora: bool = False  # --enable-lora
+    max_loras: int | None = None  # --max-loras (vLLM default 1)
+    max_lora_rank: int | None = None  # --max-lora-rank (vLLM default 16)
+    max_cpu_loras: int | None = None  # --max-cpu-loras (host memory only)
+    speculative_config: dict | None = None  # --speculative-config JSON: method, model, num_speculative_tokens
+    data_parallel_size: int | None = None  # --data-parallel-size (replicas)
+    enable_expert_parallel: bool = False  # --enable-expert-parallel
+
+
+class PlanOverrides(BaseModel):
+    """The planning flags as given (None = not given): `PlanRequest(model=…, **overrides.given())`.
+    check-log fills what is not given from the log before taking defaults."""
+
+    model: str | None = None
+    source: str | None = None
+    revision: str | None = None
+    refresh: bool | None = None
+    gpu: str | None = None
+    gpu_memory: int | None = None
+    gpu_count: int | None = None
+    device: Device | None = None
+    vllm_version: str | None = None
+    tensor_parallel_size: int | None = None
+    pipeline_parallel_size: int | None = None
+    max_model_len: int | Literal["auto"] | None = None
+    gpu_memory_utilization: float | None = None
+    kv_cache_memory_bytes: int | None = None
+    kv_cache_dtype: str | None = None
+    dtype: str | None = None
+    quantization: str | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    block_size: int | None = None
+    enforce_eager: bool | None = None
+    enable_prefix_caching: bool | None = None
+    profiles_dir: str | None = None
+    tools: bool | None = None  # issue 14
+    reasoning: bool | None = None
+
+    def given(self) -> dict[str, object]:
+        return self.model_dump(exclude_none=True)
 
 
 class ModelInfo(BaseModel):
@@ -72,6 +121,8 @@ class ParallelInfo(BaseModel):
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     nodes: int = 1
+    data_parallel_size: int = 1  # replicas (--data-parallel-size); memory figures are per GPU of one replica
+    expert_parallel: bool = False
 
 
 class SettingsInfo(BaseModel):
@@ -96,6 +147,9 @@ class MemoryInfo(BaseModel):
     non_torch_bytes: int
     cudagraph_bytes: int
     kv_cache_bytes: int
+    encoder_bytes: int = 0  # multimodal encoder share of the profile run (0 for text-only models)
+    lora_bytes: int = 0  # preallocated LoRA stacks (--enable-lora)
+    speculative_bytes: int = 0  # drafter weights (--speculative-config)
     sources: dict[str, SourceTag] = Field(default_factory=dict)
     notes: dict[str, str] = Field(default_factory=dict)
 
@@ -131,6 +185,41 @@ class Alternative(BaseModel):
     weights_bytes: int
     chosen: bool = False
     note: str = ""
+    data_parallel_size: int = 1
+    output_tokens_per_s: float | None = None  # with a workload (plan/performance.py)
+
+
+# --- serving features (issue 14; built by launch/presets.py) -------------------------------------
+
+
+class ParserPick(BaseModel):
+    name: str
+    enabled: bool = True  # False: turned off by --no-tools / --no-reasoning
+    checked: str = "preset table"  # or "installed vLLM registry (<dist> <version>)"
+
+
+class FeatureNote(BaseModel):
+    enabled: bool
+    source: str  # "vLLM default" | "--enable-prefix-caching" | ...
+    detail: str
+
+
+class FeaturesInfo(BaseModel):
+    family: str | None = None  # the preset that matched, None when none did
+    tool_call_parser: ParserPick | None = None
+    reasoning_parser: ParserPick | None = None
+    reasoning_field: str | None = None  # "reasoning" or "reasoning_content" (by vLLM version)
+    chat_template: str | None = None  # template vLLM's docs recommend for tools (examples/...)
+    tokenizer_mode: str | None = None
+    thinking_on_kwargs: dict[str, Any] | None = None  # chat_template_kwargs that turn thinking on
+    thinking_off_kwargs: dict[str, Any] | None = None  # ... and off
+    generation_config: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)
+    prefix_caching: FeatureNote | None = None
+    chunked_prefill: FeatureNote | None = None
+    structured_outputs: FeatureNote | None = None
+    warnings: list[str] = Field(default_factory=list)
 
 
 class PlanResult(BaseModel):
@@ -151,3 +240,7 @@ class PlanResult(BaseModel):
     reasons: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     calibration: str | None = None  # provenance of calibrated terms, when a calibration was used
+    features: FeaturesInfo | None = None  # serving features (issue 14)
+    # --- performance model (issue 11, plan/performance.py) ---
+    performance: PerformanceInfo | None = None  # with a workload (--input-len/--output-len/...)
+    _perf_candidates: list = PrivateAttr(default_factory=list)  # (Alternative, CandidatePerf) for capacity

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vllmkit.calibration.measure import derive_lump, measure, parse_command
-from vllmkit.doctor.logparse import parse_events
+from vllmkit.calibration.measure import derive_lump, measure
+from vllmkit.logs import parse_command, read_log
 
 GIB = 1 << 30
 DATA = Path(__file__).resolve().parents[3] / "benchmarks" / "data" / "public-startup-logs.jsonl"
@@ -31,7 +31,7 @@ def quote(row_id: str) -> str:
 
 
 def run(text: str):
-    return measure(parse_events(text), text)
+    return measure(read_log(text), text)
 
 
 # vllm/v1/worker/gpu_worker.py (0.32.0 wheel) compile_or_warm_up_model, and the estimate line before it
@@ -171,7 +171,7 @@ LINE_PARTS = st.sampled_from([
 @given(st.lists(st.one_of(LINE_PARTS, st.text(max_size=20)), max_size=30))
 def test_measure_and_command_never_raise(parts: list[str]) -> None:
     text = "".join(parts)
-    m = measure(parse_events(text), text)
+    m = measure(read_log(text), text)
     for value in (m.non_torch_bytes, m.activation_bytes, m.cudagraph_bytes, m.cpu_non_kv_bytes):
         assert value is None or value >= 0
     parse_command(text)

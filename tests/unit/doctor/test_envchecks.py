@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.doctor.fakes import (
+from tests.unit.fakes import (
     GIB,
     TORCH_CUDA_NO_GPU,
     TORCH_CUDA_OK,

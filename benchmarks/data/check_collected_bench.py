@@ -1,0 +1,183 @@
+"""Validate benchmarks/data/collected-bench-results.jsonl and collected-startup-logs-2.jsonl.
+
+Every line must parse as JSON, carry the keys of the public-bench-results schema, have a unique
+id not already used by the curated truth file, cite a source URL, and have numbers (not strings)
+in `measured`.  Run: python benchmarks/data/check_collected_bench.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REQUIRED = [
+    "id",
+    "source",
+    "source_kind",
+    "quote",
+    "vllm_version",
+    "engine",
+    "gpu",
+    "gpu_count",
+    "tp",
+    "pp",
+    "dp",
+    "model",
+    "precision",
+    "kv_cache_dtype",
+    "benchmark_tool",
+    "dataset",
+    "input_len",
+    "output_len",
+    "concurrency",
+    "request_rate",
+    "num_prompts",
+    "enable_prefix_caching",
+    "speculative",
+    "measured",
+    "server_cmd",
+]
+MEASURED = [
+    "output_tok_s",
+    "total_tok_s",
+    "request_throughput_rps",
+    "ttft_ms_mean",
+    "ttft_ms_median",
+    "ttft_ms_p99",
+    "tpot_ms_mean",
+    "tpot_ms_median",
+    "tpot_ms_p99",
+    "itl_ms_mean",
+    "itl_ms_median",
+    "itl_ms_p99",
+    "e2e_latency_s_mean",
+    "successful_requests",
+    "duration_s",
+    "total_input_tokens",
+    "total_output_tokens",
+]
+
+
+def check(path: Path, known_ids: set[str]) -> list[str]:
+    errors: list[str] = []
+    seen: set[str] = set()
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            errors.append(f"{path.name}:{n}: blank line")
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            errors.append(f"{path.name}:{n}: not JSON ({exc})")
+            continue
+        missing = [k for k in REQUIRED if k not in row]
+        if missing:
+            errors.append(f"{path.name}:{n}: missing keys {missing}")
+        rid = row.get("id")
+        if rid in seen or rid in known_ids:
+            errors.append(f"{path.name}:{n}: duplicate id {rid}")
+        seen.add(rid)
+        if not str(row.get("source", "")).startswith("https://"):
+            errors.append(f"{path.name}:{n}: source is not a URL")
+        if not row.get("quote"):
+            errors.append(f"{path.name}:{n}: empty quote")
+        meas = row.get("measured") or {}
+        miss_m = [k for k in MEASURED if k not in meas]
+        if miss_m:
+            errors.append(f"{path.name}:{n}: measured lacks {miss_m}")
+        for k, v in meas.items():
+            if v is not None and not isinstance(v, (int, float)):
+                errors.append(f"{path.name}:{n}: measured.{k} is not a number: {v!r}")
+        if not any(
+            meas.get(k) is not None
+            for k in ("output_tok_s", "total_tok_s", "request_throughput_rps", "ttft_ms_mean", "tpot_ms_mean")
+        ):
+            errors.append(f"{path.name}:{n}: no throughput or latency number")
+        for k in ("tp", "pp", "dp", "gpu_count"):
+            v = row.get(k)
+            if v is not None and (not isinstance(v, int) or v < 1):
+                errors.append(f"{path.name}:{n}: {k} must be a positive int or null")
+    return errors
+
+
+STARTUP_REQUIRED = [
+    "id",
+    "source",
+    "source_kind",
+    "model",
+    "vllm_version",
+    "engine",
+    "gpu",
+    "gpu_profile",
+    "num_gpus",
+    "tp",
+    "pp",
+    "quantization",
+    "kv_cache_dtype",
+    "max_model_len",
+    "gpu_memory_utilization",
+    "enforce_eager",
+    "max_num_seqs",
+    "weights_gib",
+    "cudagraph_gib",
+    "available_kv_gib",
+    "kv_needed_for_max_len_gib",
+    "kv_cache_tokens",
+    "max_concurrency",
+    "init_engine_s",
+    "startup_ok",
+    "quote",
+    "notes",
+]
+
+
+def check_startup(path: Path) -> list[str]:
+    """Startup rows: JSON, schema keys of collected-startup-logs.jsonl, unique ids, a quote."""
+    errors: list[str] = []
+    seen: set[str] = set()
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            errors.append(f"{path.name}:{n}: not JSON ({exc})")
+            continue
+        missing = [k for k in STARTUP_REQUIRED if k not in row]
+        if missing:
+            errors.append(f"{path.name}:{n}: missing keys {missing}")
+        if row.get("id") in seen:
+            errors.append(f"{path.name}:{n}: duplicate id {row.get('id')}")
+        seen.add(row.get("id"))
+        if not row.get("quote") or not row.get("source"):
+            errors.append(f"{path.name}:{n}: needs a quote and a source")
+        if not isinstance(row.get("startup_ok"), bool):
+            errors.append(f"{path.name}:{n}: startup_ok must be true/false")
+        mc = row.get("max_concurrency")
+        if mc is not None and not (isinstance(mc, dict) and {"tokens_per_request", "x"} <= set(mc)):
+            errors.append(f"{path.name}:{n}: max_concurrency must be {{tokens_per_request, x}}")
+    return errors
+
+
+def main() -> int:
+    truth = HERE.parent.parent.parent / "shared" / "truth" / "public-bench-results.jsonl"
+    known: set[str] = set()
+    if truth.exists():
+        known = {json.loads(x)["id"] for x in truth.read_text(encoding="utf-8").splitlines() if x.strip()}
+    errors = check(HERE / "collected-bench-results.jsonl", known)
+    startup = HERE / "collected-startup-logs-2.jsonl"
+    if startup.exists():
+        errors += check_startup(startup)
+    for e in errors:
+        print(e)
+    rows = sum(
+        1
+        for x in (HERE / "collected-bench-results.jsonl").read_text(encoding="utf-8").splitlines()
+        if x.strip()
+    )
+    print(f"{rows} rows, {len(errors)} problems")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,442 @@
+"""Accuracy of the performance model against public vLLM benchmark runs, leave-one-source-out.
+
+For every run in benchmarks/data/public-bench-results.jsonl (and collected-bench-results.jsonl when
+present) whose model is in the bundled catalog and whose GPU has a profile, the run is replayed as it
+was: the same GPU, TP, precision, vLLM version (its batch defaults, or the flags the source shows), the
+finite request set (ShareGPT lengths around the run's own means, or exact random lengths), and the
+load (burst at t=0 for --request-rate inf, a closed loop for --max-concurrency, Poisson for a rate,
+one fixed batch for benchmark_latency).
+
+The model's few parameters (achievable bandwidth and compute fractions, step and per-sequence
+overheads, grouped-GEMM efficiency) are fitted on all sources but one, and that source is scored with
+them (leave-one-source-out): the errors reported are on runs the fit never saw. The same rows are
+scored with a naive roofline (weights / peak bandwidth, batch = concurrency, no KV, no efficiency).
+
+Usage: PYTHONPATH=src python benchmarks/perf_accuracy.py [--json] [--rows] [--fit-all]
+  --fit-all  also print the parameters fitted on every source (what ships in plan/performance.py)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from vllmkit.arch.model import QuantFacts
+from vllmkit.engine.versions import rules_for
+from vllmkit.estimate.perf import Efficiency, naive_roofline_tpot
+from vllmkit.estimate.serving import SHAREGPT_MEAN_INPUT, SHAREGPT_MEAN_OUTPUT, Workload
+from vllmkit.hardware.profiles import load_profiles, resolve_gpu
+from vllmkit.hub.catalog import entry_to_metadata, find_entry
+from vllmkit.plan.candidates import engine_settings, prepare_candidate
+from vllmkit.plan.evaluate import at_length
+from vllmkit.plan.models import PlanRequest
+from vllmkit.plan.performance import FITTED_EFFICIENCY, candidate_perf
+from vllmkit.plan.variants import Variant, make_variant, online_fp8
+
+GIB = 1 << 30
+
+DATA_DIR = Path(__file__).parent / "data"
+DATA_FILES = (DATA_DIR / "public-bench-results.jsonl", DATA_DIR / "collected-bench-results.jsonl")
+
+# model in the run -> catalog entry with the same architecture (same shapes), and how the run's
+# weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
+# "awq": a 4-bit AWQ checkpoint of it)
+MODEL_MAP = {
+    "Qwen/Qwen3-8B-AWQ": ("Qwen/Qwen3-8B", "awq"),
+    "Qwen3-8B FP8-static (W8A8, calibrated)": ("Qwen/Qwen3-8B-FP8", None),
+    "meta-llama/Meta-Llama-3-70B-Instruct": ("meta-llama/Llama-3.1-70B-Instruct", None),
+    "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8": ("meta-llama/Llama-3.1-70B-Instruct", "fp8-online"),
+    "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8": ("meta-llama/Llama-3.1-8B-Instruct", "fp8-online"),
+    "neuralmagic/Llama-3.1-Nemotron-70B-Instruct-HF-FP8-dynamic": ("meta-llama/Llama-3.1-70B-Instruct", "fp8-online"),
+    "meta-llama/Meta-Llama-3-8B-Instruct": ("meta-llama/Meta-Llama-3-8B", None),
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-8B": ("meta-llama/Llama-3.1-8B-Instruct", None),
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-70B": ("meta-llama/Llama-3.3-70B-Instruct", None),
+    "Qwen/QwQ-32B-Preview": ("Qwen/Qwen2.5-32B-Instruct", None),
+    "nvidia/AceMath-7B-Instruct": ("Qwen/Qwen2.5-7B-Instruct", None),
+    "Qwen/Qwen3-235B-A22B-Instruct-2507": ("Qwen/Qwen3-235B-A22B", None),
+    "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8": ("Qwen/Qwen3-235B-A22B-FP8", None),
+    "meta-llama/Llama-3.1-405B-FP8": ("meta-llama/Llama-3.1-405B-Instruct-FP8", None),
+    "amd/Llama-3.1-405B-Instruct-FP8-KV": ("meta-llama/Llama-3.1-405B-Instruct-FP8", None),
+    "deepseek-ai/DeepSeek-R1-0528": ("deepseek-ai/DeepSeek-R1", None),
+    "Qwen/Qwen3-14B-AWQ": ("Qwen/Qwen3-14B-AWQ", None),
+    "Qwen/Qwen3-32B-AWQ": ("Qwen/Qwen3-32B-AWQ", None),
+}
+GPU_MAP = {
+    "h100 sxm": "h100-sxm", "h100 80gb": "h100-sxm", "h100 sxm 80gb": "h100-sxm", "a100 80gb": "a100-80gb-sxm",
+    "a100 sxm 80gb": "a100-80gb-sxm", "rtx 4090 24gb": "rtx-4090", "rtx 4090 (24gb)": "rtx-4090",
+    "mi300x": "mi300x", "h200": "h200", "h200 sxm": "h200", "h100 pcie 80gb": "h100-pcie", "l4 24gb": "l4",
+    "b200": "b200", "h100 nvl 95gb": "h100-nvl",
+}
+# the vLLM era of runs that do not print a version (batch defaults, memory utilisation)
+DEFAULT_VERSION = "0.10.0"
+
+
+def load_rows(paths: tuple[Path, ...] = DATA_FILES) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for path in paths:
+        if not path.exists():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                if row.get("id") not in seen:
+                    seen.add(row.get("id"))
+                    rows.append(row)
+    return rows
+
+
+def source_key(row: dict[str, Any]) -> str:
+    """The publisher of a run (a GitHub repository, else the site): runs from one publisher share
+    hardware, harness and habits, so leave-one-source-out holds out all of them together."""
+    src = row.get("source", "")
+    m = re.match(r"https?://github\.com/([^/]+/[^/]+)", src)
+    if m:
+        return m.group(1).lower()
+    m = re.match(r"https?://([^/]+)", src)
+    return (m.group(1) if m else src).lower()
+
+
+def _flag(text: str, name: str) -> str | None:
+    m = re.search(rf"{re.escape(name)}[ =]([^\s;,']+)", text or "")
+    return m.group(1) if m else None
+
+
+@dataclass
+class Case:
+    row: dict[str, Any]
+    source: str
+    perf: Any  # CandidatePerf
+    workload: Workload
+    measured: dict[str, float]
+    naive: dict[str, float] = field(default_factory=dict)
+    offline: bool = False  # benchmark_throughput / benchmark_latency (the LLM class, no server)
+
+
+def _version(row: dict[str, Any]) -> str:
+    v = row.get("vllm_version") or DEFAULT_VERSION
+    m = re.match(r"(\d+\.\d+(?:\.\d+)?)", v)
+    return m.group(1) if m else DEFAULT_VERSION
+
+
+def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
+    mapped = MODEL_MAP.get(row["model"], (row["model"], None))
+    gpu_name = GPU_MAP.get(str(row.get("gpu", "")).lower())
+    if gpu_name is None or (row.get("speculative") not in (None, False, "", "none")):
+        return None
+    if int(row.get("dp") or 1) > 1:
+        return None  # data-parallel fleets are several replicas behind one endpoint
+    catalog_id, variant_kind = mapped
+    entry = find_entry(catalog_id)
+    if entry is None:
+        return None
+    precision = str(row.get("precision") or "")
+    if variant_kind is None and precision.startswith("fp8") and "fp8" not in catalog_id.lower():
+        variant_kind = "fp8-online"  # --quantization fp8 on the 16-bit checkpoint
+    if variant_kind is None and precision.startswith("awq") and "awq" not in catalog_id.lower():
+        variant_kind = "awq"
+    profile = resolve_gpu(gpu_name, profiles=profiles)
+    rules = rules_for(_version(row))
+    variant: Variant = make_variant(entry_to_metadata(entry), rules)
+    if variant_kind == "fp8-online":
+        variant = online_fp8(variant)
+    elif variant_kind == "awq":
+        arch = variant.arch.model_copy(update={"quantization": QuantFacts(method="awq", bits=4, group_size=128)})
+        embed = arch.vocab_size * arch.hidden_size * 2
+        body = variant.weight_bytes - embed * (1 if arch.tie_word_embeddings else 2)
+        variant = Variant("awq", variant.meta, arch, int(embed * (1 if arch.tie_word_embeddings else 2) + body * 0.265),
+                          "derived")
+    tp, pp = int(row.get("tp") or 1), int(row.get("pp") or 1)
+    flags = " ".join(str(row.get(k) or "") for k in ("server_cmd", "config_note", "notes"))
+    tool = str(row.get("benchmark_tool") or "")
+    req = PlanRequest(model=catalog_id, gpu=gpu_name, tensor_parallel_size=tp, pipeline_parallel_size=pp,
+                      kv_cache_dtype=row.get("kv_cache_dtype") or "auto")
+    if req.kv_cache_dtype in ("auto", None, ""):
+        req.kv_cache_dtype = "auto"
+    settings = engine_settings(req, profile, rules, req.kv_cache_dtype, variant.arch, tp, pp, None)
+    mnbt, seqs = settings.max_num_batched_tokens, settings.max_num_seqs
+    if "benchmark_throughput" in tool:
+        # offline LLM class defaults (vllm/engine/arg_utils.py get_batch_defaults, LLM_CLASS)
+        big = (profile.memory_bytes or 0) >= 70 * GIB and "a100" not in profile.display_name.lower()
+        mnbt, seqs = (16384, 1024) if big else (8192, 256)
+    chunked = True
+    if _flag(flags, "--max-num-seqs"):
+        seqs = int(_flag(flags, "--max-num-seqs") or seqs)
+    if _flag(flags, "--max-num-batched-tokens"):
+        mnbt = int(_flag(flags, "--max-num-batched-tokens") or mnbt)
+    if "--enable-chunked-prefill=False" in flags:
+        chunked = False
+        mnbt = max(variant.arch.native_max_model_len, mnbt)
+    settings = replace(settings, max_num_batched_tokens=mnbt, max_num_seqs=seqs)
+    prep = prepare_candidate(variant, tp, pp, settings, rules)
+    ev = at_length(prep, variant.arch.native_max_model_len)
+    if not ev.fits:
+        ev = at_length(prep, min(32768, variant.arch.native_max_model_len))
+    perf = candidate_perf(variant.arch, ev, settings, variant.label, profile, base=FITTED_EFFICIENCY,
+                          vllm_version=rules.version)
+    perf.limits = replace(perf.limits, chunked_prefill=chunked)
+
+    m = row["measured"]
+    n = row.get("num_prompts") or m.get("successful_requests") or 1000
+    dataset = str(row.get("dataset") or "").lower()
+    if "multiturn" in dataset or "multi-turn" in dataset:
+        return None
+    if "sharegpt" in dataset:
+        done = m.get("successful_requests") or n
+        mean_in = (m["total_input_tokens"] / done) if m.get("total_input_tokens") else SHAREGPT_MEAN_INPUT
+        mean_out = (m["total_output_tokens"] / done) if m.get("total_output_tokens") else SHAREGPT_MEAN_OUTPUT
+        wl_kind = "sharegpt"
+    else:
+        done = m.get("successful_requests") or n
+        mean_in = (m["total_input_tokens"] / done) if m.get("total_input_tokens") else row.get("input_len")
+        mean_out = (m["total_output_tokens"] / done) if m.get("total_output_tokens") else row.get("output_len")
+        if not mean_in or not mean_out:
+            return None
+        mean_in, mean_out, wl_kind = float(mean_in), float(mean_out), "fixed"
+    rate = row.get("request_rate")
+    rate_f = None if rate in (None, "inf") else float(rate)
+    conc = row.get("concurrency")
+    if "benchmark_latency" in tool:
+        n, rate_f = int(conc or 8), None
+        conc = None
+    workload = Workload(mean_in, mean_out, concurrency=int(conc) if conc else None, request_rate=rate_f,
+                        num_requests=int(n), dataset=wl_kind)
+    measured = {k: float(v) for k, v in m.items() if isinstance(v, (int, float))}
+    if "throughput_tok_s_unlabeled" in measured and "total_tok_s" not in measured:
+        # GPUStack's quantization table: its other pages call total token throughput "Total TPS"
+        measured["total_tok_s"] = measured.pop("throughput_tok_s_unlabeled")
+    if "e2el_ms_mean" in measured and "e2e_latency_s_mean" not in measured:
+        measured["e2e_latency_s_mean"] = measured["e2el_ms_mean"] / 1000.0
+    case = Case(row, source_key(row), perf, workload, measured,
+                offline="benchmark_throughput" in tool or "benchmark_latency" in tool)
+    case.naive = naive_prediction(case)
+    return case
+
+
+def naive_prediction(case: Case) -> dict[str, float]:
+    """weights / peak bandwidth per token step; batch = the run's concurrency (or every request)."""
+    p = case.perf
+    tpot = naive_roofline_tpot(p.model, p.gpu)
+    wl = case.workload
+    batch = min(wl.concurrency or wl.num_requests or 1, p.limits.max_num_seqs)
+    out_tps = batch / tpot
+    rps = out_tps / wl.output_len
+    ttft = 2 * p.model.active_params / (p.model.tp * p.model.pp) * wl.input_len / p.gpu.peak_flops(p.model.compute_precision)
+    return {
+        "output_tok_s": out_tps, "total_tok_s": rps * (wl.input_len + wl.output_len), "request_throughput_rps": rps,
+        "tpot_ms_mean": tpot * 1e3, "tpot_ms_median": tpot * 1e3, "itl_ms_mean": tpot * 1e3,
+        "ttft_ms_mean": ttft * 1e3, "ttft_ms_median": ttft * 1e3,
+        "e2e_latency_s_mean": ttft + wl.output_len * tpot,
+    }
+
+
+def rules_version(case: Case) -> tuple[int, int, int]:
+    from vllmkit.engine.versions import parse_version
+
+    return parse_version(_version(case.row))
+
+
+def model_prediction(case: Case, eff: Efficiency) -> dict[str, float]:
+    from vllmkit.estimate.serving import predict
+
+    p = case.perf
+    from vllmkit.estimate.perf import efficiency_for
+
+    final = efficiency_for(eff, p.gpu, p.model, rules_version(case))
+    if case.offline:
+        final = replace(final, request_overhead_s=0.0)  # LLM.generate: no API server in front
+    pred = predict(p.model, p.gpu, final, p.limits, case.workload, steady=False, efficiency_is_final=True)
+    return {
+        "output_tok_s": pred.output_tokens_per_s, "total_tok_s": pred.total_tokens_per_s,
+        "request_throughput_rps": pred.requests_per_s,
+        "tpot_ms_mean": pred.tpot_ms.mean, "tpot_ms_median": pred.tpot_ms.p50, "itl_ms_mean": pred.itl_ms,
+        "ttft_ms_mean": pred.ttft_ms.mean, "ttft_ms_median": pred.ttft_ms.p50, "ttft_ms_p99": pred.ttft_ms.p99,
+        "e2e_latency_s_mean": pred.e2e_s.mean,
+    }
+
+
+# metric families: the first measured key of each family is scored
+FAMILIES = {
+    "throughput": ("output_tok_s", "total_tok_s", "request_throughput_rps"),
+    "tpot": ("tpot_ms_median", "tpot_ms_mean", "itl_ms_mean"),
+    "ttft": ("ttft_ms_mean", "ttft_ms_median"),
+    "e2e": ("e2e_latency_s_mean",),
+}
+# the latency runs' e2e latency is 127 decode steps: it is scored as the TPOT family's evidence too
+WEIGHTS = {"throughput": 1.0, "tpot": 1.0, "ttft": 0.5, "e2e": 1.0}
+
+
+def errors(pred: dict[str, float], measured: dict[str, float]) -> dict[str, tuple[str, float]]:
+    out: dict[str, tuple[str, float]] = {}
+    for fam, keys in FAMILIES.items():
+        for k in keys:
+            if k in measured and measured[k] > 0 and k in pred and pred[k] == pred[k] and pred[k] > 0:
+                out[fam] = (k, pred[k] / measured[k] - 1.0)
+                break
+    return out
+
+
+# --------------------------------------------------------------------------- fitting
+
+PARAMS = ("bandwidth", "compute", "step_overhead_s", "per_seq_overhead_s", "moe_compute", "request_overhead_s",
+          "rocm_legacy", "moe_width_ref")
+BOUNDS = {"bandwidth": (0.3, 0.92), "compute": (0.15, 0.9), "step_overhead_s": (2e-4, 2e-2),
+          "per_seq_overhead_s": (1e-6, 2e-4), "moe_compute": (0.1, 1.0),
+          "request_overhead_s": (1e-3, 0.1), "rocm_legacy": (0.05, 1.0),
+          "moe_width_ref": (64.0, 8192.0)}
+
+
+def _eff(theta: list[float]) -> Efficiency:
+    values = {}
+    for name, x in zip(PARAMS, theta, strict=True):
+        lo, hi = BOUNDS[name]
+        values[name] = min(max(math.exp(x), lo), hi)
+    return replace(FITTED_EFFICIENCY, **values)
+
+
+def loss(cases: list[Case], theta: list[float]) -> float:
+    eff = _eff(theta)
+    total = 0.0
+    for case in cases:
+        for fam, (_, err) in errors(model_prediction(case, eff), case.measured).items():
+            # robust: a run the model cannot explain (unknown flags) must not drag every parameter
+            total += WEIGHTS[fam] * min(math.log(1.0 + err) ** 2, 0.5)
+    return total
+
+
+def nelder_mead(f, x0: list[float], step: float = 0.3, iters: int = 60) -> list[float]:
+    """Plain Nelder-Mead (no scipy in the runtime); few parameters, smooth enough in log space."""
+    n = len(x0)
+    pts = [list(x0)] + [[x0[j] + (step if j == i else 0.0) for j in range(n)] for i in range(n)]
+    vals = [f(p) for p in pts]
+    for _ in range(iters):
+        order = sorted(range(n + 1), key=lambda i: vals[i])
+        pts, vals = [pts[i] for i in order], [vals[i] for i in order]
+        centroid = [sum(p[j] for p in pts[:-1]) / n for j in range(n)]
+        refl = [centroid[j] + (centroid[j] - pts[-1][j]) for j in range(n)]
+        fr = f(refl)
+        if fr < vals[0]:
+            exp = [centroid[j] + 2 * (centroid[j] - pts[-1][j]) for j in range(n)]
+            fe = f(exp)
+            pts[-1], vals[-1] = (exp, fe) if fe < fr else (refl, fr)
+        elif fr < vals[-2]:
+            pts[-1], vals[-1] = refl, fr
+        else:
+            con = [centroid[j] + 0.5 * (pts[-1][j] - centroid[j]) for j in range(n)]
+            fc = f(con)
+            if fc < vals[-1]:
+                pts[-1], vals[-1] = con, fc
+            else:
+                for i in range(1, n + 1):
+                    pts[i] = [pts[0][j] + 0.5 * (pts[i][j] - pts[0][j]) for j in range(n)]
+                    vals[i] = f(pts[i])
+    return pts[min(range(n + 1), key=lambda i: vals[i])]
+
+
+def subsample(cases: list[Case], per_source: int) -> list[Case]:
+    """At most `per_source` runs of each publisher (evenly spread over its list): keeps the fit fast
+    and stops one prolific publisher from owning the parameters."""
+    by: dict[str, list[Case]] = {}
+    for c in cases:
+        by.setdefault(c.source, []).append(c)
+    out: list[Case] = []
+    for group in by.values():
+        step = max(1, len(group) / per_source)
+        out.extend(group[int(i * step)] for i in range(min(per_source, len(group))))
+    return out
+
+
+def fit(cases: list[Case], iters: int, per_source: int = 12) -> Efficiency:
+    x0 = [math.log(getattr(FITTED_EFFICIENCY, p)) for p in PARAMS]
+    train = subsample(cases, per_source)
+    best = nelder_mead(lambda th: loss(train, th), x0, iters=iters)
+    return _eff(best)
+
+
+# --------------------------------------------------------------------------- report
+
+
+def summarize(rows: list[tuple[Case, dict, dict]]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for fam in FAMILIES:
+        model_errs = [abs(e[fam][1]) for _, e, _ in rows if fam in e]
+        naive_errs = [abs(n[fam][1]) for _, _, n in rows if fam in n]
+        if model_errs:
+            out[fam] = {
+                "n": len(model_errs),
+                "model_median": statistics.median(model_errs), "model_max": max(model_errs),
+                "naive_median": statistics.median(naive_errs) if naive_errs else float("nan"),
+                "naive_max": max(naive_errs) if naive_errs else float("nan"),
+            }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--rows", action="store_true", help="print every run's errors")
+    ap.add_argument("--fit-all", action="store_true", help="also fit on every source and print the parameters")
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--per-source", type=int, default=12, help="training runs kept per publisher in a fit")
+    ap.add_argument("--no-fit", action="store_true", help="score the shipped parameters only (no refit)")
+    args = ap.parse_args(argv)
+
+    started = time.perf_counter()
+    profiles = load_profiles(include_user_config=False)
+    cases: list[Case] = []
+    skipped: list[str] = []
+    for row in load_rows():
+        case = build_case(row, profiles)
+        if case is None:
+            skipped.append(row["id"])
+        else:
+            cases.append(case)
+    sources = sorted({c.source for c in cases})
+    scored: list[tuple[Case, dict, dict]] = []
+    fitted: dict[str, Efficiency] = {}
+    for src in sources:
+        train = [c for c in cases if c.source != src]
+        eff = FITTED_EFFICIENCY if args.no_fit else fit(train, args.iters, args.per_source)
+        print(f"fold {src}: " + ", ".join(f"{p}={getattr(eff, p):.4g}" for p in PARAMS), file=sys.stderr)
+        fitted[src] = eff
+        for case in (c for c in cases if c.source == src):
+            scored.append((case, errors(model_prediction(case, eff), case.measured), errors(case.naive, case.measured)))
+    summary = summarize(scored)
+    all_fit = fit(cases, args.iters, args.per_source) if args.fit_all else None
+
+    if args.json:
+        print(json.dumps({"summary": summary, "skipped": skipped, "sources": len(sources), "runs": len(cases),
+                          "rows": [{"id": c.row["id"], "model": {k: v for k, (_, v) in e.items()},
+                                    "naive": {k: v for k, (_, v) in n.items()}} for c, e, n in scored]},
+                         indent=2))
+        return 0
+    if args.rows:
+        for c, e, n in scored:
+            parts = [f"{fam} {key} {err:+.0%} (naive {n[fam][1]:+.0%})" for fam, (key, err) in e.items() if fam in n]
+            print(f"{c.row['id']}: " + "; ".join(parts))
+        print()
+    print(f"{len(cases)} public runs from {len(sources)} sources, each scored with parameters fitted without "
+          f"its source (leave-one-source-out); skipped {len(skipped)}: {', '.join(skipped) or '-'}\n")
+    print("| metric | runs | model median abs error | model max | naive roofline median | naive max |")
+    print("|---|---|---|---|---|---|")
+    names = {"throughput": "throughput (output tok/s, else total / req/s)", "tpot": "TPOT (median, else mean / ITL)",
+             "ttft": "TTFT (mean)", "e2e": "e2e latency (mean)"}
+    for fam, s in summary.items():
+        print(f"| {names[fam]} | {s['n']} | {s['model_median']:.0%} | {s['model_max']:.0%} | "
+              f"{s['naive_median']:.0%} | {s['naive_max']:.0%} |")
+    if all_fit is not None:
+        print("\nfitted on every source: " + ", ".join(f"{p}={getattr(all_fit, p):.4g}" for p in PARAMS))
+    print(f"\n({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""Start-up cost of vllmkit as whole processes, relative to the bare interpreter (issue #9 targets).
+
+Usage: .venv/bin/python benchmarks/startup_speed.py [--runs 15]
+Each command runs --runs times; the minimum wall time is compared (the least disturbed run on a shared
+machine). Targets on the 2-core dev box: `vllmkit --help` <= 2.5x and an offline plan <= 4x
+`python -c pass`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TARGETS = {"--help": 2.5, "plan (catalog)": 4.0, "plan (HF_HUB_OFFLINE=1)": 4.0}
+
+
+def best_of(cmd: list[str], env: dict[str, str], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, env=env, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    py = sys.executable
+    exe = str(Path(py).with_name("vllmkit"))
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "VLLM_USE_MODELSCOPE")}
+    offline = {**env, "HF_HUB_OFFLINE": "1"}
+    base = best_of([py, "-c", "pass"], env, args.runs)
+    rows = [
+        ("--help", [exe, "--help"], env),
+        ("plan (catalog)", [exe, "plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--source", "catalog", "--json"], env),
+        ("plan (HF_HUB_OFFLINE=1)", [exe, "plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--json"], offline),
+    ]
+    print(f"python -c pass: {base:.3f} s (min of {args.runs})")
+    print("| command | min wall | x python -c pass | target |")
+    print("|---|---|---|---|")
+    ok = True
+    for name, cmd, cmd_env in rows:
+        t = best_of(cmd, cmd_env, args.runs)
+        ratio = t / base
+        target = TARGETS[name]
+        ok &= ratio <= target
+        print(f"| `vllmkit {name}` | {t:.3f} s | {ratio:.1f}x | <= {target}x |")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

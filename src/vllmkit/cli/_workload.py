@@ -1,0 +1,74 @@
+"""Workload options shared by `plan` and `capacity`, the measured-records input, and the text rendering
+of a plan's performance section (issue 11)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import typer
+
+from vllmkit.errors import UsageError
+from vllmkit.estimate.serving import WORKLOAD_PRESETS, Workload
+
+INPUT_LEN_OPTION = typer.Option(None, "--input-len", help="Prompt tokens per request (performance estimate).")
+OUTPUT_LEN_OPTION = typer.Option(None, "--output-len", help="Generated tokens per request.")
+CONCURRENCY_OPTION = typer.Option(None, "--concurrency", help="Closed loop: requests in flight at all times.")
+REQUEST_RATE_OPTION = typer.Option(None, "--request-rate", help="Poisson arrivals, requests per second.")
+WORKLOAD_OPTION = typer.Option(
+    None, "--workload",
+    help="Preset lengths: " + ", ".join(f"{k} ({i} in / {o} out)" for k, (i, o) in WORKLOAD_PRESETS.items()) + ".",
+)
+
+
+def workload_from_flags(*, input_len: int | None, output_len: int | None, concurrency: int | None,
+                        request_rate: float | None, preset: str | None) -> Workload | None:
+    """None when no workload flag was given (plan stays a memory plan)."""
+    if all(v is None for v in (input_len, output_len, concurrency, request_rate, preset)):
+        return None
+    name = None
+    if preset is not None:
+        key = preset.strip().lower()
+        if key not in WORKLOAD_PRESETS:
+            raise UsageError(f"unknown --workload {preset!r}", "use one of: " + ", ".join(WORKLOAD_PRESETS))
+        name = key
+        pin, pout = WORKLOAD_PRESETS[key]
+        input_len = input_len or pin
+        output_len = output_len or pout
+    if input_len is None or output_len is None:
+        raise UsageError("a workload needs --input-len and --output-len (or --workload chat|rag|summarize|code)",
+                         "e.g. --input-len 1024 --output-len 256 --concurrency 32")
+    for flag, value in (("--input-len", input_len), ("--output-len", output_len)):
+        if value <= 0:
+            raise UsageError(f"{flag} must be a positive integer", f"e.g. {flag} 512")
+    if concurrency is not None and request_rate is not None:
+        raise UsageError("give --concurrency or --request-rate, not both",
+                         "--concurrency N: N clients in a closed loop; --request-rate R: Poisson arrivals")
+    if concurrency is not None and concurrency <= 0:
+        raise UsageError("--concurrency must be a positive integer", "e.g. --concurrency 32")
+    if request_rate is not None and (not math.isfinite(request_rate) or request_rate <= 0):
+        raise UsageError("--request-rate must be a positive number of requests per second", "e.g. --request-rate 5")
+    if concurrency is None and request_rate is None:
+        concurrency = 1
+    return Workload(float(input_len), float(output_len), concurrency=concurrency, request_rate=request_rate, name=name)
+
+
+def perf_records(env: Mapping[str, str]) -> list[Any]:
+    """What `vllmkit bench` measured (calibration/perfstore.py); none with VLLMKIT_NO_CALIBRATION=1."""
+    if env.get("VLLMKIT_NO_CALIBRATION") == "1":
+        return []
+    from vllmkit.calibration.perfstore import load_perf_records, perf_store_path
+
+    records, _ = load_perf_records(perf_store_path(env))
+    return records
+
+
+def perf_options(wl: Workload | None, env: Mapping[str, str], *, collect: bool = False) -> Any:
+    """The planner's performance input: the workload, the measured records and the store's matcher
+    (the planner reads no stores; it is handed both)."""
+    from vllmkit.calibration.perfstore import match_measured
+    from vllmkit.plan.performance import PerfOptions
+
+    records = perf_records(env)
+    return PerfOptions(workload=wl, records=records, match=match_measured if records else None, collect=collect)

@@ -1,0 +1,89 @@
+"""`vllmkit capacity MODEL --gpu G --qps Q --input-len I --output-len O`: replicas and GPUs for a peak
+load under latency SLOs (plan/capacity.py)."""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import typer
+
+from vllmkit.cli.options import JSON_OPTION
+from vllmkit.errors import UsageError
+from vllmkit.output import CommandResult, waiting
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("capacity", short_help="Replicas and GPUs for a peak QPS under TTFT / TPOT SLOs.")
+    def capacity_cmd(
+        model: str = typer.Argument(..., help="Hub id (Qwen/Qwen3-8B), hf://…, ms://…, or a local folder."),
+        gpu: str = typer.Option(..., "--gpu", help="GPU profile or product name (see `vllmkit gpus`)."),
+        qps: float = typer.Option(..., "--qps", help="Peak requests per second to serve."),
+        input_len: int = typer.Option(..., "--input-len", help="Prompt tokens per request."),
+        output_len: int = typer.Option(..., "--output-len", help="Generated tokens per request."),
+        ttft_p99: str = typer.Option("2s", "--ttft-p99", help="p99 time-to-first-token SLO (2s, 500ms)."),
+        tpot_p99: str = typer.Option("100ms", "--tpot-p99", help="p99 time-per-output-token SLO (50ms)."),
+        headroom: float = typer.Option(0.3, "--headroom", help="Share of a replica's goodput kept free (0.3: run at 70%)."),
+        redundancy: str = typer.Option("N+1", "--redundancy", help="Spare replicas: N+1, N+2 or 0."),
+        gpu_price: float | None = typer.Option(None, "--gpu-price", help="Price of one GPU-hour, for $/hour and $/1M tokens."),
+        max_gpus: int | None = typer.Option(None, "--max-gpus", help="Most GPUs available in total."),
+        source: str = typer.Option("auto", "--source", help="Where the model comes from: auto | hf | modelscope | local | catalog."),
+        revision: str | None = typer.Option(None, "--revision", help="Branch, tag or commit on the hub."),
+        vllm_version: str | None = typer.Option(None, "--vllm-version", help="vLLM version to plan for (default: installed, else newest known)."),
+        kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype", help="auto | fp8 | fp8_e4m3 | fp8_e5m2 | bfloat16."),
+        export: str | None = typer.Option(None, "--export", help="k8s: print the serve manifests with that replica count and an HPA."),
+        json_output: bool = JSON_OPTION,
+    ) -> CommandResult:
+        """How many replicas and GPUs serve QPS within the TTFT / TPOT SLOs: searches precision x TP/PP x
+        --max-num-seqs with the performance model, then sizes the fleet with headroom and spares."""
+        from vllmkit.cli._workload import perf_records
+        from vllmkit.cli.options import make_plan
+        from vllmkit.plan.capacity import (
+            CapacityRequest,
+            parse_duration_ms,
+            parse_redundancy,
+            plan_capacity,
+            replica_request,
+        )
+        from vllmkit.views.capacity import render
+
+        if qps <= 0:
+            raise UsageError("--qps must be positive", "e.g. --qps 20")
+        if input_len <= 0 or output_len <= 0:
+            raise UsageError("--input-len and --output-len must be positive integers", "e.g. --input-len 1024")
+        if not 0 <= headroom < 1:
+            raise UsageError("--headroom must be in [0, 1)", "e.g. --headroom 0.3")
+        if gpu_price is not None and gpu_price <= 0:
+            raise UsageError("--gpu-price must be positive", "e.g. --gpu-price 2.50")
+        if max_gpus is not None and max_gpus <= 0:
+            raise UsageError("--max-gpus must be a positive integer", "e.g. --max-gpus 16")
+        if export not in (None, "k8s"):
+            raise UsageError(f"unknown --export {export!r}", "use --export k8s")
+        env = dict(os.environ)
+        req = CapacityRequest(
+            model=model, gpu=gpu, qps=qps, input_len=input_len, output_len=output_len,
+            ttft_p99_ms=parse_duration_ms(ttft_p99, "--ttft-p99"), tpot_p99_ms=parse_duration_ms(tpot_p99, "--tpot-p99"),
+            headroom=headroom, redundancy=parse_redundancy(redundancy), gpu_price_per_hour=gpu_price,
+            max_gpus=max_gpus, source=source, revision=revision, vllm_version=vllm_version,
+            kv_cache_dtype=kv_cache_dtype,
+        )
+        records = perf_records(env)
+        calibration = None
+        match = None
+        if env.get("VLLMKIT_NO_CALIBRATION") != "1":
+            from vllmkit.calibration.perfstore import match_measured
+            from vllmkit.calibration.store import lookup_terms
+
+            calibration = functools.partial(lookup_terms, env=env)
+            match = match_measured
+        with waiting(f"sizing {model} for {qps:g} req/s ..."):
+            result = plan_capacity(req, env, records=records, match=match, calibration=calibration)
+            replica_req = replica_request(req, result)
+            replica_plan = make_plan(replica_req, env)
+        result.per_replica.serve_command = list(replica_plan.serve_command)
+        if export == "k8s":
+            from vllmkit.launch.hpa import capacity_manifests
+
+            text = capacity_manifests(replica_plan, replica_req, result)
+            return CommandResult("capacity", result, json_mode=json_output, text=text)
+        return CommandResult("capacity", result, view=render, json_mode=json_output)

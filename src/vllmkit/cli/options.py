@@ -1,0 +1,208 @@
+"""The planning options, declared once for every command that plans (plan, serve, check-log, capacity…),
+and the one parser that turns them into a `PlanRequest`.
+
+`@planning_options` adds the options to a typer command's signature and hands the command one
+`PlanFlags` (every field None when the flag was not given, so check-log can tell "from the log"
+from "given").
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import fields, make_dataclass
+from typing import Any, TypeVar
+
+import typer
+
+from vllmkit.errors import UsageError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+JSON_OPTION = typer.Option(False, "--json", help="Print one JSON envelope on stdout (also for errors).")
+
+
+_P = "Planning"  # help panel
+_FP = "Features"  # help panel of the issue-13 feature flags
+_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "gpu": (str | None, typer.Option(None, "--gpu", help="GPU profile or product name (see `vllmkit gpus`), or 'cpu'.", rich_help_panel=_P)),
+    "gpu_memory": (str | None, typer.Option(None, "--gpu-memory", help="Memory of an unlisted GPU, e.g. 48GiB.", rich_help_panel=_P)),
+    "gpu_count": (int | None, typer.Option(None, "--gpu-count", help="GPUs available (default: as many as the plan needs).", rich_help_panel=_P)),
+    "device": (str | None, typer.Option(None, "--device", help="cuda | rocm | cpu (default: from the GPU).", rich_help_panel=_P)),
+    "source": (str | None, typer.Option(None, "--source", help="Where to read the model: auto | hf | modelscope | local | catalog.", rich_help_panel=_P)),
+    "revision": (str | None, typer.Option(None, "--revision", help="Branch, tag or commit on the hub.", rich_help_panel=_P)),
+    "refresh": (bool | None, typer.Option(None, "--refresh", help="Refetch hub metadata instead of using the cache.", rich_help_panel=_P)),
+    "vllm_version": (str | None, typer.Option(None, "--vllm-version", help="vLLM version to plan for (default: the installed one, else the newest known).", rich_help_panel=_P)),
+    "tensor_parallel_size": (int | None, typer.Option(None, "--tensor-parallel-size", "-tp", help="GPUs that split each layer (default: the smallest that fits).", rich_help_panel=_P)),
+    "pipeline_parallel_size": (int | None, typer.Option(None, "--pipeline-parallel-size", "-pp", help="Pipeline stages (across nodes).", rich_help_panel=_P)),
+    "max_model_len": (str | None, typer.Option(None, "--max-model-len", help="Context per request: tokens, 32k / 32K, or auto.", rich_help_panel=_P)),
+    "gpu_memory_utilization": (float | None, typer.Option(None, "--gpu-memory-utilization", help="Fraction of GPU memory vLLM may use, in (0, 1] (default: vLLM's).", rich_help_panel=_P)),
+    "kv_cache_memory_bytes": (str | None, typer.Option(None, "--kv-cache-memory-bytes", help="Fix the KV cache per GPU, e.g. 8GiB (bypasses the memory profile).", rich_help_panel=_P)),
+    "kv_cache_dtype": (str | None, typer.Option(None, "--kv-cache-dtype", help="auto | bfloat16 | fp8 | fp8_e4m3 | fp8_e5m2.", rich_help_panel=_P)),
+    "dtype": (str | None, typer.Option(None, "--dtype", help="Model dtype: auto | bfloat16 | float16 | half.", rich_help_panel=_P)),
+    "quantization": (str | None, typer.Option(None, "--quantization", help="vLLM --quantization (e.g. fp8 for online FP8).", rich_help_panel=_P)),
+    "max_num_seqs": (int | None, typer.Option(None, "--max-num-seqs", help="Most sequences in one batch (default: vLLM's for the GPU).", rich_help_panel=_P)),
+    "max_num_batched_tokens": (int | None, typer.Option(None, "--max-num-batched-tokens", help="Token budget of one scheduler step (default: vLLM's for the GPU).", rich_help_panel=_P)),
+    "block_size": (int | None, typer.Option(None, "--block-size", help="KV block size in tokens (default: the backend's).", rich_help_panel=_P)),
+    "enforce_eager": (bool | None, typer.Option(None, "--enforce-eager/--no-enforce-eager", help="Disable CUDA graphs (saves their memory, slower decode).", show_default=False, rich_help_panel=_P)),
+    "enable_prefix_caching": (bool | None, typer.Option(None, "--enable-prefix-caching/--no-enable-prefix-caching", help="Prefix caching (default: vLLM's for the model).", show_default=False, rich_help_panel=_P)),
+    # issue 14: serving features from the model-family presets (profiles/presets)
+    "tools": (bool | None, typer.Option(None, "--tools/--no-tools", help="Turn on the model family's tool-call parser (default: on when it has one).", show_default=False, rich_help_panel=_P)),
+    "reasoning": (bool | None, typer.Option(None, "--reasoning/--no-reasoning", help="Turn on its reasoning parser (default: on when it has one).", show_default=False, rich_help_panel=_P)),
+    # issue 13: features that change the memory plan
+    "limit_mm_per_prompt": (str | None, typer.Option(None, "--limit-mm-per-prompt", help='Items per prompt, JSON: \'{"image": 2, "video": 0}\' (all 0 = text-only).', rich_help_panel=_FP)),
+    "language_model_only": (bool | None, typer.Option(None, "--language-model-only", help="Serve a vision-language model as text-only (no vision tower).", show_default=False, rich_help_panel=_FP)),
+    "enable_lora": (bool | None, typer.Option(None, "--enable-lora", help="Reserve LoRA adapter stacks.", show_default=False, rich_help_panel=_FP)),
+    "max_loras": (int | None, typer.Option(None, "--max-loras", help="LoRA adapters in one batch (vLLM default 1).", rich_help_panel=_FP)),
+    "max_lora_rank": (int | None, typer.Option(None, "--max-lora-rank", help="Largest LoRA rank (vLLM default 16).", rich_help_panel=_FP)),
+    "max_cpu_loras": (int | None, typer.Option(None, "--max-cpu-loras", help="LoRA adapters cached in host memory.", rich_help_panel=_FP)),
+    "speculative_config": (str | None, typer.Option(None, "--speculative-config", help='Speculative decoding, JSON: \'{"method": "ngram", "num_speculative_tokens": 3}\' (ngram, eagle, eagle3, mtp, draft_model).', rich_help_panel=_FP)),
+    "data_parallel_size": (int | None, typer.Option(None, "--data-parallel-size", "-dp", help="Replicas of the planned TP x PP group.", rich_help_panel=_FP)),
+    "enable_expert_parallel": (bool | None, typer.Option(None, "--enable-expert-parallel", help="Spread MoE experts over TP x DP ranks.", show_default=False, rich_help_panel=_FP)),
+}
+
+
+def _given(self: Any) -> dict[str, Any]:
+    """The flags the user passed, by field name."""
+    return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+
+# The planning flags as given (None = not given): one field per entry of _OPTIONS, so the options are
+# declared once, there.
+PlanFlags = make_dataclass(
+    "PlanFlags", [(name, annotation, None) for name, (annotation, _) in _OPTIONS.items()],
+    frozen=True, namespace={"given": _given, "__doc__": "The planning flags as given (None = not given)."},
+)
+
+
+def planning_options(fn: F) -> F:
+    """Add the planning options to a typer command; it receives them as `flags: PlanFlags`."""
+    sig = inspect.signature(fn)
+    own = [p for p in sig.parameters.values() if p.name != "flags"]
+    injected = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
+        for name, (annotation, option) in _OPTIONS.items()
+    ]
+    # positional arguments first, then the command's own options, then the planning options
+    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+              and not isinstance(p.default, typer.models.ArgumentInfo) else p for p in own]
+    positional = [p for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+    keyword = [p for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        flags = PlanFlags(**{name: kwargs.pop(name) for name in _OPTIONS})
+        return fn(*args, flags=flags, **kwargs)
+
+    hints = {k: v for k, v in getattr(fn, "__annotations__", {}).items() if k != "flags"}
+    resolved = typing_hints(fn)
+    wrapper.__signature__ = sig.replace(  # type: ignore[attr-defined]
+        parameters=[*(_resolve(p, resolved) for p in positional), *(_resolve(p, resolved) for p in keyword), *injected]
+    )
+    wrapper.__annotations__ = {**{k: resolved.get(k, v) for k, v in hints.items()},
+                               **{name: ann for name, (ann, _) in _OPTIONS.items()}}
+    del wrapper.__wrapped__  # typer must read the new signature, not the wrapped one
+    return wrapper  # type: ignore[return-value]
+
+
+def typing_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    import typing
+
+    return typing.get_type_hints(fn)
+
+
+def _resolve(p: inspect.Parameter, hints: dict[str, Any]) -> inspect.Parameter:
+    return p.replace(annotation=hints.get(p.name, p.annotation))
+
+
+# ----------------------------------------------------------------------------- the one parser
+
+
+def parse_max_model_len(text: str | None) -> int | str | None:
+    """vLLM accepts 4096, 4k / 4K (1000 / 1024), 'auto' or -1."""
+    if text is None:
+        return None
+    t = text.strip()
+    if t.lower() in ("auto", "-1"):
+        return "auto"
+    mult = 1
+    if t[-1:] in ("k", "K", "m", "M"):
+        mult = {"k": 1000, "K": 1024, "m": 10**6, "M": 1 << 20}[t[-1]]
+        t = t[:-1]
+    try:
+        value = int(float(t) * mult)
+    except ValueError:
+        raise UsageError(f"cannot read --max-model-len {text!r}", "use a number (32768, 32k, 32K) or auto") from None
+    if value <= 0:
+        raise UsageError("--max-model-len must be positive", "use a number or auto")
+    return value
+
+
+def parse_bytes(text: str | None, flag: str) -> int | None:
+    if text is None:
+        return None
+    from vllmkit.hardware.profiles import parse_memory
+
+    try:
+        return parse_memory(text)
+    except UsageError as exc:
+        raise UsageError(f"{flag}: {exc.message}", exc.hint) from None
+
+
+_SOURCES = ("auto", "hf", "modelscope", "local", "catalog")
+
+
+def check_flags(flags: PlanFlags) -> None:
+    """Range checks shared by every planning command (usage errors, exit 2)."""
+    if flags.device not in (None, "cuda", "rocm", "cpu"):
+        raise UsageError(f"unknown --device {flags.device!r}", "use cuda, rocm or cpu")
+    if flags.source not in (None, *_SOURCES):
+        raise UsageError(f"unknown --source {flags.source!r}", "use " + ", ".join(_SOURCES))
+    if flags.gpu_memory_utilization is not None and not 0 < flags.gpu_memory_utilization <= 1:
+        raise UsageError("--gpu-memory-utilization must be in (0, 1]", "e.g. 0.9")
+    for flag, value in (("--tensor-parallel-size", flags.tensor_parallel_size),
+                        ("--pipeline-parallel-size", flags.pipeline_parallel_size),
+                        ("--gpu-count", flags.gpu_count), ("--max-num-seqs", flags.max_num_seqs),
+                        ("--max-num-batched-tokens", flags.max_num_batched_tokens), ("--block-size", flags.block_size)):
+        if value is not None and value <= 0:
+            raise UsageError(f"{flag} must be a positive integer", f"e.g. {flag} 2")
+
+
+def request_overrides(flags: PlanFlags) -> dict[str, Any]:
+    """The given flags as PlanRequest fields (parsed and range-checked)."""
+    check_flags(flags)
+    out = flags.given()
+    if "max_model_len" in out:
+        out["max_model_len"] = parse_max_model_len(flags.max_model_len)
+    for name in ("gpu_memory", "kv_cache_memory_bytes"):
+        if name in out:
+            out[name] = parse_bytes(out[name], "--" + name.replace("_", "-"))
+    from vllmkit.cli._features import FEATURE_FIELDS, parse_features
+
+    features = {k: out.pop(k) for k in FEATURE_FIELDS if k in out}
+    if features:
+        out.update(parse_features(**features))
+    return out
+
+
+def plan_request(model: str, flags: PlanFlags, **extra: Any):  # -> PlanRequest
+    """The PlanRequest for MODEL from the planning flags (defaults where not given)."""
+    from vllmkit.plan.models import PlanRequest
+
+    return PlanRequest(model=model, **request_overrides(flags), **extra)
+
+
+def make_plan(req: Any, env: dict[str, str], *, min_concurrency: float | None = None,
+              perf: Any = None):  # -> PlanResult
+    """Plan `req` with the local calibrations (unless VLLMKIT_NO_CALIBRATION=1) and the serve line."""
+    from vllmkit.launch.command import attach_serve_command
+    from vllmkit.plan.service import build_plan
+
+    calibration = None
+    if env.get("VLLMKIT_NO_CALIBRATION") != "1":
+        from vllmkit.calibration.store import lookup_terms
+
+        calibration = functools.partial(lookup_terms, env=env)
+    plan = build_plan(req, env, min_concurrency=min_concurrency, calibration=calibration, perf=perf)
+    return attach_serve_command(plan, req)

@@ -1,0 +1,111 @@
+"""Memory of the multimodal encoder in vLLM's startup profile run (pure).
+
+vLLM (V1 gpu_model_runner.profile_run, 0.28 source) runs the vision tower on dummy items of the
+largest size before the language-model dummy forward, keeps their embeddings in the encoder cache
+while that forward runs, then frees both:
+
+- per-item size: the processor's largest image in LM tokens (`max_tokens_per_item`);
+- encoder budget = max(max_num_batched_tokens, max_tokens_per_item)
+  (vllm/v1/core/encoder_cache_manager.py compute_mm_encoder_budget);
+- items profiled = max(1, min(budget // max_tokens_per_item,
+  max_num_seqs * max(1, min(limit_per_prompt, max_model_len // max_tokens_per_item))))
+  (vllm/multimodal/encoder_budget.py MultiModalBudget._get_max_items);
+- a zero --limit-mm-per-prompt for every modality, or --language-model-only, skips it (budget 0,
+  "Encoder cache will not be initialized").
+
+The torch peak of the profile is therefore max(ViT peak, LM forward + cached embeddings); the term
+returned here is what that adds on top of the language-model activation estimate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vllmkit.arch.model import VisionFacts
+
+ACT_BYTES = 2  # bf16 / fp16 activations
+
+
+@dataclass(frozen=True)
+class EncoderProfile:
+    budget_tokens: int  # "Encoder cache will be initialized with a budget of N tokens"
+    items: int  # "... and profiled with M image items of the maximum feature size"
+    tokens_per_item: int
+    patches: int  # ViT sequence positions over all profiled items
+    vit_peak_bytes: int  # live activations of the tower at its widest point
+    embeddings_bytes: int  # encoder outputs held in the encoder cache during the LM dummy run
+
+    @property
+    def skipped(self) -> bool:
+        return self.items == 0
+
+
+def encoder_profile(
+    vision: VisionFacts,
+    *,
+    max_num_batched_tokens: int,
+    max_num_seqs: int,
+    max_model_len: int,
+    limit_per_prompt: int | None = None,
+    chunked_prefill: bool = True,
+    tp: int = 1,
+) -> EncoderProfile:
+    """What vLLM profiles for the vision tower. limit_per_prompt: --limit-mm-per-prompt for images
+    (None = vLLM's default 999; 0 = text-only, also what --language-model-only does)."""
+    per_item = vision.max_tokens_per_item
+    limit = 999 if limit_per_prompt is None else limit_per_prompt
+    if limit <= 0 or per_item <= 0:
+        return EncoderProfile(0, 0, per_item, 0, 0, 0)
+    budget = max(max_num_batched_tokens, per_item)
+    per_prompt = max(1, min(limit, max_model_len // per_item))
+    reqs = max_num_seqs
+    if not chunked_prefill:
+        reqs = min(reqs, max_num_batched_tokens // per_item)
+    items = max(1, min(budget // per_item, reqs * per_prompt))
+    patches = items * per_item * vision.patches_per_token
+    return EncoderProfile(
+        budget_tokens=budget,
+        items=items,
+        tokens_per_item=per_item,
+        patches=patches,
+        vit_peak_bytes=patches * vit_bytes_per_patch(vision, tp),
+        embeddings_bytes=items * per_item * vision.out_hidden_size * (1 + vision.deepstack_layers) * ACT_BYTES,
+    )
+
+
+def vit_bytes_per_patch(vision: VisionFacts, tp: int = 1) -> int:
+    """Live activation bytes per patch inside one pre-norm ViT block (flash attention: no
+    sequence-squared term), plus what stays alive across blocks.
+
+    Attention half: residual, norm1 out, qkv (3H), rotated q and k (2H), attention out, proj out
+    = 9H. MLP half: residual, norm2 out, fc1 out (I), activation out (I), fc2 out = 3H + 2I.
+    Across blocks: pixel input (C * T * p * p) and the position embedding (H).
+    With TP the tower's column-parallel outputs (qkv, rotated q/k, attention out, fc1, activation)
+    are split over the ranks (vLLM shards the ViT unless mm_encoder_tp_mode="data")."""
+    h, i = vision.hidden_size, vision.intermediate_size
+    tp = max(tp, 1)
+    block = max(3 * h + 6 * h // tp, 3 * h + 2 * i // tp)
+    carried = vision.in_channels * vision.temporal_patch_size * vision.patch_size ** 2 + h
+    return (block + carried) * ACT_BYTES
+
+
+def encoder_extra_bytes(profile: EncoderProfile, lm_activation_bytes: int) -> int:
+    """Bytes the encoder adds to the profile's torch peak: the held embeddings during the LM
+    dummy forward, or the ViT's own peak when that is higher than the LM forward."""
+    if profile.skipped:
+        return 0
+    return max(profile.embeddings_bytes, profile.vit_peak_bytes - lm_activation_bytes)
+
+
+def vision_param_bytes(vision: VisionFacts, dtype_bytes: int = 2) -> int:
+    """Approximate bytes of the vision tower in the checkpoint (kept 16-bit by the official
+    quantized releases): per block qkv + proj (4H^2) and the MLP (2HI), the patch embedding
+    (C*T*p*p*H), and a merger of (merge^2 H) -> (merge^2 H) -> out where tokens merge patches.
+    Qwen3.5-27B: ~0.46 B parameters = 0.92 GB, matching the 0.9 GB "visual encoder" of public
+    FP8 re-quantizations of that model."""
+    h, i = vision.hidden_size, vision.intermediate_size
+    blocks = vision.depth * (4 * h * h + 2 * h * i)
+    patch = vision.in_channels * vision.temporal_patch_size * vision.patch_size ** 2 * h
+    m = vision.patches_per_token * h if vision.family in ("qwen2_vl", "qwen3_vl") else h
+    merger = m * m + m * vision.out_hidden_size
+    return (blocks + patch + merger) * dtype_bytes

@@ -1,0 +1,312 @@
+"""Per-step cost of one vLLM engine step on one GPU type (pure: no I/O).
+
+An engine step runs `decode` sequences (one token each) and `prefill` tokens (chunked prefill) through
+the model on every rank at once. Its time is a roofline plus fixed costs:
+
+    t_step = pp * (max(gemm_memory, gemm_compute) + max(attn_memory, attn_compute)) + t_allreduce + t_overhead
+
+GEMMs and attention are separate kernels, so each is its own roofline and their times add.
+- memory: bytes read per rank / (peak bandwidth x achievable fraction). Bytes = dense weights of the
+  rank (read once per step whatever the batch) + routed-expert weights actually touched (a batch of B
+  tokens touches E * (1 - (1 - k/E)^B) of the E experts of a layer, in expectation) + the KV cache /
+  recurrent state the step reads (full attention: the whole context; sliding window: at most the
+  window; MLA: one latent per token; mamba / linear attention: the constant state, read and written).
+- compute: FLOPs per rank / (dense peak for the compute precision x achievable fraction). FLOPs =
+  2 x active parameters per token x tokens + attention (4 x heads x head_dim per query-key pair).
+- t_allreduce: tensor parallel runs two all-reduces per layer (after attention and after the MLP,
+  vLLM RowParallelLinear); each is latency + 2 (tp-1)/tp x message / link bandwidth, message =
+  hidden x tokens x 2 bytes (ring all-reduce bus traffic).
+- t_overhead: scheduler + sampling + launch cost per step, plus a per-sequence term (input preparation,
+  sampling, detokenisation scale with the batch).
+
+The achievable fractions and overheads come from `Efficiency`: "estimated" defaults fitted on public
+vLLM benchmark runs (benchmarks/perf_accuracy.py, leave-one-source-out), adjusted per GPU family and
+precision by physically motivated priors, or "calibrated" from what `vllmkit bench` measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+# --------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class GpuPerf:
+    """What the roofline needs from a GPU profile (all per GPU)."""
+
+    name: str
+    vendor: str  # nvidia | amd | cpu
+    family: str  # volta | turing | ampere | ada | hopper | blackwell | cdna2 | cdna3 | cdna4 | cpu
+    bandwidth_bytes_s: float  # peak memory bandwidth
+    tflops: dict[str, float]  # dense peak TFLOPS by compute precision: bf16, fp16, fp8, int8, fp4
+    link_bytes_s: float  # GPU-to-GPU bandwidth, one direction (vendor totals are bidirectional)
+    link_kind: str = "nvlink"  # nvlink | xgmi | pcie | none
+
+    def peak_flops(self, precision: str) -> float:
+        """Dense FLOP/s for a compute precision, falling back to the next wider one the GPU has."""
+        order = {"fp4": ("fp4", "fp8", "bf16", "fp16"), "fp8": ("fp8", "bf16", "fp16"),
+                 "int8": ("int8", "fp8", "bf16", "fp16"), "bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16")}
+        for key in order.get(precision, ("bf16", "fp16")):
+            value = self.tflops.get(key)
+            if value:
+                return value * 1e12
+        return max(self.tflops.values(), default=1.0) * 1e12
+
+
+@dataclass(frozen=True)
+class KVRead:
+    """One kind of cache layer on one rank (of the busiest pipeline stage)."""
+
+    kind: str  # full | sliding | chunked | mla | mamba
+    layers: int
+    token_bytes: int = 0  # per token per layer (attention kinds)
+    window: int | None = None  # sliding window / chunk size
+    state_bytes: int = 0  # per request per layer (mamba)
+
+
+@dataclass(frozen=True)
+class ModelPerf:
+    """The model as the roofline sees it, per rank of the busiest pipeline stage."""
+
+    tp: int
+    pp: int
+    layers: int  # decoder layers on the busiest stage
+    hidden_size: int
+    dense_bytes: int  # weights read every step: everything but routed experts
+    expert_bytes: int = 0  # all routed experts held by the rank
+    num_experts: int = 0
+    experts_per_token: int = 0
+    active_params: float = 0.0  # parameters one token goes through, whole model (all ranks, stages)
+    attn_flops_per_pair: float = 0.0  # FLOPs per (query token, context token) pair, per rank and stage
+    kv: tuple[KVRead, ...] = ()
+    compute_precision: str = "bf16"  # bf16 | fp16 | fp8 | int8 | fp4 (what the GEMMs run in)
+    weight_kernel: str = "dense"  # dense | w4a16 | w8a16 (weight-only kernels dequantise on the fly)
+    moe_layers: int = 0
+    expert_width: int = 0  # one expert's intermediate size on this rank (moe_intermediate_size / tp)
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0 and self.experts_per_token > 0
+
+    def touched_expert_fraction(self, tokens: float) -> float:
+        """Expected fraction of a layer's experts a batch of `tokens` tokens routes to:
+        1 - (1 - k/E)^B (each token picks k of E experts; uniform routing)."""
+        if not self.is_moe or tokens <= 0:
+            return 0.0
+        return 1.0 - (1.0 - self.experts_per_token / self.num_experts) ** tokens
+
+    def weight_bytes_read(self, tokens: float) -> float:
+        return self.dense_bytes + self.expert_bytes * self.touched_expert_fraction(tokens)
+
+    def kv_bytes_read(self, sequences: int, context_sum: float) -> float:
+        """KV / state bytes one step reads for `sequences` running sequences whose contexts sum to
+        `context_sum` tokens (sliding / chunked layers read at most their window per sequence)."""
+        total = 0.0
+        for g in self.kv:
+            if g.kind in ("full", "mla"):
+                total += g.layers * g.token_bytes * context_sum
+            elif g.kind in ("sliding", "chunked"):
+                capped = min(context_sum, sequences * float(g.window or context_sum))
+                total += g.layers * g.token_bytes * capped
+            elif g.kind == "mamba":
+                total += 2 * g.layers * g.state_bytes * sequences  # read and written back
+        return total
+
+    def kv_bytes_per_token(self) -> int:
+        """Bytes one new token adds to the cache on this rank (attention layers)."""
+        return sum(g.layers * g.token_bytes for g in self.kv if g.kind != "mamba")
+
+    def flops(self, tokens: float, attention_pairs: float) -> float:
+        per_rank = self.active_params / (self.tp * self.pp)
+        return 2.0 * per_rank * tokens + self.attn_flops_per_pair * attention_pairs
+
+
+# --------------------------------------------------------------------------- efficiency
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Achievable fractions of the datasheet peaks and fixed costs, for one GPU + precision."""
+
+    bandwidth: float = 0.75  # fraction of peak memory bandwidth a decode step achieves
+    compute: float = 0.55  # fraction of dense peak FLOPs a prefill-heavy step achieves
+    step_overhead_s: float = 2.5e-3  # per engine step (scheduler, sampling, launches)
+    per_seq_overhead_s: float = 2.0e-5  # per running sequence per step
+    allreduce_latency_s: float = 1.2e-5  # one small all-reduce over NVLink / xGMI
+    moe_compute: float = 0.5  # grouped-GEMM efficiency relative to dense GEMMs (wide experts)
+    # experts narrower than this per rank (fine-grained MoE, or TP splitting each expert) run their
+    # grouped GEMMs proportionally less efficiently: small N tiles leave the tensor cores idle
+    moe_width_ref: float = 1024.0
+    request_overhead_s: float = 0.01  # API server work per request before the engine sees it (serial)
+    # ROCm builds of vLLM before 0.8 (no AITER kernels, V0 engine) ran far below the roofline on MI300X
+    rocm_legacy: float = 0.35
+    source: str = "estimated"
+    note: str = ""
+
+
+# Family priors relative to the fitted (Hopper/Ampere NVIDIA) efficiencies, chosen from public
+# microbenchmarks, not fitted: MI300X sustains ~4.1-4.3 of 5.3 TB/s in stream tests and ~600-700 of
+# 1307 dense BF16 TFLOPS in GEMM sweeps (vs ~3.0 of 3.35 TB/s and ~650-750 of 989 on H100 SXM);
+# GeForce / workstation cards reach their (lower) peaks about as well as datacenter ones.
+FAMILY_PRIORS: dict[str, tuple[float, float, float]] = {
+    # family: (bandwidth factor, compute factor, overhead factor)
+    "cdna3": (0.88, 0.70, 1.3),
+    "cdna4": (0.88, 0.70, 1.3),
+    "cdna2": (0.80, 0.60, 1.5),
+    "volta": (0.95, 0.85, 1.3),
+    "turing": (0.95, 0.85, 1.3),
+    "cpu": (0.50, 0.30, 3.0),
+}
+# Weight-only kernels (Marlin / AWQ W4A16) read 4-bit weights but dequantise inside the GEMM: near the
+# bandwidth roofline at small batches, well below the dense GEMM rate at large ones (Marlin paper,
+# arXiv 2408.11743, fig. 1: speedup over FP16 falls from ~3.9x at batch 16 to ~1.5x at 128 and below
+# 1x past that).
+KERNEL_COMPUTE_FACTOR = {"dense": 1.0, "w8a16": 0.8, "w4a16": 0.6}
+
+
+def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
+                   vllm_version: tuple[int, int, int] | None = None) -> Efficiency:
+    bw, comp, over = FAMILY_PRIORS.get(gpu.family, (1.0, 1.0, 1.0))
+    if gpu.vendor == "amd" and vllm_version is not None and vllm_version < (0, 8, 0):
+        bw, comp = bw * base.rocm_legacy, comp * base.rocm_legacy
+    return replace(
+        base,
+        bandwidth=min(base.bandwidth * bw, 0.95),
+        compute=min(base.compute * comp * KERNEL_COMPUTE_FACTOR.get(model.weight_kernel, 1.0), 0.95),
+        step_overhead_s=base.step_overhead_s * over,
+        per_seq_overhead_s=base.per_seq_overhead_s * over,
+    )
+
+
+# --------------------------------------------------------------------------- one step
+
+
+@dataclass(frozen=True)
+class StepCost:
+    seconds: float
+    memory_s: float
+    compute_s: float
+    comm_s: float
+    overhead_s: float
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute_s > self.memory_s else "bandwidth"
+
+
+def allreduce_seconds(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, tokens: float) -> float:
+    if model.tp <= 1:
+        return 0.0
+    message = model.hidden_size * tokens * 2.0  # activations in 16-bit
+    bus = 2.0 * (model.tp - 1) / model.tp * message
+    latency = eff.allreduce_latency_s * (4.0 if gpu.link_kind == "pcie" else 1.0)
+    return 2 * model.layers * (latency + bus / max(gpu.link_bytes_s, 1.0))
+
+
+def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, context_sum: float,
+              prefill_tokens: int = 0, prefill_pairs: float = 0.0) -> StepCost:
+    """Time of one engine step with `decode` decoding sequences (contexts summing to `context_sum`)
+    and `prefill_tokens` prompt tokens whose attention covers `prefill_pairs` (query, key) pairs."""
+    tokens = decode + prefill_tokens
+    bw = gpu.bandwidth_bytes_s * eff.bandwidth
+    peak = gpu.peak_flops(model.compute_precision) * eff.compute
+    # linear layers (GEMMs): weights streamed once per step, 2 FLOPs per parameter per token
+    gemm_mem = model.weight_bytes_read(tokens) / bw
+    gemm_flops = model.flops(tokens, 0.0)
+    if model.is_moe and model.active_params > 0:
+        # the routed-expert share of the FLOPs runs as grouped GEMMs at a lower rate
+        share = min(_expert_flop_share(model), 1.0)
+        gemm_flops = gemm_flops * (1 - share) + gemm_flops * share / moe_efficiency(model, eff)
+    gemm_cmp = gemm_flops / peak
+    # attention kernels run after / between the GEMMs (separate kernels): their time adds
+    attn_mem = (model.kv_bytes_read(decode, context_sum) + model.kv_bytes_per_token() * tokens) / bw
+    attn_cmp = model.attn_flops_per_pair * (context_sum + prefill_pairs) / peak
+    t_mem = gemm_mem + attn_mem
+    t_cmp = gemm_cmp + attn_cmp
+    stage = max(gemm_mem, gemm_cmp) + max(attn_mem, attn_cmp)
+    comm = allreduce_seconds(model, gpu, eff, tokens)
+    overhead = eff.step_overhead_s + eff.per_seq_overhead_s * (decode + (1 if prefill_tokens else 0))
+    return StepCost(seconds=model.pp * stage + comm + overhead, memory_s=model.pp * t_mem,
+                    compute_s=model.pp * t_cmp, comm_s=comm, overhead_s=overhead)
+
+
+def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
+    """`step_cost` as a closure over precomputed constants (the scheduler simulation calls it once per
+    step): returns (seconds, compute_bound). Same arithmetic as step_cost."""
+    bw = gpu.bandwidth_bytes_s * eff.bandwidth
+    peak = gpu.peak_flops(model.compute_precision) * eff.compute
+    dense_b, expert_b = float(model.dense_bytes), float(model.expert_bytes)
+    miss = 1.0 - model.experts_per_token / model.num_experts if model.is_moe else 1.0
+    flop_tok = 2.0 * model.active_params / (model.tp * model.pp)
+    if model.is_moe and model.active_params > 0:
+        share = min(_expert_flop_share(model), 1.0)
+        flop_tok = flop_tok * (1 - share) + flop_tok * share / moe_efficiency(model, eff)
+    full_tb = float(sum(g.layers * g.token_bytes for g in model.kv if g.kind in ("full", "mla")))
+    windowed = [(float(g.layers * g.token_bytes), float(g.window or 0)) for g in model.kv
+                if g.kind in ("sliding", "chunked")]
+    state_b = float(sum(2 * g.layers * g.state_bytes for g in model.kv if g.kind == "mamba"))
+    write_tb = float(model.kv_bytes_per_token())
+    attn_pair = model.attn_flops_per_pair
+    pp = model.pp
+    ar = allreduce_seconds(model, gpu, eff, 1.0) if model.tp > 1 else 0.0
+    ar_lat = allreduce_seconds(model, gpu, eff, 0.0) if model.tp > 1 else 0.0
+    over, per_seq = eff.step_overhead_s, eff.per_seq_overhead_s
+
+    def fn(decode: int, context_sum: float, prefill: int, pairs: float) -> tuple[float, bool]:
+        tokens = decode + prefill
+        wbytes = dense_b + (expert_b * (1.0 - miss ** tokens) if expert_b else 0.0)
+        gemm_mem = wbytes / bw
+        gemm_cmp = flop_tok * tokens / peak
+        kv = full_tb * context_sum + state_b * decode
+        for tb, w in windowed:
+            kv += tb * (min(context_sum, decode * w) if w else context_sum)
+        attn_mem = (kv + write_tb * tokens) / bw
+        attn_cmp = attn_pair * (context_sum + pairs) / peak
+        stage = (gemm_mem if gemm_mem > gemm_cmp else gemm_cmp) + (attn_mem if attn_mem > attn_cmp else attn_cmp)
+        comm = ar_lat + (ar - ar_lat) * tokens
+        seconds = pp * stage + comm + over + per_seq * (decode + (1 if prefill else 0))
+        return seconds, (gemm_cmp + attn_cmp) > (gemm_mem + attn_mem)
+
+    return fn
+
+
+def moe_efficiency(model: ModelPerf, eff: Efficiency) -> float:
+    if not model.expert_width:
+        return eff.moe_compute
+    return eff.moe_compute * min(1.0, model.expert_width / max(eff.moe_width_ref, 1.0))
+
+
+def _expert_flop_share(model: ModelPerf) -> float:
+    """Share of a token's FLOPs spent in routed experts (from the byte split of the rank's weights:
+    the active experts are k/E of the expert bytes)."""
+    if not model.is_moe:
+        return 0.0
+    active_expert = model.expert_bytes * model.experts_per_token / model.num_experts
+    return active_expert / max(active_expert + model.dense_bytes, 1)
+
+
+def decode_floor_seconds(model: ModelPerf, gpu: GpuPerf) -> float:
+    """The physical TPOT floor: one token for one sequence reads the rank's active weights at the full
+    datasheet bandwidth (no efficiency, no overhead, no KV)."""
+    return model.pp * model.weight_bytes_read(1) / gpu.bandwidth_bytes_s
+
+
+def naive_roofline_tpot(model: ModelPerf, gpu: GpuPerf) -> float:
+    """The naive predictor the accuracy benchmark compares against: all weights of a rank / peak
+    bandwidth per token step, no KV, no efficiency, no overhead."""
+    return model.pp * (model.dense_bytes + model.expert_bytes) / gpu.bandwidth_bytes_s
+
+
+__all__ = [
+    "Efficiency",
+    "GpuPerf",
+    "KVRead",
+    "ModelPerf",
+    "StepCost",
+    "decode_floor_seconds",
+    "efficiency_for",
+    "make_step_fn",
+    "naive_roofline_tpot",
+    "step_cost",
+]

@@ -1,0 +1,376 @@
+"""A small discrete-event simulation of vLLM's V1 scheduler over a finite set of requests (pure).
+
+What it mirrors (vllm/v1/core/sched/scheduler.py, `Scheduler.schedule`, 0.9 - 0.32):
+- one token budget per step, `max_num_batched_tokens`; running requests are scheduled first (a decode
+  costs one token, a partially prefilled prompt continues with the next chunk), then waiting requests
+  are admitted in arrival order while fewer than `max_num_seqs` run, the budget lasts and the KV cache
+  has room for the chunk (chunked prefill: a prompt may be split across steps);
+- when a running request cannot grow its KV cache, the most recently scheduled running request is
+  preempted (V1 recomputes it: it goes back to the head of the queue and re-prefills prompt + output);
+- a request's first token comes out of the step that finishes its prompt; every later step adds one.
+
+What a published benchmark does is simulated as such: `request_rate=None` with no concurrency is a
+burst (every prompt at t=0, as `vllm bench serve --request-rate inf`), a concurrency is a closed loop
+of that many clients, a rate is Poisson arrivals (burstiness 1). The run ends when the last request
+finishes, so the throughput includes the tail of the run, as the benchmark's does.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+import random
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+# step_fn(decode_seqs, context_sum, prefill_tokens, prefill_pairs) -> (seconds, compute_bound)
+StepFn = Callable[[int, float, int, float], tuple[float, bool]]
+
+MAX_STEPS = 400_000
+
+
+@dataclass(frozen=True)
+class SchedulerLimits:
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    kv_capacity_tokens: int
+    chunked_prefill: bool = True
+    # V1 prefix caching (on by default): a preempted request's blocks are freed but stay cached, so its
+    # recompute is a cache hit unless they were evicted meanwhile; it only needs the KV room back
+    prefix_caching: bool = True
+
+
+@dataclass
+class SimResult:
+    duration_s: float
+    completed: int
+    input_tokens: int
+    output_tokens: int
+    ttft_s: list[float]
+    tpot_s: list[float]  # requests with more than one output token
+    e2e_s: list[float]
+    itl_mean_s: float
+    preemptions: int
+    max_running: int
+    mean_running: float  # time-weighted
+    peak_kv_usage: float
+    mean_kv_usage: float  # time-weighted
+    compute_bound_share: float  # share of the run's time in compute-bound steps
+    limited_by: dict[str, float] = field(default_factory=dict)  # share of time waiting on each limit
+    steps: int = 0
+    _cum_t: list[float] = field(default_factory=list, repr=False)
+    _cum_out: list[int] = field(default_factory=list, repr=False)
+    finish_times: list[float] = field(default_factory=list, repr=False)
+
+    def output_tokens_between(self, t0: float, t1: float) -> float:
+        def at(t: float) -> float:
+            i = bisect.bisect_right(self._cum_t, t)
+            return float(self._cum_out[i - 1]) if i > 0 else 0.0
+        return at(t1) - at(t0)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (numpy's default), q in [0, 100]."""
+    if not values:
+        return float("nan")
+    data = sorted(values)
+    pos = (len(data) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(data) - 1)
+    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
+
+
+def arrival_times(n: int, request_rate: float | None, seed: int = 0) -> list[float]:
+    """Poisson arrivals at `request_rate` (vllm bench serve: exponential gaps, burstiness 1); all at
+    t=0 when the rate is None or infinite."""
+    if request_rate is None or math.isinf(request_rate) or request_rate <= 0:
+        return [0.0] * n
+    rng = random.Random(seed)
+    t = 0.0
+    out = []
+    for _ in range(n):
+        out.append(t)
+        t += rng.expovariate(request_rate)
+    return out
+
+
+def simulate(
+    input_lens: Sequence[int],
+    output_lens: Sequence[int],
+    limits: SchedulerLimits,
+    step_fn: StepFn,
+    *,
+    concurrency: int | None = None,
+    request_rate: float | None = None,
+    seed: int = 0,
+    request_overhead_s: float = 0.0,
+) -> SimResult:
+    n = len(input_lens)
+    if n == 0 or n != len(output_lens):
+        raise ValueError("need as many output lengths as input lengths (and at least one request)")
+    arrivals: list[float] = []
+    if concurrency:
+        arrivals = [0.0] * min(concurrency, n)
+    else:
+        arrivals = arrival_times(n, request_rate, seed)
+    next_to_send = len(arrivals)  # closed loop: the next request index to send on a completion
+    arrival_t = [0.0] * n
+    ready_t = [0.0] * n
+    jitter = random.Random(seed + 1)
+    pending: list[tuple[float, int]] = []  # (time the engine sees it, index): a heap
+
+    frontend_free = [0.0]
+
+    def send(i: int, at: float) -> None:
+        # the API server handles each request (HTTP, chat template, tokenisation) before the engine sees
+        # it, one at a time in its event loop: a burst queues there too. The work varies from request
+        # to request, which also de-synchronises closed loops.
+        arrival_t[i] = at
+        start = max(at, frontend_free[0])
+        ready_t[i] = start + request_overhead_s * (0.5 + jitter.random())
+        frontend_free[0] = ready_t[i]
+        heapq.heappush(pending, (ready_t[i], i))
+
+    for i, at in enumerate(arrivals):
+        send(i, at)
+
+    cap = max(limits.kv_capacity_tokens, 1)
+    waiting: deque[int] = deque()
+    # per request
+    prefill_target = [0] * n  # tokens to (re)compute before the next output token
+    prefill_done = [0] * n
+    generated = [0] * n  # output tokens produced so far
+    first_token_t = [-1.0] * n
+    finish_t = [-1.0] * n
+    decode_start_step = [0] * n
+    decode_start_ctx = [0] * n
+    epoch = [0] * n
+    failed = [False] * n  # rejected: the prompt alone exceeds the KV cache
+    cached = [False] * n  # preempted with its blocks still in the prefix cache
+    prefilling: dict[int, None] = {}  # running requests still in their prompt (scheduling order)
+    running: dict[int, str] = {}  # insertion order = scheduling order; value "prefill" | "decode"
+    finish_at: dict[int, list[tuple[int, int]]] = {}
+    decoders = 0
+    ctx_sum = 0.0  # contexts of decoding requests at the start of the current step
+    prefill_kv = 0  # tokens cached by partially prefilled requests
+
+    t = 0.0
+    step = 0
+    preemptions = 0
+    max_running = 0
+    run_time_weighted = 0.0
+    kv_time_weighted = 0.0
+    peak_kv = 0.0
+    compute_time = 0.0
+    limited = {"max-num-seqs": 0.0, "kv-capacity": 0.0, "batched-tokens": 0.0}
+    completed = 0
+    out_total = 0
+    cum_t: list[float] = []
+    cum_out: list[int] = []
+    gaps_sum = 0.0
+    gaps_n = 0
+    done_e2e: list[float] = []
+    done_tpot: list[float] = []
+
+    def ctx_of(i: int) -> int:
+        return decode_start_ctx[i] + (step - decode_start_step[i])
+
+    def preempt_last() -> None:
+        nonlocal decoders, ctx_sum, prefill_kv, preemptions
+        i, state = running.popitem()
+        if state == "decode":
+            made = step - decode_start_step[i]
+            generated[i] += made
+            ctx_sum -= decode_start_ctx[i] + made
+            decoders -= 1
+            epoch[i] += 1
+        else:
+            prefill_kv -= prefill_done[i]
+            prefilling.pop(i, None)
+        prefill_target[i] = input_lens[i] + generated[i]
+        prefill_done[i] = 0
+        cached[i] = limits.prefix_caching
+        waiting.appendleft(i)
+        preemptions += 1
+
+    while completed < n:
+        if step > MAX_STEPS:
+            break
+        while pending and pending[0][0] <= t:
+            _, i = heapq.heappop(pending)
+            prefill_target[i] = input_lens[i]
+            waiting.append(i)
+        if not running and not waiting:
+            if not pending:
+                break
+            t = max(t, pending[0][0])
+            continue
+
+        # 1. running decodes grow by one token each; preempt the newest until they fit
+        while decoders and ctx_sum + decoders + prefill_kv > cap and len(running) > 1:
+            preempt_last()
+        budget = limits.max_num_batched_tokens - decoders
+        prefill_tokens = 0
+        pairs = 0.0
+        chunks: list[tuple[int, int]] = []
+        used = ctx_sum + decoders + prefill_kv
+        # 2. partially prefilled running requests continue
+        for i in prefilling:
+            if budget <= 0:
+                break
+            rem = prefill_target[i] - prefill_done[i]
+            c = min(rem, budget, max(int(cap - used), 0))
+            if c <= 0:
+                continue
+            chunks.append((i, c))
+            budget -= c
+            used += c
+        # 3. admit waiting requests
+        blocked = ""
+        while waiting and budget > 0:
+            if len(running) >= limits.max_num_seqs:
+                blocked = "max-num-seqs"
+                break
+            i = waiting[0]
+            if cached[i]:
+                # prefix-cache hit on its own freed blocks: only the last token is recomputed
+                if used + prefill_target[i] > cap:
+                    blocked = "kv-capacity"
+                    break
+                cached[i] = False
+                prefill_done[i] = prefill_target[i] - 1
+                prefill_kv += prefill_done[i]
+                used += prefill_done[i]
+            rem = prefill_target[i] - prefill_done[i]
+            if not limits.chunked_prefill and rem > budget:
+                blocked = "batched-tokens"
+                break
+            c = min(rem, budget)
+            if used + c > cap:
+                blocked = "kv-capacity"
+                break
+            waiting.popleft()
+            running[i] = "prefill"
+            prefilling[i] = None
+            chunks.append((i, c))
+            budget -= c
+            used += c
+        if waiting and not blocked and budget <= 0:
+            blocked = "batched-tokens"
+        for i, c in chunks:
+            prefill_tokens += c
+            pairs += c * (prefill_done[i] + c / 2.0)
+        if decoders == 0 and prefill_tokens == 0:
+            if waiting and not running:
+                # one prompt longer than the whole cache: vLLM rejects it; drop it as failed
+                i = waiting.popleft()
+                failed[i] = True
+                completed += 1
+                continue
+            if not pending:
+                break
+            t = max(t, pending[0][0])
+            continue
+
+        seconds, compute_bound = step_fn(decoders, ctx_sum, prefill_tokens, pairs)
+        seconds = max(seconds, 1e-7)
+        run_time_weighted += len(running) * seconds
+        kv_frac = min(used / cap, 1.0)
+        kv_time_weighted += kv_frac * seconds
+        peak_kv = max(peak_kv, kv_frac)
+        max_running = max(max_running, len(running))
+        if compute_bound:
+            compute_time += seconds
+        if blocked:
+            limited[blocked] += seconds
+        t += seconds
+        step += 1
+        produced = decoders
+        # decodes: every decoding request made one token
+        ctx_sum += decoders
+        for i, ep in finish_at.pop(step, ()):
+            if ep != epoch[i] or running.get(i) != "decode":
+                continue
+            made = step - decode_start_step[i]
+            generated[i] += made
+            ctx_sum -= decode_start_ctx[i] + made
+            decoders -= 1
+            del running[i]
+            finish_t[i] = t
+            completed += 1
+            done_e2e.append(t - arrival_t[i])
+            if output_lens[i] > 1:
+                span = t - first_token_t[i]
+                done_tpot.append(span / (output_lens[i] - 1))
+                gaps_sum += span
+                gaps_n += output_lens[i] - 1
+            if concurrency and next_to_send < n:
+                send(next_to_send, t)
+                next_to_send += 1
+        # prefill chunks: a finished prompt yields its next token now
+        for i, c in chunks:
+            prefill_done[i] += c
+            if prefill_done[i] < prefill_target[i]:
+                prefill_kv += c
+                continue
+            prefill_kv -= prefill_done[i] - c
+            prefilling.pop(i, None)
+            produced += 1
+            if first_token_t[i] < 0:
+                first_token_t[i] = t
+            generated[i] += 1
+            remaining = output_lens[i] - generated[i]
+            if remaining <= 0:
+                del running[i]
+                finish_t[i] = t
+                completed += 1
+                done_e2e.append(t - arrival_t[i])
+                if output_lens[i] > 1:
+                    span = t - first_token_t[i]
+                    done_tpot.append(span / (output_lens[i] - 1))
+                    gaps_sum += span
+                    gaps_n += output_lens[i] - 1
+                if concurrency and next_to_send < n:
+                    send(next_to_send, t)
+                    next_to_send += 1
+                continue
+            running[i] = "decode"
+            decoders += 1
+            decode_start_step[i] = step
+            # tokens in the cache: the prompt (+ earlier outputs); the new token is written next step
+            decode_start_ctx[i] = prefill_target[i]
+            ctx_sum += decode_start_ctx[i]
+            finish_at.setdefault(step + remaining, []).append((i, epoch[i]))
+        out_total += produced
+        cum_t.append(t)
+        cum_out.append(out_total)
+
+    duration = max((ft for ft in finish_t if ft >= 0), default=t)
+    ttft = [first_token_t[i] - arrival_t[i] for i in range(n) if first_token_t[i] >= 0]
+    total_time = max(t, 1e-12)
+    return SimResult(
+        duration_s=duration,
+        completed=sum(1 for ft in finish_t if ft >= 0),
+        input_tokens=sum(x for x, f, ft in zip(input_lens, failed, finish_t, strict=True) if ft >= 0 and not f),
+        output_tokens=sum(x for x, f, ft in zip(output_lens, failed, finish_t, strict=True) if ft >= 0 and not f),
+        ttft_s=ttft,
+        tpot_s=done_tpot,
+        e2e_s=done_e2e,
+        itl_mean_s=gaps_sum / gaps_n if gaps_n else float("nan"),
+        preemptions=preemptions,
+        max_running=max_running,
+        mean_running=run_time_weighted / total_time,
+        peak_kv_usage=peak_kv,
+        mean_kv_usage=kv_time_weighted / total_time,
+        compute_bound_share=compute_time / total_time,
+        limited_by={k: v / total_time for k, v in limited.items()},
+        steps=step,
+        _cum_t=cum_t,
+        _cum_out=cum_out,
+        finish_times=sorted(ft for ft in finish_t if ft >= 0),
+    )
+
+
+__all__ = ["SchedulerLimits", "SimResult", "StepFn", "arrival_times", "percentile", "simulate"]

@@ -1,0 +1,197 @@
+"""Serving performance of one replica for a workload: the step-cost model (estimate/perf.py) driven by
+the scheduler simulation (estimate/scheduler_sim.py). Pure: no I/O.
+
+A workload is input/output lengths plus either a closed-loop concurrency, a Poisson request rate, or
+a burst (every request at t=0, what `vllm bench serve --request-rate inf` does). Lengths are exact
+(`random` dataset with --ignore-eos) or spread like ShareGPT around the given means.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from statistics import NormalDist
+
+from vllmkit.estimate.perf import Efficiency, GpuPerf, ModelPerf, efficiency_for, make_step_fn
+from vllmkit.estimate.scheduler_sim import SchedulerLimits, SimResult, percentile, simulate
+
+# Preset workloads (input tokens, output tokens). Chosen to match common serving shapes: a chat turn
+# with some history, retrieval-augmented generation (long stuffed prompt, short answer), document
+# summarisation (long in, medium out), code generation (medium prompt, long completion).
+WORKLOAD_PRESETS: dict[str, tuple[int, int]] = {
+    "chat": (1024, 256),
+    "rag": (4096, 256),
+    "summarize": (8192, 512),
+    "code": (2048, 1024),
+}
+
+# ShareGPT as vLLM's benchmark samples it (benchmarks/benchmark_dataset.py ShareGPTDataset): prompts of
+# 4..1024 tokens, prompt + completion <= 2048; means over public runs ~230 in / ~215 out (GPUStack and
+# Lambda runs print 23260 / 22061 tokens for 100 prompts, 73671 / 70054 for 320).
+SHAREGPT_MEAN_INPUT = 230
+SHAREGPT_MEAN_OUTPUT = 215
+# Spread (lognormal sigma) of prompt and completion lengths. The completions' tail sets how long a
+# finite run lasts: public 200-prompt runs at high rates end 600-700 tokens after the last arrival
+# (IOG-Foundation llm-inference-benchmarks, vLLM 0.8.5, H100 PCIe), i.e. max / mean ~ 3.2 -> sigma 0.55.
+_SHAREGPT_SIGMA_IN = 1.0
+_SHAREGPT_SIGMA_OUT = 0.55
+
+
+@dataclass(frozen=True)
+class Workload:
+    input_len: float
+    output_len: float
+    concurrency: int | None = None  # closed loop of this many clients
+    request_rate: float | None = None  # Poisson arrivals per second; None / inf with no concurrency = burst
+    num_requests: int | None = None  # None: enough for a steady state
+    dataset: str = "fixed"  # fixed | sharegpt
+    name: str | None = None
+
+    @property
+    def is_burst(self) -> bool:
+        return not self.concurrency and (self.request_rate is None or math.isinf(self.request_rate))
+
+
+def _spread(n: int, mean: float, sigma: float, lo: int, hi_fn, rng: random.Random) -> list[int]:
+    """n deterministic lognormal quantiles with the given mean after clipping to [lo, hi]."""
+    nd = NormalDist()
+    zs = [nd.inv_cdf((k + 0.5) / n) for k in range(n)]
+    rng.shuffle(zs)
+    scale = mean / math.exp(sigma * sigma / 2)
+    values: list[int] = []
+    for _ in range(6):  # rescale so the clipped mean matches
+        values = [max(lo, min(round(scale * math.exp(sigma * z)), hi_fn(k))) for k, z in enumerate(zs)]
+        got = sum(values) / n
+        if abs(got - mean) < 0.5:
+            break
+        scale *= mean / max(got, 1e-9)
+    return values
+
+
+def request_lengths(workload: Workload, n: int, seed: int = 0) -> tuple[list[int], list[int]]:
+    if workload.dataset != "sharegpt":
+        return [max(1, round(workload.input_len))] * n, [max(1, round(workload.output_len))] * n
+    rng = random.Random(seed)
+    ins = _spread(n, workload.input_len, _SHAREGPT_SIGMA_IN, 4, lambda k: 1024, rng)
+    outs = _spread(n, workload.output_len, _SHAREGPT_SIGMA_OUT, 4, lambda k: max(4, 2048 - ins[k]), rng)
+    return ins, outs
+
+
+@dataclass(frozen=True)
+class Stat:
+    mean: float
+    p50: float
+    p99: float
+
+    @classmethod
+    def of(cls, values: list[float], scale: float = 1.0) -> Stat:
+        if not values:
+            return cls(float("nan"), float("nan"), float("nan"))
+        return cls(sum(values) / len(values) * scale, percentile(values, 50) * scale, percentile(values, 99) * scale)
+
+
+@dataclass
+class ServingPrediction:
+    output_tokens_per_s: float
+    total_tokens_per_s: float
+    requests_per_s: float
+    ttft_ms: Stat
+    tpot_ms: Stat
+    itl_ms: float
+    e2e_s: Stat
+    batch: float  # mean running sequences
+    max_batch: int
+    kv_usage: float  # mean fraction of the KV cache in use
+    peak_kv_usage: float
+    bound: str  # bandwidth | compute | kv-capacity | max-num-seqs
+    preemptions: int
+    preemption_risk: str  # low | medium | high
+    duration_s: float
+    num_requests: int
+    efficiency: Efficiency
+    sim: SimResult = field(repr=False)
+
+
+def default_num_requests(workload: Workload) -> int:
+    if workload.num_requests:
+        return workload.num_requests
+    if workload.concurrency:
+        return int(min(max(6 * workload.concurrency, 64), 3000))
+    if workload.request_rate and not math.isinf(workload.request_rate):
+        return int(min(max(workload.request_rate * 40, 200), 3000))
+    return 1000
+
+
+def predict(
+    model: ModelPerf,
+    gpu: GpuPerf,
+    base_efficiency: Efficiency,
+    limits: SchedulerLimits,
+    workload: Workload,
+    *,
+    steady: bool = True,
+    seed: int = 0,
+    efficiency_is_final: bool = False,
+    vllm_version: tuple[int, int, int] | None = None,
+) -> ServingPrediction:
+    """Simulate the workload. steady=True reports throughput over the middle of the run (what a
+    replica sustains); steady=False reports the finite run as a benchmark prints it (tail included)."""
+    eff = base_efficiency if efficiency_is_final else efficiency_for(base_efficiency, gpu, model, vllm_version)
+    n = default_num_requests(workload)
+    ins, outs = request_lengths(workload, n, seed)
+
+    step_fn = make_step_fn(model, gpu, eff)
+    sim = simulate(ins, outs, limits, step_fn, concurrency=workload.concurrency,
+                   request_rate=None if workload.is_burst else workload.request_rate, seed=seed,
+                   request_overhead_s=eff.request_overhead_s)
+    duration = max(sim.duration_s, 1e-9)
+    out_tps = sim.output_tokens / duration
+    req_ps = sim.completed / duration
+    in_tps = sim.input_tokens / duration
+    if steady and len(sim.finish_times) >= 20:
+        k = len(sim.finish_times)
+        t0 = sim.finish_times[k // 10]
+        t1 = sim.finish_times[max(k - 1 - (workload.concurrency or 0), k * 8 // 10)]
+        if workload.request_rate and not workload.concurrency:
+            t1 = sim.finish_times[k * 9 // 10]
+        if t1 > t0:
+            window = t1 - t0
+            done = sum(1 for ft in sim.finish_times if t0 < ft <= t1)
+            out_tps = sim.output_tokens_between(t0, t1) / window
+            req_ps = done / window
+            in_tps = req_ps * sum(ins) / n
+    shares = sim.limited_by
+    if shares.get("kv-capacity", 0) > 0.2:
+        bound = "kv-capacity"
+    elif shares.get("max-num-seqs", 0) > 0.2:
+        bound = "max-num-seqs"
+    elif sim.compute_bound_share > 0.5:
+        bound = "compute"
+    else:
+        bound = "bandwidth"
+    risk = "high" if sim.preemptions or sim.peak_kv_usage > 0.97 else ("medium" if sim.peak_kv_usage > 0.8 else "low")
+    return ServingPrediction(
+        output_tokens_per_s=out_tps,
+        total_tokens_per_s=out_tps + in_tps,
+        requests_per_s=req_ps,
+        ttft_ms=Stat.of(sim.ttft_s, 1000.0),
+        tpot_ms=Stat.of(sim.tpot_s, 1000.0),
+        itl_ms=sim.itl_mean_s * 1000.0,
+        e2e_s=Stat.of(sim.e2e_s),
+        batch=sim.mean_running,
+        max_batch=sim.max_running,
+        kv_usage=sim.mean_kv_usage,
+        peak_kv_usage=sim.peak_kv_usage,
+        bound=bound,
+        preemptions=sim.preemptions,
+        preemption_risk=risk,
+        duration_s=duration,
+        num_requests=n,
+        efficiency=eff,
+        sim=sim,
+    )
+
+
+__all__ = ["SHAREGPT_MEAN_INPUT", "SHAREGPT_MEAN_OUTPUT", "WORKLOAD_PRESETS", "ServingPrediction", "Stat",
+           "Workload", "default_num_requests", "predict", "request_lengths"]

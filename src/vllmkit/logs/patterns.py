@@ -1,0 +1,347 @@
+"""The pattern table: every vLLM line the reader recognises, with the source that prints it.
+
+Each `Pattern` names the event kind it produces, the regex (group names become the event's values),
+the vLLM source location and format string (paths are vLLM 0.32/0.33 unless noted) and the versions
+known to print it. Several patterns may share a kind (format changes across versions): on one line
+the first pattern of a kind that matches wins. Formats were checked against vLLM's source and the
+public logs in tests/data/logs (each file's header names its origin).
+
+`NEEDLES` holds, per kind, literals a matching line must contain (any of them): a cheap `in` test
+before the regex runs, which keeps logs with 100k+ lines of request logging fast.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+NUM = r"[\d,]+"
+FLT = r"[\d.]+"
+
+
+@dataclass(frozen=True)
+class Pattern:
+    kind: str
+    regex: re.Pattern[str]
+    source: str  # vLLM file: format string
+    versions: str  # vLLM versions known to print it
+
+
+def _p(kind: str, rx: str, source: str, versions: str) -> Pattern:
+    return Pattern(kind=kind, regex=re.compile(rx), source=source, versions=versions)
+
+
+PATTERNS: tuple[Pattern, ...] = (
+    # --- identity and settings ---------------------------------------------------------------
+    _p("engine_config",
+       r"Initializing an? (?:(?P<engine>V[01]) )?LLM engine \(v(?P<version>[^)\s]+)\) with config:\s*(?P<config>.*)",
+       "v1/engine/core.py: 'Initializing a V1 LLM engine (v%s) with config: %s'; V0 engine/llm_engine.py: "
+       "'Initializing an LLM engine (v%s) with config: ...'", "V0 0.6-0.10 ('an LLM engine', 'a V0 LLM engine'), V1 0.8+"),
+    _p("server_version", r"vLLM (?:API )?server version (?P<version>[\w.+\-]+)",
+       "entrypoints/openai/api_server.py: 'vLLM API server version %s' / 'vLLM server version %s, serving model %s'",
+       "0.6+"),
+    _p("banner_version", r"[█▀▄]\s+version (?P<version>\d+\.\d+[\w.+\-]*)\s*$",
+       "entrypoints/utils.py start-up banner: '▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.32.0'", "0.2x+"),
+    _p("non_default_args", r"non-default args: (?P<args>\{.*\})",
+       "entrypoints/utils.py log_non_default_args: 'non-default args: %s' (a Python dict repr)", "0.9+"),
+    _p("namespace_args", r"^args: Namespace\((?P<ns>.*)\)\s*$",
+       "entrypoints/openai/api_server.py: 'args: %s' (the whole argparse Namespace)", "<=0.10"),
+    _p("platform", r"Automatically detected platform (?P<platform>[\w\-]+)\.?",
+       "platforms/__init__.py: 'Automatically detected platform %s.'", "0.7+"),
+    _p("architecture", r"Resolved architecture: (?P<arch>\w+)",
+       "config/model.py: 'Resolved architecture: %s'", "0.2x+"),
+    _p("using_max_model_len", r"Using max model len (?P<len>\d+)",
+       "config/model.py: 'Using max model len %s'", "0.6+"),
+    _p("auto_fit", r"Auto-fit max_model_len: reduced from (?P<from>\d+) to (?P<to>\d+)",
+       "v1/core/kv_cache_utils.py: 'Auto-fit max_model_len: reduced from %d to %d ...'", "0.3x (--max-model-len auto)"),
+    _p("attention_backend",
+       r"^Using (?P<backend>(?!.*\b(?:ViT|vit|MLA prefill)\b)[\w .\-]+?) (?:attention )?backend(?: on V1 engine)?\.?$",
+       "platforms/cuda.py get_attn_backend_cls: 'Using %s backend.' / 'Using Flash Attention backend on V1 engine.'",
+       "0.6+"),
+    _p("gpu_name", r"^GPU \d+: (?P<name>(?:NVIDIA|AMD|Tesla|Quadro|GeForce|Radeon)[^(\n]*?)(?: \(UUID:.*)?$",
+       "nvidia-smi -L / collect_env output pasted into a log: 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: ...)'", "any"),
+    # --- memory and capacity -----------------------------------------------------------------
+    _p("cpu_kv_set",
+       rf"(?P<how>Explicitly|Auto) set \((?P<gib>{FLT})/(?P<total>{FLT})\) GiB for KV cache"
+       rf"(?: on node \d+, with (?P<req>{FLT}) GiB requested memory for the worker\. (?P<consumed>{FLT}) GiB memory "
+       rf"was consumed by non-kv usages)?",
+       "v1/worker/cpu_worker.py determine_available_memory: 'Explicitly set (%s/%s) GiB for KV cache on node %d.' / "
+       "'Auto set (%s/%s) GiB for KV cache on node %d, with %s GiB requested memory for the worker. %s GiB memory "
+       "was consumed by non-kv usages.'", "CPU build 0.30+"),
+    _p("weights_loaded", rf"Model loading took (?P<gib>{FLT}) GiB(?: memory)? and (?P<secs>{FLT}) seconds",
+       "v1/worker/gpu_model_runner.py: 'Model loading took %s GiB memory and %.6f seconds'", "0.11+ ('%.4f GiB and' in 0.11)"),
+    _p("weights_loaded", rf"Model loading took (?P<gib>{FLT}) GiB",
+       "v1/worker/gpu_model_runner.py (same line, other endings)", "0.11+"),
+    _p("weights_loaded", rf"Model loading took (?P<gib>{FLT}) GB(?: and (?P<secs>{FLT}) seconds)?",
+       "v1/worker/gpu_model_runner.py: 'Model loading took %.4f GB and %.6f seconds' (GiB-valued; vllm#14574)",
+       "V1 0.8-0.10"),
+    _p("weights_loaded", rf"Loading model weights took (?P<gib>{FLT}) GB",
+       "worker/model_runner.py: 'Loading model weights took %.4f GB' (GiB-valued despite the unit)", "V0 0.6-0.8"),
+    _p("weights_load_time", rf"Loading weights took (?P<secs>{FLT}) seconds",
+       "model_executor/model_loader/default_loader.py: 'Loading weights took %.2f seconds'", "0.9+"),
+    _p("available_kv", rf"Available KV cache memory: (?P<gib>-?{FLT}) GiB",
+       "v1/worker/gpu_worker.py determine_available_memory: 'Available KV cache memory: %s GiB'", "V1 0.8+ (GPU)"),
+    _p("kv_reserved", rf"reserved (?P<gib>{FLT}) GiB memory for KV Cache as specified by kv_cache_memory_bytes",
+       "v1/worker/gpu_worker.py: '... reserved %s GiB memory for KV Cache as specified by kv_cache_memory_bytes "
+       "config ...'", "0.11+ (GPU, --kv-cache-memory-bytes)"),
+    _p("v0_memory_split",
+       rf"model weights take (?P<weights>{FLT})GiB; non_torch_memory takes (?P<non_torch>-?{FLT})GiB; "
+       rf"PyTorch activation peak memory takes (?P<peak>{FLT})GiB; the rest of the memory reserved for KV Cache is "
+       rf"(?P<kv>-?{FLT})GiB",
+       "worker/worker.py determine_num_available_blocks: 'model weights take %.2fGiB; non_torch_memory takes "
+       "%.2fGiB; PyTorch activation peak memory takes %.2fGiB; the rest of the memory reserved for KV Cache is "
+       "%.2fGiB.'", "V0 0.7-0.10"),
+    _p("v0_budget",
+       rf"total_gpu_memory \((?P<total>{FLT})GiB\) x gpu_memory_utilization \((?P<util>{FLT})\)(?: = (?P<req>{FLT})GiB)?",
+       "worker/worker.py: 'the current vLLM instance can use total_gpu_memory (%.2fGiB) x gpu_memory_utilization "
+       "(%.2f) = %.2fGiB'", "V0 0.7-0.10"),
+    _p("v0_profile_results",
+       rf"Memory profiling results: total_gpu_memory=(?P<total>{FLT})GiB(?:.*?peak_torch_memory=(?P<peak_torch>{FLT})GiB)?"
+       rf".*?non_torch_memory=(?P<non_torch>-?{FLT})GiB\s+kv_cache_size=(?P<kv>-?{FLT})GiB\s+"
+       rf"gpu_memory_utilization=(?P<util>{FLT})",
+       "worker/worker.py: 'Memory profiling results: total_gpu_memory=%.2fGiB initial_memory_usage=%.2fGiB "
+       "peak_torch_memory=%.2fGiB memory_usage_post_profile=%.2fGiB non_torch_memory=%.2fGiB kv_cache_size=%.2fGiB "
+       "gpu_memory_utilization=%.2f'", "V0 0.6.4-0.6.6"),
+    _p("v1_profile",
+       rf"Memory profiling takes {FLT} seconds\.? Total non KV cache memory: (?P<non_kv>{FLT}) ?GiB; torch peak memory "
+       rf"increase: (?P<peak>{FLT}) ?GiB; (?:non-torch forward increase memory: (?P<non_torch>-?{FLT}) ?GiB|"
+       rf"total consumed \(from mem_get_info\): (?P<consumed>{FLT}) ?GiB); weights memory: (?P<weights>{FLT}) ?GiB",
+       "utils/mem_utils.py MemoryProfilingResult.__repr__ logged by v1/worker/gpu_worker.py: 'Memory profiling "
+       "takes %.2f seconds. Total non KV cache memory: %.2fGiB; torch peak memory increase: %.2fGiB; non-torch "
+       "forward increase memory: %.2fGiB; weights memory: %.2fGiB.' (newer: 'total consumed (from mem_get_info)')",
+       "V1 0.8-0.1x"),
+    _p("memory_summary",
+       rf"Free memory on device \((?P<free>{FLT})/(?P<total>{FLT}) GiB\) on startup\. Desired GPU memory utilization is "
+       rf"\((?P<util>{FLT}), (?P<req>{FLT}) GiB\)\. Actual usage is (?P<consumed>{FLT}) GiB for consumed memory.*?"
+       rf"(?P<peak>{FLT}) GiB for peak activation, and (?P<graphs>{FLT}) GiB for CUDAGraph memory"
+       rf"(?:\.(?:.*?Current kv cache memory in use is (?P<kv>{FLT}) GiB)?)?",
+       "v1/worker/gpu_worker.py compile_or_warm_up_model: 'Free memory on device (%s/%s GiB) on startup. Desired "
+       "GPU memory utilization is (%s, %s GiB). Actual usage is %s GiB for consumed memory (weights + non-torch), "
+       "%s GiB for peak activation, and %s GiB for CUDAGraph memory. ... Current kv cache memory in use is %s GiB.'",
+       "0.32+ (GPU)"),
+    _p("cudagraph_estimate", rf"CUDA graph pool memory: (?P<actual>{FLT}) GiB \(actual\), (?P<est>{FLT}) GiB \(estimated\)",
+       "v1/worker/gpu_worker.py: 'CUDA graph pool memory: %s GiB (actual), %s GiB (estimated), difference: ...'",
+       "0.2x+ (GPU)"),
+    _p("kv_capacity",
+       rf"(?P<pool>[A-Z]+(?: \+ host)?) KV cache size: (?P<tokens>{NUM}) tokens, Maximum concurrency for "
+       rf"(?P<per_req>{NUM}) tokens per request: (?P<x>{FLT})x",
+       "v1/core/kv_cache_utils.py: '%s KV cache size: %s tokens, Maximum concurrency for %s tokens per request: "
+       "%.2fx'", "0.28+"),
+    _p("kv_tokens", rf"(?P<pool>[A-Z]+) KV cache size: (?P<tokens>{NUM}) tokens$",
+       "v1/core/kv_cache_utils.py: 'GPU KV cache size: %s tokens'", "V1 0.8-0.27"),
+    _p("max_concurrency", rf"^Maximum concurrency for (?P<per_req>{NUM}) tokens per request: (?P<x>{FLT})x",
+       "v1/core/kv_cache_utils.py: 'Maximum concurrency for %s tokens per request: %.2fx'", "V1 0.8-0.27; V0 0.6-0.10"),
+    _p("gpu_blocks", rf"# (?:GPU|cuda|CUDA|npu|xpu) blocks: (?P<blocks>{NUM})",
+       "executor/executor_base.py: '# %s blocks: %d, # CPU blocks: %d'; early V1: '# GPU blocks: %d'",
+       "V0 0.6-0.10, V1 0.7"),
+    _p("gpu_blocks", rf"num_gpu_blocks is: (?P<blocks>{NUM})",
+       "v1/engine/core.py (APIServer side): '... num_gpu_blocks is: %d'", "V1 0.8+"),
+    _p("graph_captured", rf"Graph capturing finished in (?P<secs>{FLT}) secs?(?:, took (?P<gib>-?{FLT}) GiB)?",
+       "v1/worker/gpu_model_runner.py capture_model: 'Graph capturing finished in %.0f secs, took %.2f GiB'",
+       "0.6+ (the GiB part 0.8+)"),
+    _p("init_engine", rf"init engine \(profile, create kv cache, warmup model\) took (?P<secs>{FLT})",
+       "v1/engine/core.py: 'init engine (profile, create kv cache, warmup model) took %.2f seconds'", "V1 0.8+"),
+    _p("cudagraphs_off",
+       r"Cudagraph is disabled under eager mode|CUDA graph is disabled|cudagraph_mode.*NONE.*enforce_eager|"
+       r"Disabling cudagraphs? ",
+       "config/compilation.py / platforms: 'Cudagraph is disabled under eager mode'", "0.6+"),
+    # --- startup phases (markers only) -------------------------------------------------------
+    _p("download", r"Fetching (?P<files>\d+) files|Downloading |Using model weights format",
+       "huggingface_hub snapshot_download ('Fetching %d files'); model_loader/weight_utils.py: 'Using model weights "
+       "format %s'", "any"),
+    _p("weights_loading", r"Starting to load model|Loading safetensors checkpoint shards|Loading weights took",
+       "v1/worker/gpu_model_runner.py: 'Starting to load model %s...'; weight_utils.py tqdm: 'Loading safetensors "
+       "checkpoint shards'", "0.6+"),
+    _p("profiling", r"Memory profiling takes|Warming up model|Initial profiling/warmup run",
+       "v1/worker/gpu_worker.py / cpu_worker.py profiling and warm-up lines", "V1 0.8+"),
+    _p("graph_capture_start", r"(?i)Capturing (?:CUDA graphs?|cudagraphs|the model for CUDA graphs)",
+       "v1/worker/gpu_model_runner.py tqdm: 'Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)'; V0 "
+       "worker/model_runner.py: 'Capturing the model for CUDA graphs. ...'", "0.6+"),
+    _p("server_started",
+       r"Starting vLLM (?:API )?server (?:\d+ )?on (?P<url>\S+)|Uvicorn running on (?P<uvicorn_url>\S+)|"
+       r"Application startup complete|Starting vLLM API server(?: \d+)? on|Starting vLLM server on",
+       "entrypoints/openai/api_server.py: 'Starting vLLM API server %d on %s'; uvicorn: 'Uvicorn running on %s', "
+       "'Application startup complete.'", "0.6+"),
+    _p("listen", r"(?:Starting vLLM (?:API )?server(?: \d+)? on|Uvicorn running on) https?://[^\s:]+:(?P<port>\d+)",
+       "entrypoints/openai/api_server.py / uvicorn (the same lines)", "0.6+"),
+    # --- failures ------------------------------------------------------------------------------
+    _p("kv_too_small",
+       rf"To serve at least one request with the models?'s max seq len \((?P<len>\d+)\),? \((?P<needed>{FLT}) GiB KV "
+       rf"cache is needed, which is larger than the available KV cache memory \((?P<avail>-?{FLT}) GiB\)\.?"
+       rf"(?:\s*Based on the available memory,\s*the estimated maximum model length is (?P<est>\d+))?",
+       "v1/core/kv_cache_utils.py check_enough_kv_cache_memory: 'To serve at least one request with the models's "
+       "max seq len (%d), (%.2f GiB KV cache is needed, which is larger than the available KV cache memory (%.2f "
+       "GiB). Based on the available memory, the estimated maximum model length is %d. ...'",
+       "V1 0.8+ (\"models's\" up to 0.21)"),
+    _p("kv_too_small_v0",
+       r"The models?'s max seq len \((?P<len>\d+)\) is larger than the maximum number of tokens that can be stored "
+       r"in KV cache \((?P<tokens>\d+)\)",
+       "worker/worker.py raise_if_cache_size_invalid: \"The model's max seq len (%d) is larger than the maximum "
+       "number of tokens that can be stored in KV cache (%d). ...\"", "V0 0.6-0.10, V1 <=0.7"),
+    _p("no_kv_memory", r"No available memory for the cache blocks",
+       "worker/worker.py / v1/core/kv_cache_utils.py: 'No available memory for the cache blocks. ...'", "0.6+"),
+    _p("insufficient_free",
+       rf"Free memory on device(?: (?P<device>[\w:]+))? \((?P<free>{FLT})/(?P<total>{FLT}) GiB\) on startup is less than "
+       rf"(?:desired GPU memory utilization |the engine's budget[^(]*)\((?P<util>{FLT}), (?P<req>{FLT}) GiB\)",
+       "v1/worker/utils.py request_memory: 'Free memory on device %s (%.2f/%.2f GiB) on startup is less than desired "
+       "GPU memory utilization (%.2f, %.2f GiB). ...'", "V1 0.9+"),
+    _p("insufficient_free",
+       rf"Available memory on node (?P<node>\d+) \((?P<free>{FLT})/(?P<total>{FLT}) GiB\) on startup is less than "
+       rf"desired CPU memory utilization \((?P<util>{FLT}), (?P<req>{FLT}) GiB\)",
+       "v1/worker/cpu_worker.py: 'Available memory on node %d (%.2f/%.2f GiB) on startup is less than desired CPU "
+       "memory utilization (%.2f, %.2f GiB). ...'", "CPU build 0.32"),
+    _p("insufficient_free",
+       rf"Available memory on node (?P<node>\d+) \((?P<free>{FLT})/(?P<total>{FLT}) GiB\) on kv cache allocation is "
+       rf"less than requested memory for kv \((?P<req>{FLT})",
+       "v1/worker/cpu_worker.py: '... on kv cache allocation is less than requested memory for kv (%s GiB).'",
+       "CPU build 0.32"),
+    _p("oom",
+       rf"(?P<api>CUDA|HIP|XPU) out of memory\.?(?: Tried to allocate (?P<alloc>{FLT}) ?(?P<unit>[GMK]i?B))?"
+       rf"(?:.*?GPU (?P<gpu>\d+) has a total capacity of (?P<total>{FLT}) ?(?P<tunit>[GMK]i?B) of which (?P<free>{FLT}) "
+       rf"?(?P<funit>[GMK]i?B) is free)?",
+       "torch: 'CUDA out of memory. Tried to allocate %s. GPU %d has a total capacity of %s of which %s is free.'",
+       "any"),
+    _p("oom", r"torch\.(?:cuda\.)?OutOfMemoryError|OutOfMemoryError: (?:CUDA|HIP)|(?:CUDA|HIP) error: out of memory",
+       "torch: torch.OutOfMemoryError / 'CUDA error: out of memory'", "any"),
+    _p("oom_other_process", rf"Process (?P<pid>\d+) has (?P<used>{FLT}) ?(?P<unit>[GMK]i?B) memory in use",
+       "torch OOM message: 'Process %d has %s memory in use.'", "any"),
+    _p("oom_load", r"Failed to load model - not enough GPU memory",
+       "v1/worker/gpu_model_runner.py load_model: 'Failed to load model - not enough GPU memory. ...'", "0.33+"),
+    _p("tp_not_divisible",
+       r"Total number of attention heads \((?P<heads>\d+)\) must be divisible by tensor parallel size \((?P<tp>\d+)\)",
+       "config/model.py verify_with_parallel_config: 'Total number of attention heads (%d) must be divisible by "
+       "tensor parallel size (%d).'", "0.6+"),
+    _p("tp_not_divisible",
+       r"(?P<what>[\w ]+?) \((?P<heads>\d+)\) (?:is not|must be) divisible by (?:the )?tensor[ _]parallel[ _]size "
+       r"\((?P<tp>\d+)\)",
+       "other divisibility checks in model code ('... (%d) is not divisible by tensor parallel size (%d)')", "any"),
+    _p("max_len_exceeds_native",
+       r"User-specified max_model_len \((?P<len>\d+)\) is greater than the derived max_model_len "
+       r"\((?P<key>\w+)=(?P<derived>[\d.]+) or model_max_length=(?P<mml>\w+) in model's config\.json\)",
+       "config/model.py _get_and_verify_max_len: 'User-specified max_model_len (%d) is greater than the derived "
+       "max_model_len (%s=%s or model_max_length=%s in model's config.json). ...'", "0.6+"),
+    _p("quant_unsupported",
+       r"The quantization method (?P<method>[\w\-]+) is not supported for the current GPU\. Minimum capability: "
+       r"(?P<min>\d+)\. Current capability: (?P<cap>\d+)",
+       "config/vllm.py _get_quantization_config: 'The quantization method %s is not supported for the current GPU. "
+       "Minimum capability: %d. Current capability: %d.'", "0.6+"),
+    _p("quant_unsupported",
+       r"Quantization scheme is not supported for\W+the current GPU\.?(?:\W+Min(?:imum)? capability: (?P<min>\d+)\.?\W+"
+       r"Current capability: (?P<cap>\d+))?",
+       "compressed_tensors.py: RuntimeError(('Quantization scheme is not supported for ', 'the current GPU. Min "
+       "capability: %d. ', 'Current capability: %d.')) (rh-aiservices-bu/rhoai-maas-guide#53)", "0.6+"),
+    _p("trust_remote_code",
+       r"consider setting `trust_remote_code=True`|Please pass the argument `trust_remote_code=True`|"
+       r"requires you to execute the (?:configuration|tokenizer|modeling) file in that repo|"
+       r"contains custom code which must be executed|set `trust_remote_code=True`",
+       "transformers/dynamic_module_utils.py and vLLM's config loading ('... consider setting "
+       "`trust_remote_code=True` ...')", "any"),
+    _p("unsupported_arch", r"Model architectures? (?P<archs>\[[^\]]*\]) (?:are|is) not supported for now",
+       "model_executor/models/registry.py: 'Model architectures %s are not supported for now. ...'", "0.6+"),
+    _p("unsupported_arch", r"Cannot find model module\. '(?P<arch>\w+)' is not a registered model",
+       "model_executor/models/registry.py: \"Cannot find model module. '%s' is not a registered model ...\"", "0.6+"),
+    _p("port_in_use",
+       r"\[Errno (?:98|48|10048)\] error while attempting to bind on address \('(?P<host>[^']*)', (?P<port>\d+)\)",
+       "asyncio / uvicorn: \"[Errno 98] error while attempting to bind on address ('%s', %d): address already in "
+       "use\"", "any"),
+    _p("port_in_use", r"OSError: \[Errno 98\] Address already in use|Address already in use",
+       "socket.bind: 'OSError: [Errno 98] Address already in use'", "any"),
+    _p("chat_template_missing",
+       r"default chat template is no longer allowed|must provide a chat template if the tokenizer does not define one|"
+       r"Cannot use chat template functions because tokenizer\.chat_template is not set",
+       "transformers >= 4.44 apply_chat_template, returned by vLLM as HTTP 400", "any"),
+    _p("generation_config_override",
+       r"Default (?:vLLM )?sampling parameters have been overridden by (?P<src>[^:]+?)(?::\s*`(?P<params>\{.*?\})`)?\.(?:\s|$)",
+       "config/model.py get_diff_sampling_param: 'Default vLLM sampling parameters have been overridden by %s: `%s`. "
+       "...`--generation-config vllm`.'", "0.7+ (0.7-0.10: 'Default sampling parameters ...')"),
+    _p("generation_config_override", r"Using default (?:chat )?sampling params from model: (?P<params>\{.*\})",
+       "entrypoints/openai/serving_*.py: 'Using default sampling params from model: %s'", "0.7+"),
+    _p("shm_error",
+       r"Error while (?:creating|attaching to) shared memory segment (?P<seg>/dev/shm/\S*)|ncclShmOpen|"
+       r"/dev/shm[^\n]*No space left on device|Bus error",
+       "NCCL shared-memory transport (vllm#1710, #6574, #18831, MiniMax-01#42)", "any"),
+    _p("nccl_error",
+       r"NCCL error|ncclSystemError|ncclUnhandledCudaError|ncclInternalError|ncclInvalidUsage|DistBackendError|"
+       r"NCCL WARN", "torch.distributed / NCCL", "any"),
+    _p("no_nvidia_driver",
+       r"Found no NVIDIA driver on your system|libcuda\.so(?:\.1)?: cannot open shared object file|"
+       r"NVIDIA driver on your system is too old", "torch/cuda/__init__.py _lazy_init", "any"),
+    _p("no_platform", r"Failed to infer device type|No platform detected, vLLM is running on UnspecifiedPlatform",
+       "platforms/__init__.py / engine/arg_utils.py", "0.7+"),
+    _p("amd_hint", r"\b(?:amdgpu|ROCm|rocm|gfx9\d\d|gfx1\d{3}|MI300X?|MI250X?|MI325X|HIP_VISIBLE_DEVICES|Instinct)\b",
+       "any AMD/ROCm mention (device names, HIP variables)", "any"),
+    _p("ulimit_low", r"Found ulimit of (?P<limit>\d+) and failed to automatically increase",
+       "utils/system_utils.py set_ulimit: 'Found ulimit of %s and failed to automatically increase with error %s. "
+       "...'", "0.6+"),
+    _p("engine_failed",
+       r"Engine core initialization failed|EngineCore failed to start|RuntimeError: Engine process failed to start|"
+       r"EngineDeadError", "v1/engine/core_client.py / v1/engine/utils.py", "V1 0.8+"),
+    _p("traceback_frame", r'File "[^"]*", line \d+, in (?P<func>\w+)',
+       "Python traceback frame: 'File \"/x/vllm/v1/worker/gpu_model_runner.py\", line 2653, in capture_model'", "any"),
+    _p("exception", r"^(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception))(?::\s*(?P<msg>.*))?$",
+       "Python traceback summary line: 'ValueError: ...'", "any"),
+)
+
+NEEDLES: dict[str, tuple[str, ...]] = {
+    "engine_config": ("LLM engine",),
+    "server_version": ("server version",),
+    "banner_version": ("version",),
+    "non_default_args": ("non-default args",),
+    "namespace_args": ("Namespace(",),
+    "platform": ("detected platform",),
+    "architecture": ("Resolved architecture",),
+    "using_max_model_len": ("Using max model len",),
+    "auto_fit": ("Auto-fit",),
+    "attention_backend": ("backend",),
+    "gpu_name": ("GPU ",),
+    "cpu_kv_set": ("for KV cache",),
+    "weights_loaded": ("took",),
+    "weights_load_time": ("Loading weights took",),
+    "available_kv": ("Available KV cache memory",),
+    "kv_reserved": ("as specified by kv_cache_memory_bytes",),
+    "v0_memory_split": ("model weights take",),
+    "v0_budget": ("total_gpu_memory (",),
+    "v0_profile_results": ("Memory profiling results",),
+    "v1_profile": ("Total non KV cache memory",),
+    "memory_summary": ("on startup. Desired",),
+    "cudagraph_estimate": ("CUDA graph pool memory",),
+    "kv_capacity": ("KV cache size",),
+    "kv_tokens": ("KV cache size",),
+    "max_concurrency": ("Maximum concurrency",),
+    "gpu_blocks": ("blocks",),
+    "graph_captured": ("Graph capturing",),
+    "init_engine": ("init engine",),
+    "cudagraphs_off": ("Cudagraph", "CUDA graph", "cudagraph"),
+    "download": ("Fetching", "Downloading ", "Using model weights format"),
+    "weights_loading": ("Starting to load model", "Loading safetensors checkpoint shards", "Loading weights took"),
+    "profiling": ("Memory profiling takes", "Warming up model", "Initial profiling/warmup run"),
+    "graph_capture_start": ("apturing", "APTURING"),
+    "server_started": ("Application startup", "Uvicorn running", "Starting vLLM"),
+    "listen": ("Starting vLLM", "Uvicorn running"),
+    "kv_too_small": ("To serve at least one request",),
+    "kv_too_small_v0": ("max seq len",),
+    "no_kv_memory": ("No available memory for the cache blocks",),
+    "insufficient_free": ("Free memory on device", "Available memory on node"),
+    "oom": ("out of memory", "OutOfMemoryError"),
+    "oom_other_process": ("memory in use",),
+    "oom_load": ("Failed to load model",),
+    "tp_not_divisible": ("divisible",),
+    "max_len_exceeds_native": ("User-specified max_model_len",),
+    "quant_unsupported": ("not supported for",),
+    "trust_remote_code": ("trust_remote_code", "configuration file", "tokenizer file", "modeling file", "custom code"),
+    "unsupported_arch": ("not supported for now", "Cannot find model module"),
+    "port_in_use": ("Errno", "ddress already in use"),
+    "chat_template_missing": ("chat template", "chat_template"),
+    "generation_config_override": ("sampling param",),
+    "shm_error": ("shared memory segment", "ncclShmOpen", "/dev/shm", "Bus error"),
+    "nccl_error": ("NCCL", "nccl", "DistBackendError"),
+    "no_nvidia_driver": ("NVIDIA driver", "libcuda"),
+    "no_platform": ("infer device type", "No platform detected"),
+    "amd_hint": ("amdgpu", "ROCm", "rocm", "gfx", "MI3", "MI2", "HIP_VISIBLE", "Instinct"),
+    "ulimit_low": ("Found ulimit",),
+    "engine_failed": ("initialization failed", "failed to start", "EngineDeadError"),
+    "traceback_frame": ('File "',),
+    "exception": ("Error", "Exception"),
+}
+
+KINDS: frozenset[str] = frozenset(p.kind for p in PATTERNS)

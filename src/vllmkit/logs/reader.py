@@ -1,0 +1,129 @@
+"""The reader: raw lines in, events and facts out, incrementally.
+
+`LogReader.feed(raw_line)` cleans one line, matches it against the pattern table, updates the
+running facts with the new events and records the startup stages reached; nothing is ever
+re-read, so following a live log costs the same per line however long the log grows. `read_log`
+feeds a whole text through the same reader (doctor, check-log, calibration).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pydantic import BaseModel
+
+from vllmkit.logs.clean import MAX_MESSAGE_CHARS, LogLine, clean_line
+from vllmkit.logs.facts import LogEvent, LogFacts, apply_event, finish
+from vllmkit.logs.patterns import NEEDLES, PATTERNS
+from vllmkit.logs.stages import STAGE_RULES, Stage
+
+
+class ParsedLog(BaseModel):
+    facts: LogFacts
+    events: list[LogEvent]
+
+    def first(self, kind: str, where: Callable[[dict[str, Any]], bool] | None = None) -> LogEvent | None:
+        """The first event of `kind` (whose values satisfy `where`, if given)."""
+        for event in self.events:
+            if event.kind == kind and (where is None or where(event.values)):
+                return event
+        return None
+
+
+def match_line(message: str, number: int) -> list[LogEvent]:
+    """Events for one cleaned message: at most one per kind (the first pattern of a kind that matches)."""
+    msg = message[:MAX_MESSAGE_CHARS]
+    events: list[LogEvent] = []
+    seen: set[str] = set()
+    for pattern in PATTERNS:
+        kind = pattern.kind
+        if kind in seen:
+            continue
+        needles = NEEDLES.get(kind)
+        if needles is not None and not any(n in msg for n in needles):
+            continue
+        m = pattern.regex.search(msg)
+        if not m:
+            continue
+        seen.add(kind)
+        values = {k: v for k, v in m.groupdict().items() if v is not None}
+        events.append(LogEvent(kind=kind, line=number, text=msg[:2000], values=values))
+    return events
+
+
+class LogReader:
+    """Feed raw lines in order; read `events`, `facts` and `stages` at any time."""
+
+    def __init__(self) -> None:
+        self.events: list[LogEvent] = []
+        self.stages: list[Stage] = []
+        self.lines = 0  # raw lines fed
+        self._facts = LogFacts()
+        self._header = True  # a leading block of "#" lines (annotated excerpts, like tests/data/logs) is commentary
+        self._reached: set[str] = set()
+
+    def feed(self, raw: str) -> list[LogEvent]:
+        """One raw line (without its newline); returns the events it produced."""
+        self.lines += 1
+        if self._header and raw.startswith("#"):
+            return []
+        self._header = False
+        message, process, level = clean_line(raw)
+        if not message:
+            return []
+        line = LogLine(number=self.lines, raw=raw, message=message, process=process, level=level)
+        events = match_line(line.message, line.number)
+        for event in events:
+            apply_event(self._facts, event)
+            self.events.append(event)
+        if events:
+            self._stages(events)
+        return events
+
+    def feed_text(self, text: str) -> None:
+        for raw in text.splitlines():
+            self.feed(raw)
+
+    def _stages(self, events: list[LogEvent]) -> None:
+        for rule in STAGE_RULES:
+            if rule.key in self._reached:
+                continue
+            event = next((e for e in events if e.kind in rule.kinds), None)
+            if event is None:
+                continue
+            self._reached.add(rule.key)
+            self.stages.append(Stage(key=rule.key, line=event.line, detail=rule.detail(event.values)))
+            self._facts.stages.append(rule.key)
+
+    @property
+    def facts(self) -> LogFacts:
+        """The facts so far (a copy, completed with what follows from the whole log so far)."""
+        return finish(self._facts)
+
+    def parsed(self) -> ParsedLog:
+        return ParsedLog(facts=self.facts, events=list(self.events))
+
+
+def iter_lines(text: str) -> Iterator[LogLine]:
+    """The cleaned, non-empty lines of a text (the leading '#' commentary block skipped)."""
+    header = True
+    for i, raw in enumerate(text.splitlines(), start=1):
+        if header and raw.startswith("#"):
+            continue
+        header = False
+        msg, proc, level = clean_line(raw)
+        if msg:
+            yield LogLine(number=i, raw=raw, message=msg, process=proc, level=level)
+
+
+def read_log(text: str) -> ParsedLog:
+    """A whole log text -> facts and events. Never raises on any input text."""
+    reader = LogReader()
+    reader.feed_text(text)
+    return reader.parsed()
+
+
+def parse_log(text: str) -> LogFacts:
+    """A whole log text -> facts."""
+    return read_log(text).facts

@@ -1,0 +1,240 @@
+"""Deployment candidates: each model variant x (TP, PP) on the GPU, with vLLM's engine settings for
+it and its context length (the user's, vLLM's auto-fit, or the largest that keeps
+`min_concurrency` requests of that length in the KV cache)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from vllmkit.arch import ModelArch
+from vllmkit.engine.versions import VersionRules, engine_is_v1, v0_batch_defaults
+from vllmkit.estimate.memory import MemoryTerm
+from vllmkit.hardware.host import cpu_has_amx, cpu_has_avx512_bf16
+from vllmkit.plan.evaluate import EngineSettings, Evaluation, Prepared, at_length, prepare, valid_tp_sizes
+from vllmkit.plan.models import PlanRequest
+from vllmkit.plan.ranking import precision_allowed, rank
+from vllmkit.plan.variants import Variant, loaded_weight_bytes, mtp_layers, mtp_own_embeddings
+
+GIB = 1 << 30
+CONTEXT_FLOOR = 16384  # a recommended context shorter than this (or the native one) is a last resort
+
+# calibrated memory terms for one candidate, and where they came from (vllmkit.calibration hands
+# this in: plan never reads the store itself)
+CalibrationLookup = Callable[..., tuple[dict[str, MemoryTerm], str | None]]
+
+
+@dataclass
+class Candidate:
+    variant: Variant
+    evaluation: Evaluation
+    allowed: bool
+    note: str
+    rank: tuple[float, ...]
+    settings: EngineSettings
+    listed: bool = True  # shown among the alternatives (not: fits only at a context nobody would use)
+
+
+def batch_defaults(profile, rules: VersionRules, world_size: int) -> tuple[int, int]:
+    """vLLM EngineArgs.get_batch_defaults for the OpenAI API server."""
+    if profile.vendor == "cpu":
+        return 2048 * world_size, 128 * world_size
+    mem = profile.memory_bytes or 0
+    if mem >= 160 * GIB and rules.large_gpu_batch_defaults:
+        return 16384, 1024
+    if mem >= 70 * GIB and "a100" not in profile.display_name.lower():
+        return 8192, 1024
+    return 2048, 256
+
+
+def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: str, arch: ModelArch,
+                    tp: int, pp: int, calibration: CalibrationLookup | None,
+                    env: dict[str, str] | None = None) -> EngineSettings:
+    mnbt, seqs = batch_defaults(profile, rules, tp * pp)
+    target = req.max_model_len if isinstance(req.max_model_len, int) else arch.native_max_model_len
+    if not engine_is_v1(rules, env or {}) and profile.vendor != "cpu":
+        # issue 13: the V0 engine sizes its profile run from max_model_len (no chunked prefill)
+        mnbt, seqs, _chunked = v0_batch_defaults(
+            target, is_multimodal=arch.is_multimodal, sliding_window=arch.sliding_window is not None,
+            device="cuda" if profile.vendor == "nvidia" else profile.runtime,
+            lora=req.enable_lora, speculative=bool(req.speculative_config))
+    mnbt = req.max_num_batched_tokens or mnbt
+    cc = float(profile.compute_capability) if profile.compute_capability else None
+    calibrated, calibration_source = {}, None
+    if calibration is not None:
+        calibrated, calibration_source = calibration(
+            gpu=profile.name, vllm_version=rules.version, family=arch.model_type, max_num_batched_tokens=mnbt,
+            tp=tp, pp=pp, enforce_eager=req.enforce_eager, model=req.model,
+        )
+    return EngineSettings(
+        device=profile.runtime,
+        vendor=profile.vendor,
+        total_bytes=int(profile.memory_bytes or 0),
+        gpu_memory_utilization=req.gpu_memory_utilization or rules.gpu_memory_utilization,
+        max_num_batched_tokens=mnbt,
+        max_num_seqs=req.max_num_seqs or seqs,
+        kv_cache_dtype=kv_dtype,
+        block_size=req.block_size,
+        enforce_eager=req.enforce_eager,
+        prefix_caching=(
+            req.enable_prefix_caching if req.enable_prefix_caching is not None
+            else not (arch.mamba is not None and not rules.hybrid_prefix_caching)
+        ),
+        kv_cache_memory_bytes=req.kv_cache_memory_bytes,
+        compute_capability=cc,
+        cpu_amx=cpu_has_amx() if profile.vendor == "cpu" else False,
+        cpu_avx512_bf16=cpu_has_avx512_bf16() if profile.vendor == "cpu" else False,
+        calibrated=calibrated,
+        calibration_source=calibration_source,
+        # issue 13: multimodal limits, LoRA, speculative decoding, data / expert parallel
+        mm_image_limit=mm_image_limit(req),
+        mm_max_model_len=target,
+        lora=(req.max_loras or 1, req.max_lora_rank or 16) if req.enable_lora else None,
+        speculative=req.speculative_config or None,
+        data_parallel_size=max(req.data_parallel_size or 1, 1),
+        expert_parallel=req.enable_expert_parallel,
+    )
+
+
+def mm_image_limit(req: PlanRequest) -> int | None:
+    """--language-model-only or a zero limit for every modality -> 0 (text-only); else the largest limit."""
+    if req.language_model_only:
+        return 0
+    limits = req.limit_mm_per_prompt
+    if not limits:
+        return None
+    if all(int(v) == 0 for v in limits.values()):
+        return 0
+    return max(int(v) for v in limits.values())
+
+
+def feature_terms(variant: Variant, tp: int, settings: EngineSettings):
+    """issue 13: LoRA stacks (every stage), the speculative drafter (last stage) and its KV layers."""
+    every: dict[str, MemoryTerm] = {}
+    last: dict[str, MemoryTerm] = {}
+    kv_layers: list = []
+    arch = variant.arch
+    if settings.lora is not None:
+        from vllmkit.estimate.lora import lora_weight_bytes
+
+        loras, rank_ = settings.lora
+        every["lora"] = MemoryTerm(bytes=lora_weight_bytes(arch, tp=tp, max_loras=loras, max_lora_rank=rank_),
+                                   source="derived", note=f"LoRA stacks for {loras} adapter(s) of rank {rank_}")
+    if settings.speculative:
+        from vllmkit.estimate.speculative import speculative_terms
+        from vllmkit.estimate.weights import split_weights
+
+        spec = settings.speculative
+        n_mtp = mtp_layers(arch, variant.meta)
+        mtp_bytes = 0
+        if n_mtp:
+            full = split_weights(arch, variant.weight_bytes, tp=1, pp=1, mtp_layers=n_mtp, mtp_own_embeddings=False)
+            mtp_bytes = full.skipped_bytes
+        terms = speculative_terms(arch, str(spec.get("method") or ("draft_model" if spec.get("model") else "ngram")),
+                                  int(spec.get("num_speculative_tokens") or 1), tp=tp,
+                                  mtp_layer_bytes=mtp_bytes, mtp_layers=n_mtp)
+        last["speculative"] = MemoryTerm(bytes=terms.weight_bytes, source="estimated", note=terms.note)
+        kv_layers = list(terms.kv_layers)
+    return every, last, kv_layers
+
+
+def prepare_candidate(variant: Variant, tp: int, pp: int, settings: EngineSettings, rules: VersionRules) -> Prepared:
+    weight_bytes, weight_source = loaded_weight_bytes(variant, settings, rules.key)
+    every, last, spec_kv = feature_terms(variant, tp, settings)
+    if settings.expert_parallel and settings.data_parallel_size > 1 and variant.arch.moe is not None:
+        from vllmkit.estimate.weights import expert_parallel_total
+
+        weight_bytes = expert_parallel_total(variant.arch, weight_bytes, dp=settings.data_parallel_size,
+                                             enable_expert_parallel=True)
+        weight_source = "estimated"
+    if variant.arch.vision is not None and settings.mm_image_limit == 0 and rules.mm_tower_skipped_at_zero_limit:
+        # text-only serving of a VLM does not build the vision tower (0.28 _mark_tower_model)
+        from vllmkit.estimate.multimodal import vision_param_bytes
+
+        weight_bytes = max(weight_bytes - vision_param_bytes(variant.arch.vision), 0)
+        weight_source = "estimated"
+    return prepare(variant.arch, weight_bytes, weight_source, tp=tp, pp=pp, settings=settings, rules=rules,
+                   mtp_layers=mtp_layers(variant.arch, variant.meta),
+                   mtp_own_embeddings=mtp_own_embeddings(variant.meta),
+                   extra_terms=every, last_stage_terms=last, extra_kv_layers=spec_kv)
+
+
+def fit_context(prep: Prepared, native: int, min_conc: float) -> Evaluation:
+    """Largest context (<= native) that keeps min_conc requests of that length in the KV cache.
+    Only the KV capacity is searched: the candidate's budget is computed once (`prep`)."""
+    ev = at_length(prep, native)
+    if ev.fits and ev.capacity.max_concurrency >= min_conc:
+        return ev
+    lo, hi, best = 1, native, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        trial = at_length(prep, mid)
+        if trial.fits and trial.capacity.max_concurrency >= min_conc:
+            best, lo = trial, mid + 1
+        else:
+            hi = mid - 1
+    if best is None:
+        return ev
+    # round to a multiple of 1024 for a readable flag (never above what fits)
+    length = best.max_model_len
+    if length > 4096:
+        best = at_length(prep, length // 1024 * 1024)
+    return best
+
+
+def gpu_options(arch: ModelArch, profile, req: PlanRequest) -> list[tuple[int, int]]:
+    if req.tensor_parallel_size or req.pipeline_parallel_size:
+        return [(req.tensor_parallel_size or 1, req.pipeline_parallel_size or 1)]
+    if profile.vendor == "cpu":
+        return [(1, 1)]
+    per_node = max(profile.gpus_per_node, 1)
+    limit = req.gpu_count or per_node * 4
+    options = [(tp, 1) for tp in valid_tp_sizes(arch, min(per_node, limit))]
+    top_tp = max(t for t, _ in options)
+    pp = 2
+    while top_tp * pp <= limit and pp <= arch.num_hidden_layers:
+        options.append((top_tp, pp))
+        pp *= 2
+    return options
+
+
+def evaluate_candidates(req: PlanRequest, variants: list[Variant], base: Variant, profile, rules: VersionRules,
+                        kv_dtype: str, *, target_len: int, auto_fit: bool, min_conc_for_fit: float,
+                        calibration: CalibrationLookup | None, env: dict[str, str] | None = None) -> list[Candidate]:
+    candidates: list[Candidate] = []
+    for variant in variants:
+        allowed, why = precision_allowed(variant.label, profile)
+        if variant is base:
+            allowed = True  # what the user asked for is always evaluated and may be chosen
+        extra_after_fit = 1  # show one larger option after the first that fits, then stop
+        native = variant.arch.native_max_model_len
+        for tp, pp in gpu_options(variant.arch, profile, req):
+            if tp * pp > 1 and profile.vendor == "cpu":
+                continue
+            if extra_after_fit < 0:
+                break
+            settings = engine_settings(req, profile, rules, kv_dtype, variant.arch, tp, pp, calibration, env)
+            prep = prepare_candidate(variant, tp, pp, settings, rules)
+            if auto_fit:
+                ev = at_length(prep, min(target_len, native), True)
+            elif min_conc_for_fit > 0:
+                ev = fit_context(prep, native, min_conc_for_fit)
+            else:
+                ev = at_length(prep, target_len)
+            # useful: fits, and when the planner chooses the context, a context of at least
+            # min(native, 16K) with min_concurrency requests of that length
+            floor = min(native, CONTEXT_FLOOR) if min_conc_for_fit > 0 else 0
+            useful = ev.fits and ev.max_model_len >= floor
+            key = rank(useful=useful, fits=ev.fits, label=variant.label, base_weight_bytes=base.weight_bytes,
+                       gpus=tp * pp, max_model_len=ev.max_model_len, profile=profile,
+                       gpu_count_given=bool(req.gpu_count))
+            # a row that fits only at a context below the floor is noise in the alternatives table
+            candidates.append(Candidate(variant, ev, allowed, why, key, settings, listed=useful or not ev.fits))
+            if useful and not req.gpu_count:
+                extra_after_fit -= 1
+    return candidates
+
+
+def choose(candidates: list[Candidate]) -> Candidate:
+    pool = [c for c in candidates if c.allowed] or candidates
+    return min(pool, key=lambda c: c.rank)

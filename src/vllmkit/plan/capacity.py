@@ -1,0 +1,393 @@
+"""`vllmkit capacity`: from SLOs and peak traffic to replicas and GPUs.
+
+For every deployment the planner finds that fits (precision x TP/PP, on one GPU type) and a few
+`--max-num-seqs` values, the performance model (plan/performance.py) finds the highest Poisson request
+rate one replica sustains while the p99 TTFT and p99 TPOT stay within the SLOs (its *goodput*). Then
+
+    replicas = ceil(peak QPS / (goodput x (1 - headroom))) + redundancy
+
+and the deployment with the fewest GPUs in total wins (the lowest cost when a GPU price is given; ties
+go to the higher goodput per GPU). When no deployment meets an SLO even at a trickle of traffic, the
+error says which SLO and the physical floor on this GPU (DoesNotFitError, exit 3).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from vllmkit.errors import DoesNotFitError, UsageError
+from vllmkit.estimate.perf import decode_floor_seconds
+from vllmkit.estimate.serving import Workload
+from vllmkit.plan.models import PlanRequest
+from vllmkit.plan.performance import CandidatePerf, PerfOptions
+
+DEFAULT_TTFT_P99_MS = 2000.0
+DEFAULT_TPOT_P99_MS = 100.0
+_SEQS_LADDER = (1024, 512, 256, 128, 64, 32, 16, 8)
+_BISECT_STEPS = 6
+
+
+class CapacityRequest(BaseModel):
+    model: str
+    gpu: str
+    qps: float = Field(gt=0)
+    input_len: float = Field(gt=0)
+    output_len: float = Field(gt=0)
+    ttft_p99_ms: float | None = DEFAULT_TTFT_P99_MS
+    tpot_p99_ms: float | None = DEFAULT_TPOT_P99_MS
+    headroom: float = Field(default=0.3, ge=0, lt=1)
+    redundancy: int = Field(default=1, ge=0)
+    gpu_price_per_hour: float | None = Field(default=None, gt=0)
+    max_gpus: int | None = Field(default=None, gt=0)
+    max_gpus_per_replica: int | None = Field(default=None, gt=0)
+    source: str = "auto"
+    revision: str | None = None
+    vllm_version: str | None = None
+    kv_cache_dtype: str = "auto"
+    profiles_dir: str | None = None
+
+
+class ReplicaPlan(BaseModel):
+    precision: str
+    model_id: str
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    max_num_seqs: int
+    max_model_len: int
+    goodput_rps: float
+    output_tokens_per_s: float  # at goodput
+    ttft_ms_p99: float  # at goodput
+    tpot_ms_p99: float
+    serve_command: list[str] = Field(default_factory=list)
+
+
+class AtPeak(BaseModel):
+    """Predicted latencies of one replica at peak traffic with the redundant replicas down."""
+
+    requests_per_s_per_replica: float
+    ttft_ms_p50: float
+    ttft_ms_p99: float
+    tpot_ms_p50: float
+    tpot_ms_p99: float
+    kv_usage: float
+    bound: str
+
+
+class CostInfo(BaseModel):
+    gpu_price_per_hour: float
+    per_hour: float
+    per_million_output_tokens: float
+
+
+class CapacityCandidate(BaseModel):
+    precision: str
+    model_id: str
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    max_num_seqs: int
+    gpus_per_replica: int
+    goodput_rps: float
+    replicas: int | None
+    gpus_total: int | None
+    chosen: bool = False
+    note: str = ""
+
+
+class CapacityResult(BaseModel):
+    model: str
+    gpu: str
+    gpu_display_name: str
+    qps: float
+    input_len: float
+    output_len: float
+    slo: dict[str, float | None]
+    replicas: int
+    redundancy: int
+    gpus_per_replica: int
+    gpus_total: int
+    per_replica: ReplicaPlan
+    headroom: float
+    at_peak: AtPeak
+    cost: CostInfo | None = None
+    candidates: list[CapacityCandidate] = Field(default_factory=list)
+    source: str  # estimated | calibrated
+    vllm_version: str
+    assumptions: list[str] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- goodput search
+
+
+def _meets(pred: Any, ttft_ms: float | None, tpot_ms: float | None) -> bool:
+    if pred.sim.completed < pred.num_requests:
+        return False
+    # without a TTFT SLO a queue that keeps growing still disqualifies the rate
+    limit = ttft_ms if ttft_ms is not None else _STABILITY_TTFT_MS
+    if not pred.ttft_ms.p99 <= limit:
+        return False
+    return not (tpot_ms is not None and not pred.tpot_ms.p99 <= tpot_ms)
+
+
+# an overloaded replica's queue grows with every second of arrivals: simulating at least this long makes
+# a rate above the replica's capacity show as a TTFT far above any sensible SLO
+_ARRIVAL_SPAN_S = 20.0
+_STABILITY_TTFT_MS = 30_000.0
+
+
+def _requests_for(rate: float) -> int:
+    return int(min(max(rate * _ARRIVAL_SPAN_S, 150), 2500))
+
+
+def _rate_workload(req: CapacityRequest, rate: float, n: int | None = None) -> Workload:
+    return Workload(req.input_len, req.output_len, request_rate=rate, num_requests=n or _requests_for(rate))
+
+
+def saturation_rps(cp: CandidatePerf, req: CapacityRequest, max_num_seqs: int) -> float:
+    """Requests/s with `max_num_seqs` clients always waiting (closed loop): no rate is served above it."""
+    sat = cp.predict(Workload(req.input_len, req.output_len, concurrency=max_num_seqs,
+                              num_requests=min(max(3 * max_num_seqs, 64), 600)), max_num_seqs=max_num_seqs)
+    return max(sat.requests_per_s, 1e-6)
+
+
+def goodput(cp: CandidatePerf, req: CapacityRequest, max_num_seqs: int,
+            sat_rps: float | None = None) -> tuple[float, Any]:
+    """Highest Poisson rate (req/s) one replica serves within the SLOs, and the prediction there.
+    (0, prediction at a trickle) when even a trickle misses an SLO."""
+    hi = (sat_rps or saturation_rps(cp, req, max_num_seqs)) * 1.02
+    lo_rate = hi * 0.02
+    low = cp.predict(_rate_workload(req, lo_rate, 60), max_num_seqs=max_num_seqs)
+    if not _meets(low, req.ttft_p99_ms, req.tpot_p99_ms):
+        return 0.0, low
+    lo, best = lo_rate, low
+    for _ in range(_BISECT_STEPS):
+        mid = (lo + hi) / 2
+        pred = cp.predict(_rate_workload(req, mid), max_num_seqs=max_num_seqs)
+        if _meets(pred, req.ttft_p99_ms, req.tpot_p99_ms):
+            lo, best = mid, pred
+        else:
+            hi = mid
+        if hi - lo < 0.02 * hi:
+            break
+    return lo, best
+
+
+def replicas_needed(qps: float, goodput_rps: float, headroom: float, redundancy: int) -> int:
+    """ceil(peak QPS / (goodput x (1 - headroom))) serving replicas plus the spares."""
+    if goodput_rps <= 0:
+        raise ValueError("goodput must be positive")
+    return max(1, math.ceil(qps / (goodput_rps * (1.0 - headroom)) - 1e-9)) + redundancy
+
+
+def _seqs_options(default: int) -> list[int]:
+    return [default, *[s for s in _SEQS_LADDER if s < default][:3]]
+
+
+def parse_duration_ms(text: str | None, flag: str) -> float | None:
+    """'2s', '500ms', '0.5s', '50' (ms) -> milliseconds."""
+    if text is None:
+        return None
+    t = text.strip().lower()
+    try:
+        if t.endswith("ms"):
+            value = float(t[:-2])
+        elif t.endswith("s"):
+            value = float(t[:-1]) * 1000.0
+        else:
+            value = float(t)
+    except ValueError:
+        raise UsageError(f"cannot read {flag} {text!r}", "write a duration such as 2s, 500ms or 50ms") from None
+    if value <= 0 or not math.isfinite(value):
+        raise UsageError(f"{flag} must be positive", "write a duration such as 2s or 50ms")
+    return value
+
+
+def parse_redundancy(text: str | None) -> int:
+    """'N+1' -> 1, 'N+2' -> 2, '0' / 'none' -> 0, '2' -> 2."""
+    if text is None:
+        return 1
+    t = text.strip().lower().replace(" ", "")
+    if t in ("none", "n", "n+0", "0"):
+        return 0
+    if t.startswith("n+"):
+        t = t[2:]
+    if t.isdigit():
+        return int(t)
+    raise UsageError(f"cannot read --redundancy {text!r}", "use N+1 (one spare replica), N+2, or 0")
+
+
+# --------------------------------------------------------------------------- service
+
+
+def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
+                  records: Sequence[Any] = (), match: Any = None, calibration: Any = None) -> CapacityResult:
+    """Size the fleet. `records` / `match`: measured performance (calibration.perfstore) and
+    `calibration`: measured memory terms, both handed in by the caller (the planner reads no stores).
+    The per-replica serve line is left empty: launch adds it (`replica_request` + make_plan)."""
+    from vllmkit.plan.service import build_plan
+
+    env = dict(env or {})
+    plan_req = PlanRequest(model=req.model, source=req.source, revision=req.revision, gpu=req.gpu,
+                           vllm_version=req.vllm_version, kv_cache_dtype=req.kv_cache_dtype,
+                           gpu_count=req.max_gpus_per_replica or None, profiles_dir=req.profiles_dir)
+    if plan_req.gpu_count is None:
+        from vllmkit.plan.service import resolve_gpu_profile
+
+        plan_req.gpu_count = max(resolve_gpu_profile(plan_req, env).gpus_per_node, 1)
+    if req.max_gpus:
+        plan_req.gpu_count = min(plan_req.gpu_count, req.max_gpus)
+    base = build_plan(plan_req, env, calibration=calibration,
+                      perf=PerfOptions(workload=None, records=records, match=match, collect=True))
+    pairs: list[tuple[Any, CandidatePerf]] = base._perf_candidates
+    if not pairs:
+        raise DoesNotFitError(f"{req.model} does not fit on up to {plan_req.gpu_count} x {base.gpu.display_name}",
+                              "raise --max-gpus, or use a GPU with more memory", code="does-not-fit")
+
+    rows: list[tuple[CapacityCandidate, CandidatePerf, Any]] = []
+    best_total = math.inf
+    # fewest GPUs per replica first: a larger replica is skipped once it cannot beat the best total
+    for alt, cp in sorted(pairs, key=lambda p: (p[1].gpus, p[0].precision not in ("fp8", "bf16"))):
+        gpr = alt.tensor_parallel_size * alt.pipeline_parallel_size
+        default_seqs = cp.limits.max_num_seqs
+        sat = saturation_rps(cp, req, default_seqs)
+        floor_total = replicas_needed(req.qps, sat * 1.02, req.headroom, req.redundancy) * gpr
+        if floor_total > best_total:
+            rows.append((CapacityCandidate(precision=alt.precision, model_id=alt.model_id,
+                                           tensor_parallel_size=alt.tensor_parallel_size,
+                                           pipeline_parallel_size=alt.pipeline_parallel_size,
+                                           max_num_seqs=default_seqs, gpus_per_replica=gpr, goodput_rps=0.0,
+                                           replicas=None, gpus_total=None,
+                                           note=f"skipped: needs at least {floor_total} GPUs at saturation"),
+                         cp, (alt, None)))
+            continue
+        best_row = None
+        for seqs in _seqs_options(default_seqs):
+            rate, pred = goodput(cp, req, seqs, sat if seqs == default_seqs else None)
+            if best_row is None or rate > best_row[1] * 1.02:
+                best_row = (seqs, rate, pred)
+            if rate > 0 and pred.tpot_ms.p99 <= (req.tpot_p99_ms or math.inf) * 0.8:
+                break  # the TPOT SLO does not bind: a smaller batch cap cannot raise the goodput
+        assert best_row is not None
+        seqs, rate, pred = best_row
+        replicas = gpus_total = None
+        note = ""
+        if rate > 0:
+            replicas = replicas_needed(req.qps, rate, req.headroom, req.redundancy)
+            gpus_total = replicas * gpr
+            if req.max_gpus and gpus_total > req.max_gpus:
+                note = f"needs {gpus_total} GPUs > --max-gpus {req.max_gpus}"
+            else:
+                best_total = min(best_total, gpus_total)
+        else:
+            note = "misses the SLOs even at low load"
+        rows.append((CapacityCandidate(precision=alt.precision, model_id=alt.model_id,
+                                       tensor_parallel_size=alt.tensor_parallel_size,
+                                       pipeline_parallel_size=alt.pipeline_parallel_size, max_num_seqs=seqs,
+                                       gpus_per_replica=gpr, goodput_rps=round(rate, 4), replicas=replicas,
+                                       gpus_total=gpus_total, note=note), cp, (alt, pred)))
+
+    ok = [r for r in rows if r[0].gpus_total is not None and not r[0].note]
+    if not ok:
+        raise _no_config_error(req, rows, base)
+    chosen_row = min(ok, key=lambda r: (r[0].gpus_total, -r[0].goodput_rps / r[0].gpus_per_replica,
+                                        r[0].gpus_per_replica))
+    cand, cp, (alt, pred_good) = chosen_row
+    cand.chosen = True
+    serving = cand.replicas - req.redundancy  # type: ignore[operator]
+    per_replica_rate = req.qps / max(serving, 1)
+    peak = cp.predict(_rate_workload(req, per_replica_rate, int(min(max(per_replica_rate * 60, 300), 1500))),
+                      max_num_seqs=cand.max_num_seqs)
+    cost = None
+    if req.gpu_price_per_hour:
+        per_hour = req.gpu_price_per_hour * cand.gpus_total  # type: ignore[operator]
+        tokens_per_hour = req.qps * req.output_len * 3600.0
+        cost = CostInfo(gpu_price_per_hour=req.gpu_price_per_hour, per_hour=round(per_hour, 2),
+                        per_million_output_tokens=round(per_hour / tokens_per_hour * 1e6, 4))
+    eff = cp.efficiency
+    return CapacityResult(
+        model=req.model, gpu=base.gpu.name, gpu_display_name=base.gpu.display_name, qps=req.qps,
+        input_len=req.input_len, output_len=req.output_len,
+        slo={"ttft_p99_ms": req.ttft_p99_ms, "tpot_p99_ms": req.tpot_p99_ms},
+        replicas=cand.replicas, redundancy=req.redundancy,  # type: ignore[arg-type]
+        gpus_per_replica=cand.gpus_per_replica, gpus_total=cand.gpus_total,  # type: ignore[arg-type]
+        per_replica=ReplicaPlan(
+            precision=cand.precision, model_id=cand.model_id, tensor_parallel_size=cand.tensor_parallel_size,
+            pipeline_parallel_size=cand.pipeline_parallel_size, max_num_seqs=cand.max_num_seqs,
+            max_model_len=alt.max_model_len, goodput_rps=cand.goodput_rps,
+            output_tokens_per_s=round(pred_good.output_tokens_per_s, 1),
+            ttft_ms_p99=round(pred_good.ttft_ms.p99, 1), tpot_ms_p99=round(pred_good.tpot_ms.p99, 2),
+        ),
+        headroom=req.headroom,
+        at_peak=AtPeak(requests_per_s_per_replica=round(per_replica_rate, 4),
+                       ttft_ms_p50=round(peak.ttft_ms.p50, 1), ttft_ms_p99=round(peak.ttft_ms.p99, 1),
+                       tpot_ms_p50=round(peak.tpot_ms.p50, 2), tpot_ms_p99=round(peak.tpot_ms.p99, 2),
+                       kv_usage=round(peak.kv_usage, 4), bound=peak.bound),
+        cost=cost,
+        candidates=[r[0] for r in rows],
+        source=eff.source,
+        vllm_version=base.vllm_version,
+        assumptions=[
+            "goodput: the highest Poisson request rate one replica serves with p99 TTFT and p99 TPOT within the "
+            "SLOs (vLLM's scheduler simulated request by request)",
+            f"replicas = ceil(QPS / (goodput x (1 - {req.headroom:g}))) + {req.redundancy} spare; latencies at "
+            "peak assume the spare replicas are down",
+            f"efficiencies {eff.source}: bandwidth {eff.bandwidth:.0%}, compute {eff.compute:.0%} of the datasheet "
+            "peaks" + (f" ({eff.note})" if eff.note else ""),
+            "fixed input/output lengths, no prefix-cache hits, no speculative decoding",
+        ],
+    )
+
+
+def replica_request(req: CapacityRequest, result: CapacityResult) -> PlanRequest:
+    """The plan request of one replica of `result` (for its serve line and manifests)."""
+    r = result.per_replica
+    return PlanRequest(model=r.model_id, source=req.source if r.model_id == req.model else "auto",
+                       revision=req.revision if r.model_id == req.model else None, gpu=req.gpu,
+                       vllm_version=req.vllm_version, tensor_parallel_size=r.tensor_parallel_size,
+                       pipeline_parallel_size=r.pipeline_parallel_size, max_num_seqs=r.max_num_seqs,
+                       kv_cache_dtype=req.kv_cache_dtype, max_model_len=r.max_model_len,
+                       profiles_dir=req.profiles_dir)
+
+
+def _no_config_error(req: CapacityRequest, rows: list, base: Any) -> DoesNotFitError:
+    too_many = [r for r in rows if r[0].gpus_total is not None]
+    if too_many:
+        need = min(r[0].gpus_total for r in too_many)
+        return DoesNotFitError(f"meeting {req.qps:g} QPS needs at least {need} x {base.gpu.display_name}, more than "
+                               f"--max-gpus {req.max_gpus}", "raise --max-gpus, relax the SLOs or lower the headroom",
+                               code="slo-impossible")
+    # which SLO is out of reach, and its floor on this GPU
+    preds = [r[2][1] for r in rows if r[2][1] is not None]
+    best_tpot = min(p.tpot_ms.p99 for p in preds)
+    best_ttft = min(p.ttft_ms.p99 for p in preds)
+    floor_tpot = min(decode_floor_seconds(r[1].model, r[1].gpu) for r in rows) * 1000.0
+    floor_ttft = min(_prefill_floor_s(r[1], req.input_len) for r in rows) * 1000.0
+    if req.tpot_p99_ms is not None and best_tpot > req.tpot_p99_ms:
+        physical = req.tpot_p99_ms < floor_tpot
+        why = (f"physically impossible: one decode step reads the weights of a rank, {floor_tpot:.1f} ms at the "
+               f"datasheet bandwidth even at the largest TP searched" if physical else
+               f"the best configuration searched reaches p99 TPOT {best_tpot:.1f} ms at low load")
+        return DoesNotFitError(f"TPOT p99 <= {req.tpot_p99_ms:g} ms cannot be met on {base.gpu.display_name}: {why}",
+                               f"TPOT floor on this GPU is {floor_tpot:.1f} ms; relax --tpot-p99 above "
+                               f"{best_tpot:.0f}ms, use a faster GPU or a smaller / quantized model",
+                               code="slo-impossible")
+    physical = req.ttft_p99_ms is not None and req.ttft_p99_ms < floor_ttft
+    why = (f"physically impossible: a {req.input_len:g}-token prefill takes at least {floor_ttft:.1f} ms at the "
+           f"datasheet peak" if physical else
+           f"the best configuration searched reaches p99 TTFT {best_ttft:.0f} ms at low load")
+    return DoesNotFitError(f"TTFT p99 <= {req.ttft_p99_ms:g} ms cannot be met on {base.gpu.display_name}: {why}",
+                           f"relax --ttft-p99 above {best_ttft:.0f}ms, shorten the prompts or use a faster GPU",
+                           code="slo-impossible")
+
+
+def _prefill_floor_s(cp: CandidatePerf, input_len: float) -> float:
+    m, g = cp.model, cp.gpu
+    flops = m.flops(input_len, input_len * input_len / 2)
+    return max(flops / g.peak_flops(m.compute_precision), m.weight_bytes_read(input_len) / g.bandwidth_bytes_s)
+
+
+__all__ = ["CapacityRequest", "CapacityResult", "goodput", "parse_duration_ms", "parse_redundancy", "plan_capacity",
+           "replica_request", "replicas_needed"]

@@ -1,0 +1,390 @@
+"""Bridge from a planned candidate (architecture, evaluation, engine settings, GPU profile) to the
+performance model's inputs, and the `performance` section of a plan.
+
+The pure maths lives in estimate/perf.py (step cost), estimate/scheduler_sim.py (scheduler) and
+estimate/serving.py (workloads); this module only gathers the numbers the plan already has.
+Measured records (`vllmkit bench`, calibration/perfstore.py) come in as an argument: the planner never
+imports bench. At a measured point the measured numbers are reported (source "measured"); elsewhere the
+efficiencies for that GPU and precision are corrected from the records (source "calibrated").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from vllmkit.arch.model import LayerKind, ModelArch
+from vllmkit.engine.versions import parse_version
+from vllmkit.estimate.perf import (
+    Efficiency,
+    GpuPerf,
+    KVRead,
+    ModelPerf,
+    decode_floor_seconds,
+    efficiency_for,
+)
+from vllmkit.estimate.scheduler_sim import SchedulerLimits
+from vllmkit.estimate.serving import ServingPrediction, Workload, predict
+
+# Efficiencies fitted on the public vLLM runs in benchmarks/data (benchmarks/perf_accuracy.py fits them;
+# its leave-one-source-out report is the accuracy on runs not fitted on). NVIDIA datacenter baseline;
+# estimate/perf.py FAMILY_PRIORS adjusts other families.
+FITTED_EFFICIENCY = Efficiency(
+    bandwidth=0.706,
+    compute=0.747,
+    step_overhead_s=2.51e-3,
+    per_seq_overhead_s=2.6e-5,
+    allreduce_latency_s=1.2e-5,
+    moe_compute=0.455,
+    moe_width_ref=1548.0,
+    request_overhead_s=0.0145,
+    rocm_legacy=0.491,
+    source="estimated",
+    note="fitted on 291 public vLLM runs from 10 publishers (benchmarks/perf_accuracy.py --fit-all)",
+)
+
+BYTES_PER_WEIGHT = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "gptq-int8": 1.0, "awq": 0.53,
+                    "gptq-int4": 0.53, "int4": 0.53, "mxfp4": 0.53, "nvfp4": 0.56}
+
+_FAMILIES = (
+    ("sm_7", "volta"), ("sm_75", "turing"), ("sm_80", "ampere"), ("sm_86", "ampere"), ("sm_87", "ampere"),
+    ("sm_89", "ada"), ("sm_90", "hopper"), ("sm_10", "blackwell"), ("sm_12", "blackwell"),
+    ("gfx90a", "cdna2"), ("gfx942", "cdna3"), ("gfx950", "cdna4"),
+)
+
+
+def gpu_family(architecture: str) -> str:
+    if architecture == "cpu":
+        return "cpu"
+    if architecture == "sm_75":
+        return "turing"
+    found = "unknown"
+    for prefix, family in _FAMILIES:
+        if architecture.startswith(prefix):
+            found = family
+    return found
+
+
+def gpu_perf(profile: Any) -> GpuPerf:
+    """Peaks from the GPU profile (vendor datasheets, cited in the YAML's specs_source)."""
+    tflops = {k: float(v) for k, v in (("bf16", profile.tflops_bf16), ("fp16", profile.tflops_fp16),
+                                      ("fp8", profile.tflops_fp8), ("int8", profile.tflops_int8),
+                                      ("fp4", profile.tflops_fp4)) if v}
+    link = profile.interconnect
+    name = (link.name if link else "").lower()
+    kind = "pcie" if "pcie" in name else ("xgmi" if profile.vendor == "amd" else ("nvlink" if link else "none"))
+    link_bw = (link.bandwidth_gbps or 0.0) if link else 0.0
+    return GpuPerf(
+        name=profile.name,
+        vendor=profile.vendor,
+        family=gpu_family(profile.architecture),
+        bandwidth_bytes_s=float(profile.memory_bandwidth_gbps or 100.0) * 1e9,
+        tflops=tflops or {"bf16": 1.0},
+        # vendors quote the total of both directions; a ring all-reduce moves data one way per link
+        link_bytes_s=max(link_bw / 2.0, 1.0) * 1e9,
+        link_kind=kind,
+    )
+
+
+def compute_mode(label: str, profile: Any) -> tuple[str, str]:
+    """(GEMM precision, weight kernel) for a precision label on this GPU."""
+    fp8 = bool(getattr(profile, "fp8_supported", False))
+    fp4 = bool(getattr(profile.supports, "fp4", False)) if getattr(profile, "supports", None) else False
+    if label in ("bf16", "fp16"):
+        return label, "dense"
+    if label == "fp8":
+        return ("fp8", "dense") if fp8 else ("bf16", "w8a16")  # Marlin W8A16 below sm 8.9
+    if label == "int8":
+        return "int8", "dense"
+    if label == "gptq-int8":
+        return "fp16", "w8a16"
+    if label in ("mxfp4", "nvfp4"):
+        return ("fp4", "dense") if fp4 else ("bf16", "w4a16")
+    return "fp16", "w4a16"  # awq / gptq-int4 / int4: Marlin W4A16
+
+
+def _expert_params(arch: ModelArch) -> tuple[float, int]:
+    """(routed-expert parameters of the whole model, MoE layers)."""
+    moe = arch.moe
+    if moe is None:
+        return 0.0, 0
+    inter = moe.moe_intermediate_size or arch.intermediate_size or 4 * arch.hidden_size
+    layers = max(arch.num_hidden_layers - moe.dense_layers, 0)
+    return float(layers * moe.num_experts * 3 * arch.hidden_size * inter), layers
+
+
+def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> ModelPerf:
+    """ModelPerf for one evaluated candidate (evaluation: plan.evaluate.Evaluation)."""
+    tp, pp = evaluation.tp, evaluation.pp
+    split = evaluation.weights
+    bpw = BYTES_PER_WEIGHT.get(label, 2.0)
+    layers_stage = math.ceil(arch.num_hidden_layers / pp)
+    expert_params, moe_layers = _expert_params(arch)
+    body_total = max(split.total_bytes - split.embedding_bytes - split.lm_head_bytes, 1)
+    expert_total = min(expert_params * bpw, 0.97 * body_total)
+    rank_bytes = split.max_rank_bytes
+    expert_rank = expert_total / tp * layers_stage / max(arch.num_hidden_layers, 1)
+    # the input embedding is a gather (a few rows per step), not a full read
+    dense_rank = max(rank_bytes - expert_rank - (split.embedding_bytes / tp if pp == 1 else 0), 1.0)
+    active_bytes = body_total - expert_total
+    if arch.moe is not None and arch.moe.num_experts:
+        active_bytes += expert_total * arch.moe.experts_per_token / arch.moe.num_experts
+    active_params = active_bytes / bpw + (split.lm_head_bytes or split.embedding_bytes) / 2.0
+    attn_layers = sum(1 for k in arch.layer_kinds if k in (LayerKind.FULL, LayerKind.SLIDING, LayerKind.CHUNKED,
+                                                            LayerKind.MLA))
+    q_heads_rank = max(arch.num_attention_heads // tp, 1)
+    head = arch.head_dim
+    attn_pair = 4.0 * q_heads_rank * head * attn_layers / pp
+    reads: dict[tuple[str, int, int | None, int], int] = {}
+    for group in evaluation.groups:
+        for spec in group.specs:
+            kind = spec.kind.value
+            window = spec.sliding_window if kind == "sliding" else (spec.chunk_size if kind == "chunked" else None)
+            key = (kind, int(spec.token_bytes), window, int(spec.state_bytes))
+            reads[key] = reads.get(key, 0) + 1
+    kv = tuple(KVRead(kind=k, layers=max(1, round(n / pp)), token_bytes=tb, window=w, state_bytes=sb)
+               for (k, tb, w, sb), n in reads.items())
+    precision, kernel = compute_mode(label, profile)
+    return ModelPerf(
+        tp=tp, pp=pp, layers=layers_stage, hidden_size=arch.hidden_size,
+        dense_bytes=int(dense_rank), expert_bytes=int(expert_rank),
+        num_experts=arch.moe.num_experts if arch.moe else 0,
+        experts_per_token=arch.moe.experts_per_token if arch.moe else 0,
+        active_params=active_params, attn_flops_per_pair=attn_pair, kv=kv,
+        compute_precision=precision, weight_kernel=kernel, moe_layers=moe_layers,
+        expert_width=(arch.moe.moe_intermediate_size or arch.intermediate_size or 0) // tp if arch.moe else 0,
+    )
+
+
+def scheduler_limits(evaluation: Any, settings: Any, *, max_num_seqs: int | None = None,
+                     chunked_prefill: bool = True) -> SchedulerLimits:
+    cap = evaluation.capacity
+    tokens = cap.num_blocks * evaluation.specs.block_size if cap.num_blocks else cap.tokens
+    return SchedulerLimits(
+        max_num_seqs=max_num_seqs or settings.max_num_seqs,
+        max_num_batched_tokens=settings.max_num_batched_tokens,
+        kv_capacity_tokens=max(int(min(tokens, cap.tokens * 1.05 + 1) if cap.tokens else tokens), 1),
+        chunked_prefill=chunked_prefill,
+    )
+
+
+# --------------------------------------------------------------------------- calibration from records
+
+
+def calibrated_efficiency(base: Efficiency, gpu: GpuPerf, model: ModelPerf, limits: SchedulerLimits,
+                          records: Sequence[Any], *, gpu_name: str, precision: str,
+                          vllm_version: tuple[int, int, int] | None = None) -> Efficiency:
+    """The family-adjusted efficiency, scaled so the model reproduces the measured output tokens/s of
+    the records taken on this GPU and precision (median ratio; bandwidth and compute scale together,
+    clamped to [0.3, 3])."""
+    eff = efficiency_for(base, gpu, model, vllm_version)
+    mine = [r for r in records if r.gpu == gpu_name and r.precision == precision and r.output_tokens_per_s > 0]
+    if not mine:
+        return eff
+    ratios = []
+    for rec in mine[-8:]:
+        wl = Workload(rec.input_len, rec.output_len, concurrency=rec.concurrency, request_rate=rec.request_rate,
+                      num_requests=max(rec.completed, 1))
+        pred = predict(model, gpu, eff, limits, wl, steady=False, efficiency_is_final=True)
+        if pred.output_tokens_per_s > 0:
+            ratios.append(rec.output_tokens_per_s / pred.output_tokens_per_s)
+    if not ratios:
+        return eff
+    ratios.sort()
+    k = min(max(ratios[len(ratios) // 2], 0.3), 3.0)
+    return replace(
+        eff,
+        bandwidth=min(eff.bandwidth * k, 0.98),
+        compute=min(eff.compute * k, 0.98),
+        step_overhead_s=eff.step_overhead_s / k,
+        per_seq_overhead_s=eff.per_seq_overhead_s / k,
+        source="calibrated",
+        note=f"scaled x{k:.2f} from {len(ratios)} measured run(s) on {gpu_name} {precision}",
+    )
+
+
+# --------------------------------------------------------------------------- result section
+
+
+class LatencyInfo(BaseModel):
+    mean: float
+    p50: float
+    p99: float
+
+
+class PerformanceInfo(BaseModel):
+    """`data.performance` of `vllmkit plan --json` with a workload."""
+
+    source: str  # estimated | calibrated | measured
+    workload: dict[str, Any]
+    output_tokens_per_s: float
+    total_tokens_per_s: float
+    requests_per_s: float
+    ttft_ms: LatencyInfo
+    tpot_ms: LatencyInfo
+    itl_ms: float
+    e2e_latency_s: LatencyInfo
+    batch: float
+    kv_usage: float
+    peak_kv_usage: float
+    bound: str
+    preemption_risk: str
+    tpot_floor_ms: float
+    assumptions: list[str] = Field(default_factory=list)
+
+
+def _lat(stat: Any) -> LatencyInfo:
+    def r(x: float) -> float:
+        return round(x, 3) if x == x else 0.0
+    return LatencyInfo(mean=r(stat.mean), p50=r(stat.p50), p99=r(stat.p99))
+
+
+def workload_dict(wl: Workload) -> dict[str, Any]:
+    return {"name": wl.name, "input_len": wl.input_len, "output_len": wl.output_len,
+            "concurrency": wl.concurrency, "request_rate": wl.request_rate, "dataset": wl.dataset}
+
+
+def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gpu: GpuPerf) -> PerformanceInfo:
+    eff = pred.efficiency
+    return PerformanceInfo(
+        source=eff.source,
+        workload=workload_dict(wl),
+        output_tokens_per_s=round(pred.output_tokens_per_s, 1),
+        total_tokens_per_s=round(pred.total_tokens_per_s, 1),
+        requests_per_s=round(pred.requests_per_s, 3),
+        ttft_ms=_lat(pred.ttft_ms),
+        tpot_ms=_lat(pred.tpot_ms),
+        itl_ms=round(pred.itl_ms, 3) if pred.itl_ms == pred.itl_ms else 0.0,
+        e2e_latency_s=_lat(pred.e2e_s),
+        batch=round(pred.batch, 2),
+        kv_usage=round(pred.kv_usage, 4),
+        peak_kv_usage=round(pred.peak_kv_usage, 4),
+        bound=pred.bound,
+        preemption_risk=pred.preemption_risk,
+        tpot_floor_ms=round(decode_floor_seconds(model, gpu) * 1000, 3),
+        assumptions=[
+            f"achievable bandwidth {eff.bandwidth:.0%} and compute {eff.compute:.0%} of the datasheet peaks "
+            f"({eff.source}{': ' + eff.note if eff.note else ''})",
+            f"step overhead {eff.step_overhead_s * 1e3:.2f} ms + {eff.per_seq_overhead_s * 1e6:.0f} us per sequence",
+            f"{pred.num_requests} requests simulated through vLLM's scheduler (chunked prefill, "
+            "recompute preemption); steady-state throughput over the middle of the run",
+            "no prefix-cache hits, no speculative decoding; MoE routing assumed uniform",
+        ],
+    )
+
+
+def measured_info(rec: Any, wl: Workload, model: ModelPerf, gpu: GpuPerf) -> PerformanceInfo:
+    """The measured numbers of a `vllmkit bench` record at this exact point."""
+    def lat(s: Any, scale: float = 1.0) -> LatencyInfo:
+        return LatencyInfo(mean=(s.mean or 0.0) * scale, p50=(s.p50 or 0.0) * scale, p99=(s.p99 or 0.0) * scale)
+    return PerformanceInfo(
+        source="measured",
+        workload=workload_dict(wl),
+        output_tokens_per_s=rec.output_tokens_per_s,
+        total_tokens_per_s=rec.total_tokens_per_s,
+        requests_per_s=rec.requests_per_s,
+        ttft_ms=lat(rec.ttft_ms), tpot_ms=lat(rec.tpot_ms), itl_ms=rec.itl_ms.mean or 0.0,
+        e2e_latency_s=lat(rec.e2e_s),
+        batch=float(rec.max_running or 0), kv_usage=float(rec.peak_kv_usage or 0.0),
+        peak_kv_usage=float(rec.peak_kv_usage or 0.0), bound="measured",
+        preemption_risk="high" if rec.preemptions else "low",
+        tpot_floor_ms=round(decode_floor_seconds(model, gpu) * 1000, 3),
+        assumptions=[f"measured by vllmkit bench ({rec.source or rec.record_id}) at {rec.recorded_at}"],
+    )
+
+
+@dataclass
+class CandidatePerf:
+    """Everything needed to predict one candidate under any workload."""
+
+    model: ModelPerf
+    gpu: GpuPerf
+    limits: SchedulerLimits
+    efficiency: Efficiency  # final (family / calibration applied)
+    precision: str
+    gpus: int
+
+    def predict(self, wl: Workload, *, max_num_seqs: int | None = None, steady: bool = True) -> ServingPrediction:
+        limits = self.limits if max_num_seqs is None else replace(self.limits, max_num_seqs=max_num_seqs)
+        return predict(self.model, self.gpu, self.efficiency, limits, wl, steady=steady, efficiency_is_final=True)
+
+
+def candidate_perf(arch: ModelArch, evaluation: Any, settings: Any, label: str, profile: Any,
+                   records: Sequence[Any] = (), base: Efficiency = FITTED_EFFICIENCY,
+                   vllm_version: str | None = None) -> CandidatePerf:
+    model = model_perf(arch, evaluation, label, profile)
+    gpu = gpu_perf(profile)
+    limits = replace(scheduler_limits(evaluation, settings), prefix_caching=bool(settings.prefix_caching))
+    version = parse_version(vllm_version) if vllm_version else None
+    eff = calibrated_efficiency(base, gpu, model, limits, records, gpu_name=profile.name, precision=label,
+                                vllm_version=version)
+    return CandidatePerf(model, gpu, limits, eff, label, evaluation.tp * evaluation.pp)
+
+
+__all__ = ["FITTED_EFFICIENCY", "CandidatePerf", "PerformanceInfo", "candidate_perf", "gpu_perf",
+           "measured_info", "model_perf", "performance_info", "scheduler_limits"]
+
+
+# --------------------------------------------------------------------------- plan hook
+
+
+@dataclass
+class PerfOptions:
+    """What `build_plan` needs for the performance section: the workload (None: only collect the
+    candidates, as `capacity` does), the measured records (`vllmkit bench`) with the store's matcher
+    (`calibration.perfstore.match_measured`: handed in, the planner reads no stores), and whether to
+    keep every fitting candidate's CandidatePerf on the result (private, for `capacity`)."""
+
+    workload: Workload | None = None
+    records: Sequence[Any] = ()
+    match: Callable[..., Any] | None = None
+    collect: bool = False
+    alternatives: bool = True  # tokens/s for every listed fitting alternative too
+
+
+# requests simulated for the alternatives' tokens/s column (cheaper than the chosen one's run)
+_ALT_REQUESTS = 150
+
+
+def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], profile: Any, rules: Any,
+                       opts: PerfOptions) -> None:
+    """Fill result.performance (chosen candidate) and the alternatives' tokens/s; keep the candidates'
+    CandidatePerf when opts.collect. `chosen` / `candidates` are plan.candidates.Candidate objects;
+    result.alternatives lists the candidates that are `listed` (or chosen), in order."""
+    from vllmkit.plan.result import alternative
+
+    wl = opts.workload
+    listed = iter(result.alternatives)
+    kept: list[tuple[Any, CandidatePerf]] = []
+    for cand in candidates:
+        alt = next(listed) if (cand.listed or cand is chosen) else None
+        ev = cand.evaluation
+        if not ev.fits:
+            continue
+        cp = candidate_perf(cand.variant.arch, ev, cand.settings, cand.variant.label, profile, opts.records,
+                            vllm_version=rules.version)
+        if opts.collect and cand.allowed:
+            kept.append((alt if alt is not None else alternative(cand, chosen), cp))
+        if wl is None or alt is None:
+            continue
+        if cand is chosen:
+            rec = opts.match(
+                opts.records, gpu=profile.name, model=cand.variant.meta.id, precision=cand.variant.label,
+                tp=ev.tp, pp=ev.pp, vllm_version=rules.version, input_len=wl.input_len, output_len=wl.output_len,
+                concurrency=wl.concurrency, request_rate=wl.request_rate,
+            ) if (opts.match is not None and opts.records) else None
+            if rec is not None:
+                result.performance = measured_info(rec, wl, cp.model, cp.gpu)
+                alt.output_tokens_per_s = round(rec.output_tokens_per_s, 1)
+                continue
+            pred = cp.predict(wl)
+            result.performance = performance_info(pred, wl, cp.model, cp.gpu)
+            alt.output_tokens_per_s = result.performance.output_tokens_per_s
+        elif opts.alternatives:
+            small = replace(wl, num_requests=min(wl.num_requests or _ALT_REQUESTS, _ALT_REQUESTS))
+            alt.output_tokens_per_s = round(cp.predict(small).output_tokens_per_s, 1)
+    result._perf_candidates = kept

@@ -1,0 +1,238 @@
+"""The plan result: the chosen candidate with its memory, KV capacity, alternatives and reasons."""
+
+from __future__ import annotations
+
+from vllmkit.arch import ModelArch
+from vllmkit.engine.versions import VersionRules
+from vllmkit.errors import DoesNotFitError
+from vllmkit.estimate.specs import effective_kv_cache_dtype, kv_bytes_per_token_full, pp_layer_ranges
+from vllmkit.hub.base import ModelMetadata
+from vllmkit.plan.candidates import Candidate
+from vllmkit.plan.models import (
+    Alternative,
+    GpuInfo,
+    KVCacheInfo,
+    KVGroupInfo,
+    MemoryInfo,
+    ModelInfo,
+    ParallelInfo,
+    PlanRequest,
+    PlanResult,
+    SettingsInfo,
+)
+
+GIB = 1 << 30
+
+
+def _reasons(chosen: Candidate, profile, candidates: list[Candidate]) -> list[str]:
+    ev = chosen.evaluation
+    out = []
+    fitting = [c for c in candidates if c.evaluation.fits and c.allowed]
+    if not ev.fits:
+        out.append("nothing considered fits; showing the closest option")
+        return out
+    out.append(f"{chosen.variant.label.upper()} weights ({chosen.variant.weight_bytes / GIB:.1f} GiB total) on "
+               f"{ev.tp * ev.pp} x {profile.display_name}")
+    fewer = [c for c in fitting if c.evaluation.tp * c.evaluation.pp < ev.tp * ev.pp]
+    if not fewer:
+        out.append(f"TP={ev.tp} PP={ev.pp} is the smallest valid parallelism that fits")
+    if profile.vendor == "amd" and chosen.variant.label == "fp8":
+        out.append("MI300-class GPUs run FP8 natively (e4m3fnuz); AWQ/GPTQ kernels are CUDA-first")
+    out.append(f"context {ev.max_model_len:,} tokens leaves {ev.capacity.max_concurrency:.2f} concurrent requests of that length")
+    return out
+
+def alternative(c: Candidate, chosen: Candidate) -> Alternative:
+    ev = c.evaluation
+    note = c.note
+    if not ev.fits:
+        note = note or ("no KV memory" if ev.capacity.no_memory else f"fits up to {ev.capacity.estimated_max_model_len or 0:,} tokens")
+    return Alternative(
+        precision=c.variant.label,
+        model_id=c.variant.meta.id,
+        tensor_parallel_size=ev.tp,
+        pipeline_parallel_size=ev.pp,
+        max_model_len=ev.max_model_len,
+        fits=ev.fits,
+        kv_tokens=ev.capacity.tokens if ev.fits else 0,
+        max_concurrency=round(ev.capacity.max_concurrency, 2) if ev.fits else 0.0,
+        weights_bytes=ev.budget.weights.bytes,
+        chosen=c is chosen,
+        note=note,
+    )
+
+def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate], profile,
+            rules: VersionRules, version: str, version_src: str, meta: ModelMetadata, warnings: list[str],
+            kv_dtype: str) -> PlanResult:
+    ev = chosen.evaluation
+    variant = chosen.variant
+    arch = variant.arch
+    budget = ev.budget
+    settings = chosen.settings
+    groups = []
+    for g in ev.groups:
+        spec = g.specs[0]
+        groups.append(KVGroupInfo(kind=spec.kind.value, layers=len(g.specs), block_size=spec.block_size,
+                                  page_bytes=spec.page_bytes,
+                                  blocks_per_request=g.pages_per_request(ev.max_model_len, ev.in_flight_tokens)))
+    attn_layers_stage = None
+    if ev.pp > 1:
+        stage = pp_layer_ranges(arch.num_hidden_layers, ev.pp)[ev.tightest_stage]
+        attn_layers_stage = sum(1 for i in stage if arch.layer_kinds[i].value in ("full", "sliding", "chunked", "mla"))
+    memory = MemoryInfo(
+        total_bytes=budget.total_bytes,
+        requested_bytes=budget.requested_bytes,
+        weights_bytes=budget.weights.bytes,
+        activation_bytes=budget.activation.bytes,
+        non_torch_bytes=budget.non_torch.bytes,
+        cudagraph_bytes=budget.cudagraph.bytes,
+        kv_cache_bytes=budget.kv_cache.bytes,
+        encoder_bytes=budget.extra["encoder"].bytes if "encoder" in budget.extra else 0,
+        lora_bytes=budget.extra["lora"].bytes if "lora" in budget.extra else 0,
+        speculative_bytes=budget.extra["speculative"].bytes if "speculative" in budget.extra else 0,
+        sources={
+            "weights": budget.weights.source,  # type: ignore[dict-item]
+            "non_torch": budget.non_torch.source,  # type: ignore[dict-item]
+            "activation": budget.activation.source,  # type: ignore[dict-item]
+            "cudagraph": budget.cudagraph.source,  # type: ignore[dict-item]
+            "kv_cache": budget.kv_cache.source,  # type: ignore[dict-item]
+        },
+        notes={k: t.note for k, t in (("weights", budget.weights), ("non_torch", budget.non_torch),
+                                      ("activation", budget.activation), ("cudagraph", budget.cudagraph),
+                                      ("kv_cache", budget.kv_cache), *budget.extra.items()) if t.note},
+    )
+    cap = ev.capacity
+    kv_info = KVCacheInfo(
+        bytes_per_token=kv_bytes_per_token_full(arch, ev.tp, kv_dtype, attn_layers_stage),
+        block_size=ev.specs.block_size,
+        num_blocks=cap.num_blocks,
+        tokens=cap.tokens,
+        max_model_len=ev.max_model_len,
+        max_concurrency=round(cap.max_concurrency, 4),
+        bytes_per_block=cap.bytes_per_block,
+        groups=groups,
+    )
+    nodes = max(1, -(-(ev.tp * ev.pp) // max(profile.gpus_per_node, 1))) if profile.vendor != "cpu" else 1
+    quant_flag = None
+    if req.quantization:
+        quant_flag = req.quantization
+    result = PlanResult(
+        model=ModelInfo(
+            id=variant.meta.id,
+            source=variant.meta.source,
+            revision=variant.meta.revision,
+            path=variant.meta.id if variant.meta.source == "local" else None,
+            architecture=(arch.architectures or [arch.model_type])[0],
+            model_type=arch.model_type,
+            dtype=arch.dtype,
+            quantization=arch.quantization.method if arch.quantization else None,
+            native_max_model_len=arch.native_max_model_len,
+            trust_remote_code=arch.trust_remote_code,
+            weight_files_bytes=variant.meta.weight_file_bytes(),
+            is_moe=arch.moe is not None,
+            is_hybrid=arch.is_hybrid,
+        ),
+        gpu=GpuInfo(
+            name=profile.name,
+            display_name=profile.display_name,
+            vendor=profile.vendor,
+            count=ev.tp * ev.pp,
+            memory_bytes=int(profile.memory_bytes or 0),
+            gpus_per_node=profile.gpus_per_node,
+            nodes=nodes,
+        ),
+        device=profile.runtime,
+        vllm_version=version,
+        vllm_version_source=version_src,
+        parallel=ParallelInfo(tensor_parallel_size=ev.tp, pipeline_parallel_size=ev.pp, nodes=nodes,
+                              data_parallel_size=settings.data_parallel_size, expert_parallel=settings.expert_parallel),
+        settings=SettingsInfo(
+            gpu_memory_utilization=settings.gpu_memory_utilization,
+            max_model_len=ev.max_model_len,
+            max_num_seqs=settings.max_num_seqs,
+            max_num_batched_tokens=settings.max_num_batched_tokens,
+            kv_cache_dtype=kv_dtype,
+            dtype=_serving_dtype(req, arch, profile, warnings),
+            quantization=quant_flag,
+            block_size=ev.specs.block_size,
+            enforce_eager=req.enforce_eager,
+            kv_cache_memory_bytes=req.kv_cache_memory_bytes,
+            enable_prefix_caching=settings.prefix_caching,
+        ),
+        memory=memory,
+        kv_cache=kv_info,
+        fits=ev.fits,
+        estimated_max_model_len=None if ev.fits else cap.estimated_max_model_len,
+        alternatives=[alternative(c, chosen) for c in candidates if c.listed or c is chosen],
+        reasons=_reasons(chosen, profile, candidates),
+        calibration=settings.calibration_source,
+        warnings=warnings + _kv_dtype_note(kv_dtype, arch),
+    )
+    _data_parallel_option(result, req, chosen, candidates)  # issue 13
+    return result
+
+
+def _data_parallel_option(result: PlanResult, req: PlanRequest, chosen: Candidate, candidates: list[Candidate]) -> None:
+    """More GPUs than the chosen plan needs: offer --data-parallel-size replicas (throughput: every
+    replica has the same KV capacity) against the larger-TP candidates already listed (context and
+    concurrency per replica)."""
+    ev = chosen.evaluation
+    group = ev.tp * ev.pp
+    if req.data_parallel_size and req.data_parallel_size > 1:
+        result.gpu.count = group * req.data_parallel_size
+        result.reasons.append(f"{req.data_parallel_size} data-parallel replicas of TP={ev.tp} PP={ev.pp}: "
+                              f"{ev.capacity.tokens * req.data_parallel_size:,} KV tokens in total")
+        return
+    if not req.gpu_count or group >= req.gpu_count or not ev.fits or result.device == "cpu":
+        return
+    replicas = req.gpu_count // group
+    if replicas < 2:
+        return
+    result.alternatives.append(Alternative(
+        precision=chosen.variant.label, model_id=chosen.variant.meta.id, tensor_parallel_size=ev.tp,
+        pipeline_parallel_size=ev.pp, max_model_len=ev.max_model_len, fits=True,
+        kv_tokens=ev.capacity.tokens * replicas, max_concurrency=round(ev.capacity.max_concurrency * replicas, 2),
+        weights_bytes=ev.budget.weights.bytes, data_parallel_size=replicas,
+        note=(f"--data-parallel-size {replicas}: {replicas} replicas for throughput"
+              + ("; add --enable-expert-parallel to spread experts over all ranks" if chosen.variant.arch.moe else "")),
+    ))
+    bigger = [c for c in candidates if c.evaluation.fits and c.evaluation.tp * c.evaluation.pp > group
+              and c.variant is chosen.variant]
+    longest = max(bigger, key=lambda c: (c.evaluation.max_model_len, c.evaluation.capacity.tokens), default=None)
+    line = (f"{req.gpu_count} GPUs given, {group} needed: --data-parallel-size {replicas} gives {replicas} replicas "
+            f"({ev.capacity.tokens * replicas:,} KV tokens in total) for throughput")
+    if longest is not None:
+        le = longest.evaluation
+        line += (f"; TP={le.tp} instead gives one replica with {le.capacity.tokens:,} KV tokens "
+                 f"(context up to {le.max_model_len:,}) for long requests")
+    result.reasons.append(line)
+
+def _kv_dtype_note(kv_dtype: str, arch: ModelArch) -> list[str]:
+    """The checkpoint declares a quantized KV cache: "auto" then means fp8, not the model dtype."""
+    if kv_dtype == "auto" and arch.quantization and arch.quantization.kv_cache_scheme:
+        return [f"KV cache dtype: {effective_kv_cache_dtype(kv_dtype, arch)}"]
+    return []
+
+def _serving_dtype(req: PlanRequest, arch: ModelArch, profile, warnings: list[str]) -> str:
+    """--dtype only when needed: a BF16 checkpoint on a GPU without BF16 (V100, T4: sm < 8.0) must be
+    served as float16 ("Bfloat16 is only supported on GPUs with compute capability of at least 8.0")."""
+    if req.dtype != "auto":
+        return req.dtype
+    if arch.dtype == "bfloat16" and profile.vendor != "cpu" and not profile.supports.bf16:
+        warnings.append(f"{profile.display_name} has no BF16: serving the BF16 checkpoint as float16 (--dtype half)")
+        return "half"
+    return "auto"
+
+def does_not_fit_error(plan: PlanResult) -> DoesNotFitError | None:
+    """The exit-3 error for a plan vLLM would refuse (None when it fits)."""
+    if plan.fits:
+        return None
+    est = plan.estimated_max_model_len
+    if est:
+        hint = f"use --max-model-len {est} (vLLM's estimate), a quantized variant, --kv-cache-dtype fp8 or more GPUs"
+    else:
+        hint = "the weights leave no KV memory: use a quantized variant or more GPUs (--tensor-parallel-size)"
+    return DoesNotFitError(
+        f"{plan.model.id} does not fit on {plan.gpu.count} x {plan.gpu.display_name} at max_model_len "
+        f"{plan.settings.max_model_len:,}",
+        hint,
+    )

@@ -1,0 +1,143 @@
+"""Model variants the planner can deploy: the checkpoint asked for, online FP8, and quantized
+siblings (from the hub it came from, else the bundled catalog), each with its weight bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from vllmkit.arch import ModelArch, read_arch
+from vllmkit.engine.versions import VersionRules
+from vllmkit.estimate.weights import estimate_param_bytes
+from vllmkit.hub.base import ModelMetadata
+from vllmkit.plan.evaluate import EngineSettings
+
+
+@dataclass
+class Variant:
+    label: str  # bf16 / fp8 / awq / gptq-int4 ...
+    meta: ModelMetadata
+    arch: ModelArch
+    weight_bytes: int
+    weight_source: str  # measured | estimated
+
+def variant_label(meta: ModelMetadata, arch: ModelArch) -> str:
+    q = arch.quantization
+    if q is None:
+        return "fp16" if arch.dtype == "float16" else "bf16"
+    method = q.method
+    if method in ("fp8", "fbgemm_fp8", "ptpc_fp8") or (
+        method == "compressed-tensors" and q.bits == 8 and (q.weight_format or "").startswith("float")
+    ):
+        return "fp8"
+    if method in ("awq", "awq_marlin"):
+        return "awq"
+    if method in ("gptq", "gptq_marlin"):
+        return f"gptq-int{q.bits or 4}"
+    if method == "compressed-tensors":
+        return "int8" if q.bits == 8 else f"int{q.bits or 4}"
+    return method
+
+def _weights(meta: ModelMetadata, arch: ModelArch) -> tuple[int, str]:
+    if meta.tensor_bytes:
+        return meta.tensor_bytes, "measured"
+    files = meta.weight_file_bytes()
+    if files:
+        return files, "measured"
+    return estimate_param_bytes(arch), "estimated"
+
+def make_variant(meta: ModelMetadata, rules: VersionRules) -> Variant:
+    arch = read_arch(meta.config, tokenizer_config=meta.tokenizer_config, yarn_scaled_max_len=rules.yarn_scales_max_len,
+                     mla_cache=rules.mla_cache)
+    total, src = _weights(meta, arch)
+    return Variant(variant_label(meta, arch), meta, arch, total, src)
+
+def online_fp8(variant: Variant) -> Variant:
+    """--quantization fp8 on a 16-bit checkpoint: vLLM quantizes the linear layers to 1 byte per
+    weight at load; embeddings, lm_head and norms stay 16-bit."""
+    arch = variant.arch
+    embed = arch.vocab_size * arch.hidden_size * 2
+    head = 0 if arch.tie_word_embeddings else embed
+    body = max(variant.weight_bytes - embed - head, 0)
+    return Variant("fp8", variant.meta, arch, embed + head + body // 2, "derived")
+
+
+_SIBLING_QUANT = {"fp8": ("fp8", 8), "awq": ("awq", 4), "gptq-int4": ("gptq", 4), "gptq-int8": ("gptq", 8),
+                  "int8": ("compressed-tensors", 8), "int4": ("compressed-tensors", 4), "nvfp4": ("modelopt_fp4", 4)}
+
+
+def _hub_sibling_variants(base: Variant, env: Mapping[str, str]) -> list[Variant]:
+    """Official / well-known quantized siblings found on the hub the model came from, with their real
+    file sizes; the architecture is the base model's (same shapes), labelled with the sibling's method."""
+    from vllmkit.arch.model import QuantFacts
+    from vllmkit.hub.siblings import find_siblings
+
+    out = []
+    for sib in find_siblings(base.meta.id, source=base.meta.source, env=env):
+        if not sib.weight_files_bytes or sib.precision not in _SIBLING_QUANT:
+            continue
+        method, bits = _SIBLING_QUANT[sib.precision]
+        arch = base.arch.model_copy(update={"quantization": QuantFacts(method=method, bits=bits)})
+        meta = ModelMetadata(id=sib.id, source=sib.source, config=base.meta.config,
+                             provenance={"weights": f"{sib.source} file listing of {sib.id}"},
+                             notes=[f"sibling of {base.meta.id} published by {sib.publisher or 'the same organisation'}"])
+        out.append(Variant(sib.precision, meta, arch, int(sib.weight_files_bytes), "measured"))
+    return out
+
+def sibling_variants(meta: ModelMetadata, rules: VersionRules, base: Variant | None = None,
+                      env: Mapping[str, str] | None = None) -> list[Variant]:
+    """Quantized (or full-precision) siblings: from the hub when the model came from one, else from
+    the bundled catalog."""
+    if meta.source == "local":
+        return []
+    if meta.source in ("hf", "modelscope") and base is not None and env is not None:
+        return _hub_sibling_variants(base, env)
+    from vllmkit.hub.catalog import catalog_siblings, entry_to_metadata
+
+    out = []
+    for entry in catalog_siblings(meta.id):
+        if entry.id.lower() == meta.id.lower():
+            continue
+        try:
+            out.append(make_variant(entry_to_metadata(entry), rules))
+        except Exception:  # a broken sibling never breaks the plan of the model asked for
+            continue
+    return out
+
+def mtp_layers(arch: ModelArch, meta: ModelMetadata) -> int:
+    """Multi-token-prediction layers in the checkpoint that vLLM loads only for speculative decoding
+    (DeepSeek-V3/GLM-4.5 num_nextn_predict_layers, Qwen3-Next mtp_num_hidden_layers)."""
+    for key in ("num_nextn_predict_layers", "mtp_num_hidden_layers"):
+        n = meta.config.get(key)
+        if isinstance(n, int) and n > 0:
+            return n
+    return 0
+
+def mtp_own_embeddings(meta: ModelMetadata) -> bool:
+    """DeepSeek/GLM MTP layers carry their own embed_tokens + shared_head; Qwen3-Next's share the
+    main ones (mtp_use_dedicated_embeddings false)."""
+    return "mtp_num_hidden_layers" not in meta.config or bool(meta.config.get("mtp_use_dedicated_embeddings"))
+
+
+# MXFP4 expert weights are repacked for the GPU MoE kernels at load: vLLM's "Model loading took"
+# is 6-9 % above the checkpoint bytes (gpt-oss-120b on H100: 65.97 GiB in vllm#23278 (0.10.1), 64.38 GiB
+# in vllm#33155 (0.14.1) vs 60.77 GiB of files; gpt-oss-20b on A100: 13.72 vs 12.82 GiB, public log).
+MXFP4_GPU_LOAD_FACTOR = 1.07
+
+
+# MXFP4 expert weights are repacked for the GPU MoE kernels at load: vLLM's "Model loading took"
+# is 6-9 % above the checkpoint bytes (gpt-oss-120b on H100: 65.97 GiB in vllm#23278 (0.10.1), 64.38 GiB
+# in vllm#33155 (0.14.1) vs 60.77 GiB of files; gpt-oss-20b on A100: 13.72 vs 12.82 GiB, public log).
+MXFP4_GPU_LOAD_FACTOR = 1.07
+
+
+def loaded_weight_bytes(variant: Variant, settings: EngineSettings,
+                        version: tuple[int, int, int] | None = None) -> tuple[int, str]:
+    q = variant.arch.quantization
+    if q is not None and q.method == "mxfp4" and settings.device in ("cuda", "rocm"):
+        if version is None:
+            return int(variant.weight_bytes * MXFP4_GPU_LOAD_FACTOR), "estimated"
+        from vllmkit.estimate.weights import mxfp4_load_factor  # issue 13: by release and GPU
+
+        return int(variant.weight_bytes * mxfp4_load_factor(version, settings.compute_capability)), "estimated"
+    return variant.weight_bytes, variant.weight_source

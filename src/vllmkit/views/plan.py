@@ -1,0 +1,87 @@
+"""`vllmkit plan` for people."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from vllmkit.output import gib, thousands
+from vllmkit.plan.models import PlanResult
+from vllmkit.views.features import render_features
+
+
+def render(console: Console, plan: PlanResult) -> None:
+    m, g, mem, kv = plan.model, plan.gpu, plan.memory, plan.kv_cache
+    verdict = "FITS" if plan.fits else "DOES NOT FIT"
+    console.print(f"[bold]{escape(m.id)}[/bold] ({escape(m.architecture)}, {escape(m.dtype)}"
+                  f"{', ' + escape(m.quantization) if m.quantization else ''}) from {escape(m.source)}")
+    console.print(f"on {g.count} x {escape(g.display_name)} ({gib(g.memory_bytes)} each), vLLM {escape(plan.vllm_version)} "
+                  f"({escape(plan.vllm_version_source)}) -> [bold]{verdict}[/bold]")
+    console.print(f"TP={plan.parallel.tensor_parallel_size} PP={plan.parallel.pipeline_parallel_size}"
+                  f"{f', {plan.parallel.nodes} nodes' if plan.parallel.nodes > 1 else ''}; "
+                  f"max_model_len {thousands(plan.settings.max_model_len)} (native {thousands(m.native_max_model_len)})")
+    # warnings first (an offline catalog answer, a dtype change): read before the numbers they qualify
+    for warning in plan.warnings:
+        console.print(f"warning: {warning}", markup=False)
+
+    table = Table(title="Memory per GPU (tightest rank)", show_lines=False)
+    table.add_column("term")
+    table.add_column("size", justify="right")
+    table.add_column("source")
+    table.add_column("note", overflow="fold")
+    rows = [
+        ("total (as torch reports)", mem.total_bytes, "measured", ""),
+        (f"requested (x {plan.settings.gpu_memory_utilization})", mem.requested_bytes, "derived", ""),
+        ("weights", mem.weights_bytes, mem.sources.get("weights", ""), mem.notes.get("weights", "")),
+        ("non-torch", mem.non_torch_bytes, mem.sources.get("non_torch", ""), mem.notes.get("non_torch", "")),
+        ("peak activation", mem.activation_bytes, mem.sources.get("activation", ""), mem.notes.get("activation", "")),
+        ("CUDA graphs", mem.cudagraph_bytes, mem.sources.get("cudagraph", ""), mem.notes.get("cudagraph", "")),
+        ("KV cache", mem.kv_cache_bytes, mem.sources.get("kv_cache", ""), mem.notes.get("kv_cache", "")),
+    ]
+    for name, size, src, note in rows:
+        if name == "KV cache" and size is not None and size < 0:
+            table.add_row(name, f"none ({gib(-size)} short)", str(src), note)
+            continue
+        table.add_row(name, gib(size), str(src), note)
+    console.print(table)
+
+    console.print(
+        f"KV cache: {thousands(kv.tokens)} tokens, maximum concurrency for {thousands(kv.max_model_len)} tokens per "
+        f"request: {kv.max_concurrency:.2f}x  ({thousands(kv.num_blocks)} blocks of {kv.block_size} tokens, "
+        f"{thousands(kv.bytes_per_token)} B/token/GPU as full attention)"
+    )
+    if len(kv.groups) > 1:
+        kinds: dict[str, int] = {}
+        for grp in kv.groups:
+            kinds[grp.kind] = kinds.get(grp.kind, 0) + 1
+        console.print("KV groups: " + ", ".join(f"{n} x {k}" for k, n in kinds.items()))
+    if not plan.fits and plan.estimated_max_model_len:
+        console.print(f"vLLM will refuse this context; estimated maximum model length is "
+                      f"{thousands(plan.estimated_max_model_len)}")
+
+    if plan.alternatives:
+        alt = Table(title="Alternatives considered")
+        with_tps = plan.performance is not None  # issue 11: a tokens/s column with a workload
+        cols = ["", "precision", "model", "TP", "PP", "context", "fits", "KV tokens", "concurrency", "weights/GPU"]
+        cols += ["out tok/s"] if with_tps else []
+        for col in (*cols, "note"):
+            alt.add_column(col, justify="left" if col in ("", "precision", "model", "fits", "note") else "right")
+        for a in plan.alternatives[:24]:
+            tps = [f"{a.output_tokens_per_s:,.0f}" if a.output_tokens_per_s else "-"] if with_tps else []
+            alt.add_row("*" if a.chosen else "", a.precision, a.model_id, str(a.tensor_parallel_size),
+                        str(a.pipeline_parallel_size), thousands(a.max_model_len), "yes" if a.fits else "no",
+                        thousands(a.kv_tokens), f"{a.max_concurrency:.2f}", gib(a.weights_bytes), *tps, a.note)
+        console.print(alt)
+    if plan.performance is not None:
+        from vllmkit.views.performance import render_performance
+
+        render_performance(console, plan.performance)
+    for reason in plan.reasons:
+        console.print(f"- {reason}", markup=False)
+    render_features(console, plan.features)  # issue 14
+    if not plan.fits:
+        return  # no serve line for a plan vLLM would refuse (the error line says what to change)
+    env = " ".join(f"{k}={v}" for k, v in plan.serve_env.items())
+    console.print("\nvllm serve command:", markup=False)
+    console.print((env + " " if env else "") + " ".join(plan.serve_command), markup=False, soft_wrap=True)

@@ -1,0 +1,20 @@
+"""`vllmkit smoke` for people."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from vllmkit.launch.smoke import SmokeReport
+
+
+def render(console: Console, report: SmokeReport) -> None:
+    table = Table(title=f"smoke test {report.url}" + (f" ({report.model})" if report.model else ""))
+    for col in ("check", "result", "detail"):
+        table.add_column(col, overflow="fold")
+    for c in report.checks:
+        table.add_row(c.name, c.status.upper(), c.detail)
+    console.print(table)
+    for c in report.failed:
+        if c.fix:
+            console.print(f"{c.name}: {c.fix}", markup=False)

@@ -1,0 +1,117 @@
+"""`vllmkit capacity` and `vllmkit plan` with a workload through the CLI: JSON keys, human view,
+exit 3 for an SLO no configuration meets, bad input, and the k8s export with its autoscaler.
+
+Offline: HF_HUB_OFFLINE=1 makes the auto source fall back to the bundled catalog."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from tests.clirun import invoke
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    values = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"), "VLLMKIT_NO_CALIBRATION": "1"}
+    for k, v in values.items():
+        monkeypatch.setenv(k, v)
+    return values
+
+
+CAP = ["capacity", "Qwen/Qwen3-8B", "--gpu", "h100", "--qps", "20", "--input-len", "1024", "--output-len", "256"]
+
+
+def test_capacity_json_keys(env) -> None:
+    res = invoke([*CAP, "--tpot-p99", "50ms", "--gpu-price", "2.50", "--json"])
+    assert res.exit_code == 0, res.stderr
+    d = json.loads(res.stdout)["data"]
+    for key in ("replicas", "gpus_per_replica", "gpus_total", "per_replica", "headroom", "cost", "candidates", "source"):
+        assert key in d
+    for key in ("precision", "tensor_parallel_size", "pipeline_parallel_size", "max_num_seqs", "goodput_rps",
+                "output_tokens_per_s", "ttft_ms_p99", "tpot_ms_p99", "serve_command"):
+        assert key in d["per_replica"]
+    assert d["gpus_total"] == d["replicas"] * d["gpus_per_replica"]
+    assert d["cost"]["per_hour"] == pytest.approx(2.5 * d["gpus_total"])
+    assert d["per_replica"]["serve_command"][:2] == ["vllm", "serve"]
+    assert "--max-num-seqs" in d["per_replica"]["serve_command"]
+
+
+def test_capacity_human_view(env) -> None:
+    res = invoke([*CAP, "--tpot-p99", "50ms"])
+    assert res.exit_code == 0, res.stderr
+    out = res.stdout
+    assert "replicas x" in out and "goodput" in out and "at peak" in out and "vllm serve" in out
+
+
+def test_impossible_slo_exits_3_with_the_floor(env) -> None:
+    res = invoke([*CAP, "--tpot-p99", "0.2ms"])
+    assert res.exit_code == 3
+    assert "TPOT" in res.stderr and "physically impossible" in res.stderr and "Traceback" not in res.stderr
+    js = invoke([*CAP, "--tpot-p99", "0.2ms", "--json"])
+    doc = json.loads(js.stdout)
+    assert js.exit_code == 3 and doc["errors"][0]["code"] == "slo-impossible"
+
+
+@pytest.mark.parametrize("bad", [["--qps", "0"], ["--headroom", "1.5"], ["--tpot-p99", "soon"],
+                                 ["--redundancy", "many"], ["--export", "helm"]])
+def test_bad_input_is_a_usage_error(env, bad) -> None:
+    args = list(CAP)
+    if bad[0] in args:
+        args[args.index(bad[0]) + 1] = bad[1]
+    else:
+        args += bad
+    res = invoke(args)
+    assert res.exit_code == 2 and res.stderr.startswith("error:"), res.stderr
+
+
+def test_export_k8s_sets_replicas_and_an_hpa(env) -> None:
+    res = invoke([*CAP, "--export", "k8s"])
+    assert res.exit_code == 0, res.stderr
+    docs = [d for d in yaml.safe_load_all(res.stdout) if d]
+    kinds = [d["kind"] for d in docs]
+    assert kinds.count("Deployment") == 1 and kinds.count("Service") == 1 and kinds.count("HorizontalPodAutoscaler") == 1
+    deployment = docs[kinds.index("Deployment")]
+    hpa = docs[kinds.index("HorizontalPodAutoscaler")]
+    cap = json.loads(invoke([*CAP, "--json"]).stdout)["data"]
+    assert deployment["spec"]["replicas"] == cap["replicas"]
+    assert hpa["spec"]["maxReplicas"] == cap["replicas"]
+    assert hpa["spec"]["minReplicas"] <= cap["replicas"]
+    assert hpa["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
+
+
+def test_plan_with_a_workload_has_performance(env) -> None:
+    res = invoke(["plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--input-len", "1024", "--output-len", "256",
+                  "--concurrency", "16", "--json"])
+    assert res.exit_code == 0, res.stderr
+    perf = json.loads(res.stdout)["data"]["performance"]
+    for key in ("source", "workload", "output_tokens_per_s", "total_tokens_per_s", "requests_per_s", "ttft_ms",
+                "tpot_ms", "itl_ms", "e2e_latency_s", "batch", "kv_usage", "bound", "assumptions"):
+        assert key in perf
+    assert perf["source"] == "estimated" and perf["bound"] in ("bandwidth", "compute", "kv-capacity", "max-num-seqs")
+    for key in ("mean", "p99"):
+        assert perf["ttft_ms"][key] > 0 and perf["tpot_ms"][key] > 0
+    # 16 clients: throughput is about 16 x output tokens / e2e latency (Little's law)
+    little = 16 * 256 / perf["e2e_latency_s"]["mean"]
+    assert perf["output_tokens_per_s"] == pytest.approx(little, rel=0.15)
+    assert perf["tpot_ms"]["p99"] >= perf["tpot_floor_ms"]
+
+
+def test_plan_workload_preset_and_human_view(env) -> None:
+    res = invoke(["plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--workload", "chat", "--request-rate", "4"])
+    assert res.exit_code == 0, res.stderr
+    assert "Performance (estimated)" in res.stdout and "out tok/s" in res.stdout
+
+
+def test_plan_without_a_workload_has_no_performance(env) -> None:
+    res = invoke(["plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--json"])
+    assert json.loads(res.stdout)["data"]["performance"] is None
+
+
+@pytest.mark.parametrize("bad", [["--input-len", "100"], ["--workload", "poetry"],
+                                 ["--workload", "chat", "--concurrency", "4", "--request-rate", "2"],
+                                 ["--workload", "chat", "--request-rate", "-1"]])
+def test_plan_bad_workload_is_a_usage_error(env, bad) -> None:
+    res = invoke(["plan", "Qwen/Qwen3-8B", "--gpu", "h100", *bad])
+    assert res.exit_code == 2 and "error:" in res.stderr, res.stderr

@@ -1,0 +1,53 @@
+"""`vllmkit plan` flags for multimodal limits, LoRA, speculative decoding and DP/EP (issue 13)."""
+
+from __future__ import annotations
+
+import json
+
+from tests.clirun import invoke
+
+ENV = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
+
+
+def run(*args: str):
+    return invoke(["plan", "Qwen/Qwen3-8B", "--source", "catalog", "--gpu", "h100", *args], env=ENV)
+
+
+def test_feature_flags_reach_the_plan_and_the_serve_line() -> None:
+    r = run("--enable-lora", "--max-loras", "2", "--speculative-config",
+            '{"method": "ngram", "num_speculative_tokens": 3}', "--json")
+    data = json.loads(r.stdout)["data"]
+    assert data["memory"]["lora_bytes"] > 0
+    argv = data["serve_command"]
+    assert argv[argv.index("--max-loras") + 1] == "2"
+    assert json.loads(argv[argv.index("--speculative-config") + 1]) == {"method": "ngram", "num_speculative_tokens": 3}
+
+
+def test_bad_json_is_a_usage_error() -> None:
+    r = run("--speculative-config", "{nope")
+    assert r.exit_code == 2
+    assert "not valid JSON" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_speculative_config_needs_a_method() -> None:
+    r = run("--speculative-config", '{"num_speculative_tokens": 3}')
+    assert r.exit_code == 2 and "needs a method" in r.stderr
+
+
+def test_negative_mm_limit_is_refused() -> None:
+    r = run("--limit-mm-per-prompt", '{"image": -1}')
+    assert r.exit_code == 2
+
+
+def test_serve_dry_run_carries_feature_flags() -> None:
+    r = invoke(["serve", "Qwen/Qwen3-8B", "--source", "catalog", "--gpu", "h100", "--dry-run",
+                "--enable-lora", "--max-lora-rank", "32", "--json"], env=ENV)
+    assert r.exit_code == 0, r.stderr
+    assert "--enable-lora" in r.stdout and "--max-lora-rank" in r.stdout
+
+
+def test_serve_refuses_feature_flags_on_a_saved_plan(tmp_path) -> None:
+    saved = tmp_path / "plan.yaml"
+    assert run("--save", str(saved)).exit_code == 0
+    r = invoke(["serve", str(saved), "--enable-lora", "--dry-run"], env=ENV)
+    assert r.exit_code == 2 and "saved plan" in r.stderr

@@ -1,0 +1,133 @@
+"""Version rules and the multimodal encoder term (issue 13), with the source of every expected value."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vllmkit.arch import LayerKind, read_arch
+from vllmkit.engine.versions import engine_is_v1, rules_for, v0_batch_defaults, version_warning
+from vllmkit.estimate.multimodal import encoder_extra_bytes, encoder_profile, vit_bytes_per_patch
+from vllmkit.hub.catalog import find_entry
+from vllmkit.plan.models import PlanRequest
+from vllmkit.plan.service import build_plan
+
+ENV = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
+GUIDE = json.loads((Path(__file__).resolve().parents[2] / "data" / "guide004" / "config.json").read_text())
+
+
+# --- V0 engine (0.6.4 wheel: engine/arg_utils.py create_engine_config, config.py SchedulerConfig) ----
+
+@pytest.mark.parametrize(
+    ("max_len", "mm", "sliding", "expected"),
+    [
+        (8192, False, False, (8192, 256, False)),  # chunked prefill off: max(max_model_len, 2048)
+        (1024, False, False, (2048, 256, False)),
+        (131072, False, False, (512, 256, True)),  # > 32K text model on CUDA: chunked, 512 tokens
+        (131072, False, True, (131072, 256, False)),  # sliding window keeps it off
+        (4096, True, False, (5120, 256, False)),  # multimodal: at least 5120
+    ],
+)
+def test_v0_batch_defaults(max_len: int, mm: bool, sliding: bool, expected: tuple[int, int, bool]) -> None:
+    assert v0_batch_defaults(max_len, is_multimodal=mm, sliding_window=sliding, device="cuda") == expected
+
+
+def test_v0_long_context_profiles_512_tokens_like_the_public_log() -> None:
+    # vllm#13061 (V0, 0.7.x, R1-Distill-Qwen-14B at 131072 on 2x4090): "PyTorch activation peak memory
+    # takes 0.19GiB" - only a 512-token profile run is that small for a 5120-wide model
+    assert v0_batch_defaults(131072, is_multimodal=False, sliding_window=False, device="cuda")[0] == 512
+
+
+def test_engine_selection() -> None:
+    assert not engine_is_v1(rules_for("0.7.3"), {})
+    assert engine_is_v1(rules_for("0.8.0"), {})
+    assert not engine_is_v1(rules_for("0.9.2"), {"VLLM_USE_V1": "0"})  # V0 still selectable
+    assert engine_is_v1(rules_for("0.10.0"), {"VLLM_USE_V1": "0"})  # V0 removed
+
+
+def test_v0_plan_has_no_cuda_graph_term_and_sizes_profile_from_max_model_len() -> None:
+    plan = build_plan(PlanRequest(model="meta-llama/Llama-3.1-8B-Instruct", source="catalog", gpu="a100-80gb-sxm",
+                                  vllm_version="0.6.4", max_model_len=8192), ENV)
+    assert plan.memory.cudagraph_bytes == 0
+    assert plan.settings.max_num_batched_tokens == 8192 and plan.settings.max_num_seqs == 256
+
+
+# --- version table ----------------------------------------------------------------------------
+
+def test_version_outside_known_table_warns() -> None:
+    assert version_warning("0.40.0") is not None
+    assert version_warning("0.5.0") is not None
+    assert version_warning("0.28.1") is None
+    plan = build_plan(PlanRequest(model="Qwen/Qwen3-8B", source="catalog", gpu="h100", vllm_version="0.99.0"), ENV)
+    assert any("outside the releases" in w for w in plan.warnings)
+
+
+def test_rocm_counts_cuda_graphs_only_from_0_24() -> None:
+    # vllm#47366 / #48453: the reservation guard became is_cuda_alike() after v0.23.1rc1
+    def graphs(gpu: str, version: str) -> int:
+        req = PlanRequest(model="Qwen/Qwen3-8B", source="catalog", gpu=gpu, vllm_version=version, max_model_len=8192)
+        return build_plan(req, ENV).memory.cudagraph_bytes
+
+    assert graphs("mi300x", "0.23.0") == 0
+    assert graphs("mi300x", "0.28.0") > 0
+    assert graphs("h100", "0.23.0") > 0
+
+
+def test_deepseek_full_kv_before_mla_cache() -> None:
+    cfg = find_entry("deepseek-ai/DeepSeek-V2-Lite").config
+    old = read_arch(cfg, mla_cache=rules_for("0.6.4").mla_cache)
+    new = read_arch(cfg, mla_cache=rules_for("0.7.1").mla_cache)
+    # 0.6.4: Attention(num_local_heads, 256, num_kv_heads=num_local_heads); V2-Lite has 16 heads
+    assert old.mla is None and old.head_dim == 256 and old.num_kv_heads == 16
+    assert LayerKind.MLA not in old.layer_kinds
+    # 0.7.1+: one latent of kv_lora_rank 512 + rope 64
+    assert new.mla is not None and new.head_dim == 576 and new.num_kv_heads == 1
+
+
+# --- multimodal encoder term (vllm 0.28 encoder_cache_manager.py / encoder_budget.py) -----------
+
+def test_guide_encoder_budget_is_16384_tokens_one_image() -> None:
+    v = read_arch(GUIDE).vision
+    assert v is not None
+    # Qwen3.5 processor longest_edge 16777216 px / (16 px patch * merge 2)^2 = 16384 tokens per image
+    assert v.max_tokens_per_item == 16384 and v.patches_per_token == 4
+    p = encoder_profile(v, max_num_batched_tokens=16384, max_num_seqs=64, max_model_len=131072)
+    assert (p.budget_tokens, p.items, p.patches) == (16384, 1, 65536)  # guide: 16384-token encoder cache
+    # embeddings held during the LM dummy run: 16384 tokens x 5120 x 2 B
+    assert p.embeddings_bytes == 16384 * 5120 * 2
+
+
+def test_vit_bytes_per_patch_hand_worked() -> None:
+    v = read_arch(GUIDE).vision
+    assert v is not None
+    # H=1152, I=4304: MLP half 3H + 2I = 12064 > attention half 9H = 10368; carried: pixels 3*2*16*16 = 1536 + H
+    assert vit_bytes_per_patch(v) == (12064 + 1536 + 1152) * 2
+    # TP=2 halves the column-parallel outputs: 3H + 2I/2 = 7760 vs 3H + 3H = 6912
+    assert vit_bytes_per_patch(v, 2) == (7760 + 1536 + 1152) * 2
+
+
+def test_gemma3_many_small_images_fill_the_budget() -> None:
+    v = read_arch(find_entry("google/gemma-3-27b-it").config).vision
+    assert v is not None and v.max_tokens_per_item == 256  # mm_tokens_per_image
+    p = encoder_profile(v, max_num_batched_tokens=8192, max_num_seqs=256, max_model_len=8192)
+    assert p.items == 8192 // 256 and p.patches == 32 * 4096  # 896/14 = 64 -> 4096 SigLIP patches each
+    one = encoder_profile(v, max_num_batched_tokens=8192, max_num_seqs=256, max_model_len=8192, limit_per_prompt=1)
+    assert one.items == 32  # per prompt 1, but 256 sequences per batch: the encoder budget still binds
+
+
+def test_zero_limit_skips_the_encoder() -> None:
+    v = read_arch(GUIDE).vision
+    assert v is not None
+    p = encoder_profile(v, max_num_batched_tokens=8192, max_num_seqs=64, max_model_len=8192, limit_per_prompt=0)
+    assert p.skipped and encoder_extra_bytes(p, 0) == 0
+
+
+def test_no_chunked_prefill_limits_items_by_batched_tokens() -> None:
+    v = read_arch(find_entry("google/gemma-3-27b-it").config).vision
+    assert v is not None
+    p = encoder_profile(v, max_num_batched_tokens=1024, max_num_seqs=256, max_model_len=1024,
+                        limit_per_prompt=1, chunked_prefill=False)
+    # budget max(1024, 256) // 256 = 4 items; decoder side min(256, 1024 // 256) * 1 = 4
+    assert p.items == 4

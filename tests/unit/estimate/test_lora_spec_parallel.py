@@ -1,0 +1,95 @@
+"""LoRA stacks, speculative-decoding drafters and data / expert parallel, with hand-worked numbers.
+
+Shapes follow vLLM 0.32 vllm/lora/layers (column_parallel_linear.py: lora_a_stacked
+(max_loras, 1, max_lora_rank, input_size), lora_b_stacked (max_loras, 1, output_size_per_partition,
+max_lora_rank); row-parallel layers split A by TP and keep B whole)."""
+
+from __future__ import annotations
+
+from vllmkit.arch import LayerKind, read_arch
+from vllmkit.estimate.lora import lora_weight_bytes
+from vllmkit.estimate.speculative import eagle_head_bytes, speculative_terms
+from vllmkit.estimate.weights import expert_fraction, expert_parallel_total
+from vllmkit.hub.catalog import find_entry
+from vllmkit.launch.command import attach_serve_command
+from vllmkit.plan.models import PlanRequest
+from vllmkit.plan.service import build_plan
+
+ENV = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
+GIB = 1 << 30
+
+
+def arch(model_id: str):
+    return read_arch(find_entry(model_id).config)
+
+
+def test_lora_stacks_llama31_8b_hand_worked() -> None:
+    a = arch("meta-llama/Llama-3.1-8B-Instruct")  # H 4096, q 4096, kv 2 x 8 x 128, I 14336, 32 layers
+    # per layer and rank-1: qkv 3*4096 + (4096 + 2048) = 18432; o 4096 + 4096; gate_up 2*4096 + 2*14336;
+    # down 14336 + 4096  -> 81920 elements; x 32 layers x 4 adapters x rank 64 x 2 B
+    assert lora_weight_bytes(a, tp=1, max_loras=4, max_lora_rank=64) == 81920 * 32 * 4 * 64 * 2
+    # TP=2 halves only the split sides: qkv 12288 + 3072, o 2048 + 4096, gate_up 8192 + 14336, down 7168 + 4096
+    assert lora_weight_bytes(a, tp=2, max_loras=1, max_lora_rank=16) == (15360 + 6144 + 22528 + 11264) * 32 * 16 * 2
+
+
+def test_lora_lowers_the_kv_budget_by_its_stacks() -> None:
+    base = PlanRequest(model="meta-llama/Llama-3.1-8B-Instruct", source="catalog", gpu="h100", max_model_len=8192)
+    plain = build_plan(base, ENV)
+    lora = build_plan(base.model_copy(update={"enable_lora": True, "max_loras": 4, "max_lora_rank": 64}), ENV)
+    assert lora.memory.lora_bytes == 81920 * 32 * 4 * 64 * 2
+    assert plain.memory.kv_cache_bytes - lora.memory.kv_cache_bytes == lora.memory.lora_bytes
+    argv = attach_serve_command(lora, base.model_copy(update={"enable_lora": True, "max_loras": 4,
+                                                              "max_lora_rank": 64})).serve_command
+    assert "--enable-lora" in argv and "--max-lora-rank" in argv
+
+
+def test_ngram_needs_no_gpu_memory() -> None:
+    t = speculative_terms(arch("Qwen/Qwen3-8B"), "ngram", 3, tp=1)
+    assert t.weight_bytes == 0 and t.kv_layers == []
+
+
+def test_mtp_loads_the_skipped_layers_and_adds_their_kv() -> None:
+    a = arch("deepseek-ai/DeepSeek-V3")
+    t = speculative_terms(a, "mtp", 1, tp=8, mtp_layer_bytes=8 * 10**9, mtp_layers=1)
+    assert t.weight_bytes == 10**9 and t.kv_layers == [LayerKind.MLA]
+    req = PlanRequest(model="deepseek-ai/DeepSeek-V3", source="catalog", gpu="h200", tensor_parallel_size=8,
+                      max_model_len=8192)
+    plain = build_plan(req, ENV)
+    mtp = build_plan(req.model_copy(update={"speculative_config": {"method": "mtp", "num_speculative_tokens": 1}}), ENV)
+    assert mtp.memory.speculative_bytes > 0
+    # one more MLA layer in the pool: 62 instead of 61 layers of 1152 B per token per block
+    assert mtp.kv_cache.bytes_per_block * 61 == plain.kv_cache.bytes_per_block * 62
+
+
+def test_eagle3_head_hand_worked() -> None:
+    a = arch("meta-llama/Llama-3.1-8B-Instruct")
+    # one layer: 4096 x (4096 + 2048) + 4096 x 4096 + 3 x 4096 x 14336; fc 3 x 4096^2; head 32000 x 4096
+    layer = 4096 * 6144 + 4096 * 4096 + 3 * 4096 * 14336
+    assert eagle_head_bytes(a, eagle3=True) == (layer + 3 * 4096 * 4096 + 32000 * 4096) * 2
+    t = speculative_terms(a, "eagle3", 3, tp=1)
+    assert t.kv_layers == [LayerKind.FULL]
+
+
+def test_expert_parallel_over_data_parallel_ranks() -> None:
+    a = arch("Qwen/Qwen3-30B-A3B")
+    f = expert_fraction(a)
+    assert 0.9 < f < 0.98  # 48 layers x 128 experts x 3 x 2048 x 768 of ~30.5 B parameters
+    assert expert_parallel_total(a, 1000, dp=1, enable_expert_parallel=True) == 1000
+    assert expert_parallel_total(a, 1000, dp=4, enable_expert_parallel=False) == 1000
+    assert expert_parallel_total(a, 1000, dp=4, enable_expert_parallel=True) == int(1000 * (1 - f) + 1000 * f / 4)
+
+
+def test_data_parallel_proposed_when_more_gpus_than_needed() -> None:
+    plan = build_plan(PlanRequest(model="Qwen/Qwen3-8B", source="catalog", gpu="h100", gpu_count=8), ENV)
+    dp = [a for a in plan.alternatives if a.data_parallel_size > 1]
+    assert len(dp) == 1 and dp[0].data_parallel_size == 8
+    assert dp[0].kv_tokens == plan.kv_cache.tokens * 8
+    assert any("--data-parallel-size 8" in r for r in plan.reasons)
+
+
+def test_explicit_data_parallel_counts_gpus_and_adds_flags() -> None:
+    req = PlanRequest(model="Qwen/Qwen3-30B-A3B", source="catalog", gpu="h100", tensor_parallel_size=2,
+                      max_model_len=8192, data_parallel_size=4, enable_expert_parallel=True)
+    plan = attach_serve_command(build_plan(req, ENV), req)
+    assert plan.gpu.count == 8 and plan.parallel.data_parallel_size == 4
+    assert plan.serve_command[-3:] == ["--data-parallel-size", "4", "--enable-expert-parallel"]

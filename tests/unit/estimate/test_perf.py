@@ -1,0 +1,132 @@
+"""The step-cost roofline (estimate/perf.py): hand-worked numbers and physical invariants.
+
+The numbers below are worked by hand from the formulas in the module docstring (no vLLM needed);
+the model's accuracy against real vLLM runs is measured by benchmarks/perf_accuracy.py."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vllmkit.estimate.perf import (
+    Efficiency,
+    GpuPerf,
+    KVRead,
+    ModelPerf,
+    decode_floor_seconds,
+    efficiency_for,
+    make_step_fn,
+    naive_roofline_tpot,
+    step_cost,
+)
+
+H100 = GpuPerf("h100-sxm", "nvidia", "hopper", 3.35e12, {"bf16": 989.5, "fp8": 1979.0}, 450e9)
+# an 8B dense model on one rank: 16 GB of weights, 36 layers x 4096 B of KV per token
+DENSE = ModelPerf(tp=1, pp=1, layers=36, hidden_size=4096, dense_bytes=16_000_000_000, active_params=8e9,
+                  attn_flops_per_pair=4 * 32 * 128 * 36, kv=(KVRead("full", 36, 4096),))
+EFF = Efficiency(bandwidth=0.8, compute=0.5, step_overhead_s=0.0, per_seq_overhead_s=0.0, allreduce_latency_s=0.0)
+
+
+def test_single_decode_step_by_hand() -> None:
+    # weights 16e9 B / (3.35e12 x 0.8) = 5.9701 ms (GEMM compute 2 x 8e9 / (989.5e12 x 0.5) = 0.032 ms: memory wins)
+    # KV read 1000 ctx x 36 x 4096 = 147.456 MB + write 147,456 B -> 147.604 MB / 2.68e12 = 0.05508 ms
+    # attention FLOPs 4 x 32 x 128 x 36 x 1000 = 0.59 GFLOP / 494.75e12 = 0.0012 ms (memory wins)
+    cost = step_cost(DENSE, H100, EFF, decode=1, context_sum=1000)
+    assert cost.seconds == pytest.approx(5.9701e-3 + 0.05508e-3, rel=1e-3)
+    assert cost.bound == "bandwidth"
+
+
+def test_prefill_step_by_hand_is_compute_bound() -> None:
+    # 4096 prompt tokens: GEMM 2 x 8e9 x 4096 = 65.54 TFLOP / 494.75 TFLOP/s = 132.47 ms (> 5.97 ms of weights)
+    # attention pairs 4096 x 2048 = 8.39e6 x 4 x 32 x 128 x 36 = 4.95 TFLOP / 494.75e12 = 10.0 ms
+    # (its memory side, the 4096 new tokens' KV = 0.60 GB / 2.68e12 = 0.23 ms, is smaller)
+    cost = step_cost(DENSE, H100, EFF, decode=0, context_sum=0, prefill_tokens=4096, prefill_pairs=4096 * 2048)
+    assert cost.seconds == pytest.approx(132.47e-3 + 10.0e-3, rel=2e-3)
+    assert cost.bound == "compute"
+
+
+def test_tensor_parallel_all_reduce_by_hand() -> None:
+    # TP2, 64 layers, 8 tokens: 2 all-reduces per layer, each 10 us + 2 x (1/2) x (8192 x 8 x 2 B) / 450e9 B/s
+    m = ModelPerf(tp=2, pp=1, layers=64, hidden_size=8192, dense_bytes=1, active_params=1.0)
+    eff = Efficiency(allreduce_latency_s=10e-6)
+    each = 10e-6 + 2 * 0.5 * 8192 * 8 * 2 / 450e9
+    cost = step_cost(m, H100, eff, decode=8, context_sum=0)
+    assert cost.comm_s == pytest.approx(2 * 64 * each, rel=1e-9)
+
+
+def test_moe_reads_only_the_experts_a_batch_touches() -> None:
+    # Mixtral-like: E=8, k=2. One token touches 2 of 8 experts: 1-(1-2/8)^1 = 0.25; 8 tokens: 1-0.75^8 = 0.8999
+    m = ModelPerf(tp=1, pp=1, layers=32, hidden_size=4096, dense_bytes=2_000_000_000, expert_bytes=88_000_000_000,
+                  num_experts=8, experts_per_token=2, active_params=13e9)
+    assert m.touched_expert_fraction(1) == pytest.approx(0.25)
+    assert m.touched_expert_fraction(8) == pytest.approx(1 - 0.75**8)
+    assert m.weight_bytes_read(1) == pytest.approx(2e9 + 0.25 * 88e9)
+    assert m.weight_bytes_read(10_000) == pytest.approx(90e9)
+
+
+def test_kv_reads_by_layer_kind() -> None:
+    # 2 sequences, contexts summing to 10,000 tokens
+    m = ModelPerf(tp=1, pp=1, layers=4, hidden_size=1024, dense_bytes=1, kv=(
+        KVRead("full", 1, 100),                 # 100 B x 10,000 = 1.0 MB
+        KVRead("sliding", 2, 100, window=1024),  # capped at 2 seqs x 1024 tokens: 2 x 100 x 2048 = 0.41 MB
+        KVRead("mamba", 1, state_bytes=5000),    # constant state, read and written: 2 x 5000 x 2 = 20 kB
+    ))
+    assert m.kv_bytes_read(2, 10_000) == pytest.approx(1_000_000 + 409_600 + 20_000)
+
+
+def test_fast_step_function_matches_step_cost() -> None:
+    m = ModelPerf(tp=2, pp=1, layers=32, hidden_size=4096, dense_bytes=5_000_000_000, expert_bytes=40_000_000_000,
+                  num_experts=8, experts_per_token=2, active_params=13e9, attn_flops_per_pair=4 * 16 * 128 * 32,
+                  kv=(KVRead("full", 16, 2048), KVRead("sliding", 16, 2048, 4096), KVRead("mamba", 4, state_bytes=10**6)))
+    eff = Efficiency()
+    fn = make_step_fn(m, H100, eff)
+    rng = random.Random(7)
+    for _ in range(200):
+        d = rng.randint(0, 300)
+        ctx = rng.random() * 1e5 if d else 0.0
+        p = rng.randint(0, 4000)
+        pairs = p * rng.random() * 2000
+        want = step_cost(m, H100, eff, decode=d, context_sum=ctx, prefill_tokens=p, prefill_pairs=pairs).seconds
+        assert fn(d, ctx, p, pairs)[0] == pytest.approx(want, rel=1e-9)
+
+
+def test_family_priors_and_legacy_rocm() -> None:
+    mi300 = GpuPerf("mi300x", "amd", "cdna3", 5.3e12, {"bf16": 1307.4}, 448e9, "xgmi")
+    base = Efficiency(bandwidth=0.8, compute=0.6, rocm_legacy=0.5)
+    new = efficiency_for(base, mi300, DENSE, (0, 11, 0))
+    old = efficiency_for(base, mi300, DENSE, (0, 6, 2))
+    assert old.bandwidth == pytest.approx(new.bandwidth * 0.5)
+    assert efficiency_for(base, H100, DENSE).bandwidth == pytest.approx(0.8)  # Hopper is the baseline
+    awq = ModelPerf(**{**DENSE.__dict__, "weight_kernel": "w4a16"})
+    assert efficiency_for(base, H100, awq).compute < efficiency_for(base, H100, DENSE).compute
+
+
+models = st.builds(
+    lambda dense, ctx_tb, tp: ModelPerf(tp=tp, pp=1, layers=32, hidden_size=4096, dense_bytes=dense,
+                                        active_params=dense / 2, attn_flops_per_pair=4 * 32 * 128 * 32 / tp,
+                                        kv=(KVRead("full", 32, ctx_tb),)),
+    st.integers(10**8, 4 * 10**11), st.integers(256, 8192), st.sampled_from([1, 2, 4, 8]))
+effs = st.builds(Efficiency, bandwidth=st.floats(0.2, 1.0), compute=st.floats(0.1, 1.0),
+                 step_overhead_s=st.floats(0, 0.01), per_seq_overhead_s=st.floats(0, 1e-4))
+
+
+@settings(max_examples=200, deadline=None)
+@given(models, effs, st.integers(1, 512), st.floats(0, 4096))
+def test_a_decode_step_never_beats_weights_over_bandwidth(model, eff, batch, ctx) -> None:
+    floor = decode_floor_seconds(model, H100)
+    assert floor == pytest.approx(naive_roofline_tpot(model, H100))
+    assert step_cost(model, H100, eff, decode=batch, context_sum=batch * ctx).seconds >= floor * (1 - 1e-12)
+
+
+@settings(max_examples=100, deadline=None)
+@given(models, st.integers(1, 256))
+def test_step_time_grows_with_the_batch_but_less_than_linearly(model, batch) -> None:
+    eff = Efficiency()
+    one = step_cost(model, H100, eff, decode=batch, context_sum=batch * 500).seconds
+    two = step_cost(model, H100, eff, decode=2 * batch, context_sum=2 * batch * 500).seconds
+    assert one <= two <= 2 * one * (1 + 1e-9)
+    assert math.isfinite(two)

@@ -1,0 +1,94 @@
+"""Capacity planning (plan/capacity.py): the fleet arithmetic and its invariants, and the search on a
+catalog model (offline). The step costs come from the performance model, whose accuracy is measured
+against public runs in benchmarks/perf_accuracy.py; here only the search's logic is checked."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vllmkit.errors import DoesNotFitError, UsageError
+from vllmkit.plan.capacity import (
+    CapacityRequest,
+    parse_duration_ms,
+    parse_redundancy,
+    plan_capacity,
+    replicas_needed,
+)
+
+ENV = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
+
+
+def test_replicas_by_hand() -> None:
+    # 20 req/s on replicas that sustain 7 req/s, run at 70 %: 20 / 4.9 = 4.08 -> 5, plus one spare
+    assert replicas_needed(20, 7, 0.3, 1) == 6
+    assert replicas_needed(4.9, 7, 0.3, 0) == 1  # exactly at the limit needs no second replica
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(0.01, 1e4), st.floats(0.01, 1e3), st.floats(0, 0.9), st.integers(0, 3))
+def test_doubling_qps_doubles_serving_replicas_within_rounding(qps, goodput, headroom, spare) -> None:
+    one = replicas_needed(qps, goodput, headroom, spare) - spare
+    two = replicas_needed(2 * qps, goodput, headroom, spare) - spare
+    assert 2 * one - 1 <= two <= 2 * one
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(0.01, 1e4), st.floats(0.01, 1e3), st.floats(0.01, 1e3), st.floats(0, 0.9))
+def test_less_goodput_never_needs_fewer_replicas(qps, g1, g2, headroom) -> None:
+    lo, hi = sorted((g1, g2))
+    assert replicas_needed(qps, lo, headroom, 1) >= replicas_needed(qps, hi, headroom, 1)
+
+
+def test_parse_slo_and_redundancy() -> None:
+    assert parse_duration_ms("2s", "--ttft-p99") == 2000
+    assert parse_duration_ms("50ms", "--tpot-p99") == 50
+    assert parse_duration_ms("0.5s", "--ttft-p99") == 500
+    assert parse_redundancy("N+1") == 1 and parse_redundancy("n+2") == 2 and parse_redundancy("0") == 0
+    with pytest.raises(UsageError):
+        parse_duration_ms("fast", "--tpot-p99")
+    with pytest.raises(UsageError):
+        parse_redundancy("lots")
+
+
+def _plan(**kw):
+    base = dict(model="Qwen/Qwen3-8B", gpu="h100", qps=20, input_len=1024, output_len=256, source="catalog")
+    return plan_capacity(CapacityRequest(**{**base, **kw}), ENV)
+
+
+def test_capacity_result_is_consistent() -> None:
+    res = _plan(tpot_p99_ms=50, gpu_price_per_hour=2.5)
+    r = res.per_replica
+    assert res.gpus_total == res.replicas * res.gpus_per_replica
+    assert res.gpus_per_replica == r.tensor_parallel_size * r.pipeline_parallel_size
+    assert res.replicas == replicas_needed(20, r.goodput_rps, 0.3, 1)
+    assert r.tpot_ms_p99 <= 50 and r.ttft_ms_p99 <= 2000
+    # at peak each serving replica runs below its goodput, so within the SLOs
+    assert res.at_peak.requests_per_s_per_replica <= r.goodput_rps * 0.7 + 1e-9
+    assert res.at_peak.tpot_ms_p99 <= 50
+    assert res.cost is not None and res.cost.per_hour == pytest.approx(2.5 * res.gpus_total)
+    # $ per 1M output tokens = $/hour / (20 req/s x 256 tokens x 3600 s) x 1e6
+    assert res.cost.per_million_output_tokens == pytest.approx(res.cost.per_hour / (20 * 256 * 3600) * 1e6, rel=1e-3)
+    chosen = [c for c in res.candidates if c.chosen]
+    assert len(chosen) == 1 and chosen[0].gpus_total == min(c.gpus_total for c in res.candidates if c.gpus_total)
+
+
+def test_a_tighter_slo_never_needs_fewer_gpus() -> None:
+    loose = _plan(tpot_p99_ms=100)
+    tight = _plan(tpot_p99_ms=20)
+    assert tight.gpus_total >= loose.gpus_total
+
+
+def test_impossible_tpot_names_the_floor() -> None:
+    # Qwen3-8B: ~15 GB of weights per step; even split over 8 H100s that is ~0.6 ms at 3.35 TB/s
+    with pytest.raises(DoesNotFitError) as exc:
+        _plan(tpot_p99_ms=0.2)
+    err = exc.value
+    assert err.code == "slo-impossible" and int(err.exit_code) == 3
+    assert "TPOT" in err.message and "physically impossible" in err.message
+
+
+def test_max_gpus_too_small_is_exit_3() -> None:
+    with pytest.raises(DoesNotFitError):
+        _plan(qps=500, max_gpus=2)
