@@ -108,10 +108,13 @@ def register(app: typer.Typer) -> None:
         tokenizer: str | None = typer.Option(None, "--tokenizer", help="Tokenizer folder (default: the run's model folder)."),
         gpu: str | None = typer.Option(None, "--gpu", help="GPU profile of the server (to store results for a bare URL)."),
         model: str | None = typer.Option(None, "--model", help="Model id as `plan` names it (to store results)."),
-        tp: int | None = typer.Option(None, "--tp", "--tensor-parallel-size", min=1),
-        pp: int | None = typer.Option(None, "--pp", "--pipeline-parallel-size", min=1),
+        tp: int | None = typer.Option(None, "--tp", "--tensor-parallel-size", min=1,
+                                      help="Tensor parallel size of the server (to store results for a bare URL)."),
+        pp: int | None = typer.Option(None, "--pp", "--pipeline-parallel-size", min=1,
+                                      help="Pipeline parallel size of the server (to store results for a bare URL)."),
         precision: str | None = typer.Option(None, "--precision", help="bf16 | fp16 | fp8 | awq | ... (as `plan` names it)."),
-        kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype"),
+        kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype", help="KV-cache dtype of the server "
+                                                  "(to store results for a bare URL)."),
         no_store: bool = typer.Option(False, "--no-store", help="Do not add the results to the performance store."),
         metrics_interval: float = typer.Option(0.25, "--metrics-interval", min=0.0, help="Seconds between /metrics "
                                                "scrapes during a point; 0: do not scrape."),
