@@ -17,14 +17,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from vllmkit.errors import VllmkitError
+from vllmkit.units import GIB
 
 if TYPE_CHECKING:  # rich and pydantic load when something is printed, not when the CLI starts
     from rich.console import Console
 
 RESULT_VERSION = 1
-GIB = 1 << 30
-
-
 def _is_tty(stream: Any) -> bool:
     try:
         return bool(stream.isatty())

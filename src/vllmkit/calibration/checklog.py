@@ -24,7 +24,6 @@ from vllmkit.errors import CheckFailedError, ModelSourceError, UsageError, Vllmk
 from vllmkit.logs import ParsedLog, parse_command, parse_config_line, read_log
 from vllmkit.plan.models import PlanOverrides, PlanRequest, PlanResult
 
-GIB = 1 << 30
 _COMMENTED = re.compile(r"^[ \t]*#+ ?", re.MULTILINE)
 DEFAULT_GPU = "h100"  # only when neither the flags nor the log name a GPU (listed in `assumed`)
 QUANTITIES = ("weights", "non_torch", "activation", "cudagraph", "overhead", "cpu_non_kv", "available_kv",

@@ -16,7 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from vllmkit.logs import GIB, LogEvent, LogFacts, ParsedLog
+from vllmkit.logs import LogEvent, LogFacts, ParsedLog
+from vllmkit.units import GIB
 
 
 def _gib(value: str | None) -> int | None:

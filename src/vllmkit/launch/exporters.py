@@ -56,6 +56,7 @@ from vllmkit.launch.monitoring import (
     service_monitor,
 )
 from vllmkit.plan.models import PlanRequest, PlanResult
+from vllmkit.units import GIB
 
 ExportFormat = Literal["shell", "docker", "compose", "k8s", "ray", "grafana"]
 FORMATS: tuple[str, ...] = ("shell", "docker", "compose", "k8s", "ray", "grafana")
@@ -69,7 +70,6 @@ DEFAULT_REPLICAS = (1, 4)
 CONTAINER_PORT = 8000
 HF_CACHE = "/root/.cache/huggingface"
 MS_CACHE = "/root/.cache/modelscope"
-GIB = 1 << 30
 RAY_PORT = 6379
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from vllmkit.logs import GIB, LogFacts, LogReader
+from vllmkit.logs import LogFacts, LogReader
+from vllmkit.units import GIB
 
 LABELS: dict[str, str] = {
     "config": "resolving config",

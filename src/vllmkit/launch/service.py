@@ -44,8 +44,8 @@ from vllmkit.launch.supervisor import (
     stop_detached,
 )
 from vllmkit.plan.models import PlanRequest, PlanResult
+from vllmkit.units import GIB
 
-GIB = 1 << 30
 ServeStatus = Literal["dry-run", "detached", "stopped", "failed", "exited"]
 
 

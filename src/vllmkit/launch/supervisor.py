@@ -26,8 +26,8 @@ import requests
 
 from vllmkit.launch import runs
 from vllmkit.launch.phases import PhaseEvent, StartupTracker
+from vllmkit.units import GIB
 
-GIB = 1 << 30
 STOP_GRACE_S = 30.0  # vLLM's own shutdown: engine core + workers join
 GROUP_TERM_S = 5.0
 

@@ -13,7 +13,8 @@ import ast
 import re
 from typing import Any
 
-GIB = 1 << 30
+from vllmkit.units import GIB
+
 MIB = 1 << 20
 
 

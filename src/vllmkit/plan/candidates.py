@@ -15,8 +15,8 @@ from vllmkit.plan.evaluate import EngineSettings, Evaluation, Prepared, at_lengt
 from vllmkit.plan.models import PlanRequest
 from vllmkit.plan.ranking import precision_allowed, rank
 from vllmkit.plan.variants import Variant, loaded_weight_bytes, mtp_layers, mtp_own_embeddings
+from vllmkit.units import GIB
 
-GIB = 1 << 30
 CONTEXT_FLOOR = 16384  # a recommended context shorter than this (or the native one) is a last resort
 
 # calibrated memory terms for one candidate, and where they came from (vllmkit.calibration hands

@@ -22,9 +22,8 @@ from vllmkit.estimate.memory import (
 from vllmkit.estimate.multimodal import encoder_extra_bytes, encoder_profile
 from vllmkit.estimate.specs import ModelSpecs, build_specs, pp_layer_ranges
 from vllmkit.estimate.weights import WeightSplit, split_weights
+from vllmkit.units import GIB
 
-GIB = 1 << 30
-# CPU backend: memory the worker process holds besides weights and KV (torch, oneDNN, tokenizer)
 CPU_RUNTIME_OVERHEAD = int(1.5 * GIB)
 
 

@@ -12,7 +12,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from vllmkit.logs import GIB, LogFacts
+from vllmkit.logs import LogFacts
+from vllmkit.units import GIB
 
 
 def _is_cpu(f: LogFacts) -> bool:

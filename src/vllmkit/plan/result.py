@@ -20,8 +20,7 @@ from vllmkit.plan.models import (
     PlanResult,
     SettingsInfo,
 )
-
-GIB = 1 << 30
+from vllmkit.units import GIB
 
 
 def _reasons(chosen: Candidate, profile, candidates: list[Candidate]) -> list[str]:
