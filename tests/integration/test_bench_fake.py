@@ -257,3 +257,35 @@ def test_save_csv_and_compare(tmp_path: Path) -> None:
     assert all(m["call"] == "same" for m in _data(same)["points"][0]["metrics"])
     human = _bench("--compare", str(a), str(b))
     assert "better" in human.stdout and "TPOT" in human.stdout
+
+
+def test_duration_rate_inf_and_datasets(tmp_path: Path) -> None:
+    server = FakeOpenAI(ttft_s=0.02, itl_s=0.005).start()
+    sharegpt = tmp_path / "sharegpt.json"
+    sharegpt.write_text(json.dumps([{"conversations": [{"from": "human", "value": "tell me a story"},
+                                                       {"from": "gpt", "value": "once upon a time"}]}]))
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("first prompt here\nsecond prompt\n")
+    try:
+        timed = _bench(server.url, "-c", "2", "--duration", "1s", "--warmup", "0", "--input-len", "4",
+                       "--output-len", "4", "--no-store", "--json")
+        burst = _bench(server.url, "--request-rate", "inf", "-n", "10", "--warmup", "0", "--input-len", "4",
+                       "--output-len", "20", "--no-store", "--json")
+        before = len(server.completions)
+        share = _bench(server.url, "--dataset", str(sharegpt), "--output-len", "5", "-n", "3", "--warmup", "0",
+                       "--no-store", "--json")
+        sent = server.completions[before:]
+        lines = _bench(server.url, "--prompts", str(prompts), "-n", "4", "--warmup", "0", "--no-store", "--json")
+    finally:
+        server.stop()
+    point = _data(timed)["points"][0]
+    # no sends after 1 s; the in-flight ones finish (each takes ~40 ms)
+    assert timed.exit_code == 0 and point["failed"] == 0 and point["num_requests"] >= 10
+    assert max(s["start_s"] for s in point["samples"]) < 1.0 <= point["duration_s"] < 1.5
+    point = _data(burst)["points"][0]
+    assert point["all_at_once"] is True and point["label"] == "rate=inf" and point["request_rate"] is None
+    assert max(s["start_s"] for s in point["samples"]) < 0.2  # all sent at once
+    assert share.exit_code == 0 and _data(share)["workload"]["kind"] == "sharegpt"
+    assert [b["prompt"] for b in sent] == ["tell me a story"] * 3 and {b["max_tokens"] for b in sent} == {5}
+    assert lines.exit_code == 0
+    assert {s["output_tokens"] for s in _data(lines)["points"][0]["samples"]} == {128}  # the default --output-len
