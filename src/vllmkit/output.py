@@ -9,8 +9,10 @@ Machine output (`--json`): exactly one envelope on stdout, also for errors:
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -31,13 +33,12 @@ def _is_tty(stream: Any) -> bool:
 
 
 def console(stderr: bool = False) -> Console:
-    """A console bound to the *current* sys.stdout/sys.stderr (CliRunner swaps them)."""
-    from rich.console import Console
-
+    """A console bound to the *current* sys.stdout/sys.stderr (CliRunner swaps them); every string
+    it renders is passed through `safe_text` (see the end of this module)."""
     stream = sys.stderr if stderr else sys.stdout
     tty = _is_tty(stream)
     no_color = (not tty) or bool(os.environ.get("NO_COLOR"))
-    return Console(
+    return _safe_console_class()(
         file=stream,
         no_color=no_color,
         highlight=False,
@@ -157,9 +158,9 @@ def show_error(command: str, exc: VllmkitError, *, json_mode: bool) -> int:
 
 def error_line(message: str, hint: str | None = None) -> None:
     err = console(stderr=True)
-    err.print(f"error: {message}", markup=False)
+    err.print(f"error: {safe_text(message)}", markup=False)
     if hint:
-        err.print(f"hint: {hint}", markup=False)
+        err.print(f"hint: {safe_text(hint)}", markup=False)
 
 
 def emit_error(command: str, exc: VllmkitError, *, json_mode: bool, data: Any = None) -> None:
@@ -193,7 +194,7 @@ def info(message: str) -> None:
 
 
 def warn(message: str) -> None:
-    console(stderr=True).print(f"warning: {message}", markup=False)
+    console(stderr=True).print(f"warning: {safe_text(message)}", markup=False)
 
 
 def gib(n_bytes: int | float | None, digits: int = 2) -> str:
@@ -204,3 +205,65 @@ def gib(n_bytes: int | float | None, digits: int = 2) -> str:
 
 def thousands(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
+
+
+# ----------------------------------------------------------------------------- terminal safety
+# Everything printed can hold text from outside (config.json, a hub's answer, a vLLM log, the
+# calibration store, a server's reply). A terminal executes some bytes: ESC starts CSI/OSC
+# sequences (clear the screen, set the window title, OSC 8 hyperlinks, and on some terminals
+# report or even inject input), C1 controls (0x80-0x9f) do the same on 8-bit terminals, CR and
+# backspace overwrite what is shown, and Unicode bidi overrides reorder it ("Trojan Source",
+# CVE-2021-42574). `safe_text` turns each of them into a visible escape (`\x1b`, `\u202e`), so a
+# hostile string is shown, never executed. Rich does not do this: its Text strips only BEL, BS,
+# VT, FF and CR, and lets ESC through.
+
+_TERMINAL_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def _visible_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def safe_text(text: object, *, newlines: bool = False) -> str:
+    """`text` with every terminal control character shown as a visible escape. Tabs become a
+    space; newlines are kept only with `newlines=True` (else shown as `\\n`)."""
+    s = text if isinstance(text, str) else str(text)
+    s = s.replace("\t", " ")
+    if newlines:
+        s = s.replace("\r\n", "\n")
+    else:
+        s = s.replace("\n", "\\n")
+    return _TERMINAL_UNSAFE.sub(_visible_escape, s)
+
+
+@functools.lru_cache(maxsize=1)
+def _safe_console_class() -> type[Console]:
+    """A rich Console that passes every string it renders (print arguments, table cells and
+    titles) through `safe_text` before markup is parsed. Outside text that reaches a table cell
+    unescaped cannot break or abuse the markup either: a markup syntax error ("[/]") falls back
+    to plain text, and hyperlinks ([link=...], OSC 8 on a terminal) are dropped: vllmkit prints none.
+    Built on first use: rich loads only when something is printed."""
+    from rich.console import Console
+    from rich.errors import MarkupError
+    from rich.style import Style
+    from rich.text import Span, Text
+
+    def unlinked(span: Span) -> Span:
+        style = Style.parse(span.style) if isinstance(span.style, str) else span.style
+        return span._replace(style=style.update_link(None)) if style.link else span
+
+    class SafeConsole(Console):
+        def render_str(self, text: str, **kwargs: Any) -> Any:  # type: ignore[override]
+            clean = safe_text(text, newlines=True)
+            try:
+                rendered = super().render_str(clean, **kwargs)
+            except MarkupError:
+                rendered = super().render_str(clean, **{**kwargs, "markup": False})
+            if isinstance(rendered, Text) and rendered.spans:
+                rendered.spans = [unlinked(span) for span in rendered.spans]
+            return rendered
+
+    return SafeConsole

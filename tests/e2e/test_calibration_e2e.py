@@ -10,13 +10,17 @@ next plan for the same model and device uses it.
    rounding of the log line).
 2. With --kv-cache-memory-bytes the KV size is exact, so check-log's KV tokens and concurrency must
    match vLLM's capacity line with 0 % error.
-3. `vllmkit serve` records a calibration by itself after a healthy start (once launch/service.py
-   calls calibration.checklog.record_startup; skipped until then).
+3. `vllmkit serve` records a calibration by itself after a healthy start (the serve command hands
+   calibration.checklog.record_startup to the supervisor as its healthy-start hook).
+
+Determinism: the worker's RSS after warm-up (C) is not a constant of the model; it varies between
+starts (cold compile caches, allocator state). Every prediction checked here is therefore compared
+with the C of the same log (the record's own measurement), in bytes, never with a figure from
+another run; docs/limits.md says what the planner predicts when C varies.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 from pathlib import Path
@@ -92,10 +96,15 @@ def test_recorded_startup_calibrates_the_next_plan(tiny_model_factory, isolated_
     assert mem["kv_cache_bytes"] == mem["requested_bytes"] - round(consumed_gib * GIB)
     assert abs(mem["kv_cache_bytes"] - kv_gib * GIB) <= ROUNDING
 
-    # check-log with the calibration now predicts the non-KV memory it measured
+    # check-log with the calibration now predicts the non-KV memory it measured, and the KV vLLM printed
+    # to within the log's 2-decimal rounding. Compared in bytes, not percent: the worker's KV is
+    # ceil(T x util) - RSS after warm-up, and that RSS differs between runs (a cold torch.compile /
+    # inductor cache on a fresh machine leaves more in the worker), so X can be small (0.77 GiB on a
+    # fresh machine, 2.35 GiB warm) and a fixed 0.015 GiB rounding is then more than 1 % of it.
     again = cli_json("check-log", str(log), "--use-calibration")["data"]
     assert again["errors_pct"]["cpu_non_kv"] == 0.0
-    assert abs(again["errors_pct"]["available_kv"]) < 1.0
+    assert again["measured"]["available_kv"] == round(kv_gib * GIB)
+    assert abs(again["predicted"]["available_kv"] - again["measured"]["available_kv"]) <= ROUNDING
 
 
 def test_check_log_is_exact_when_the_kv_size_is_given(tiny_model_factory, isolated_env, tmp_path: Path) -> None:
@@ -121,14 +130,6 @@ def test_check_log_is_exact_when_the_kv_size_is_given(tiny_model_factory, isolat
     assert cli_json("calibration", "list")["data"]["records"] == []
 
 
-def _serve_records_calibrations() -> bool:
-    from vllmkit.launch import service
-
-    return "record_startup" in inspect.getsource(service)
-
-
-@pytest.mark.skipif(not _serve_records_calibrations(),
-                    reason="launch/service.py does not call calibration.checklog.record_startup yet")
 def test_serve_records_a_calibration(tiny_model_factory, isolated_env) -> None:
     model = tiny_model_factory("llama")
     from tests.e2e.vllm_proc import free_port

@@ -17,6 +17,15 @@ ModelScope subset:
 
 Every request is recorded (repo, file, Range, status, body bytes, bytes past the safetensors
 header) so tests can count what a plan cost.
+
+Hostile behaviours (issue 10: what a misbehaving hub or mirror can make the client do), per repo:
+- huge_error: every answer is HTTP 500 with a body of `huge_bytes` (default 300 MiB), generated
+  while it is sent, so the server holds none of it; body_bytes records what was really written
+  before the client hung up.
+- trickle: HTTP 200 whose body arrives one byte every `slow_s` seconds (never a read timeout).
+- huge_json: HTTP 200 model info / file list of `huge_bytes` of valid-looking JSON.
+- deep_json: HTTP 200 model info / file list nested 200,000 levels deep.
+- hostile_text: error texts (X-Error-Message, ModelScope "Message") holding terminal escapes.
 """
 
 from __future__ import annotations
@@ -163,6 +172,40 @@ class HubServer:
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout tests)
 
+    def _stream(self, h: BaseHTTPRequestHandler, method: str, rec: Record, status: int, total: int,
+                head: bytes = b"", fill: bytes = b"x", *, delay_s: float = 0.0, chunk: int = 65536,
+                headers: dict[str, str] | None = None) -> None:
+        """Send `total` bytes (`head`, then `fill` repeated) as they are generated, `chunk` bytes at a
+        time with `delay_s` between chunks; stop when the client goes away. rec.body_bytes is what
+        was written."""
+        rec.status = status
+        self._record(rec)
+        try:
+            h.send_response(status)
+            for key, value in (headers or {}).items():
+                h.send_header(key, value)
+            h.send_header("Content-Length", str(total))
+            h.end_headers()
+            if method == "HEAD":
+                return
+            sent = 0
+            block = fill * (chunk // max(len(fill), 1) + 1)
+            while sent < total:
+                piece = head[sent:sent + chunk] if sent < len(head) else b""
+                if not piece:
+                    piece = block[: min(chunk, total - sent)]
+                h.wfile.write(piece)
+                h.wfile.flush()
+                sent += len(piece)
+                with self._lock:
+                    rec.body_bytes = sent
+                if delay_s:
+                    time.sleep(delay_s)
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass  # the client stopped reading: what we want from it
+        finally:
+            h.close_connection = True
+
     def _json(self, h: BaseHTTPRequestHandler, method: str, rec: Record, status: int, doc: Any,
               headers: dict[str, str] | None = None) -> None:
         self._send(h, method, rec, status, json.dumps(doc).encode(),
@@ -237,6 +280,29 @@ class HubServer:
             return True
         if repo.behaviour == "slow":
             time.sleep(repo.slow_s)
+        if repo.behaviour == "huge_error":
+            self._stream(h, method, rec, 500, repo.huge_bytes, b"<html>Internal Server Error", b"x")
+            return True
+        if repo.behaviour == "trickle":
+            self._stream(h, method, rec, 200, 4096, b'{"id": "', b"x", delay_s=repo.slow_s, chunk=1,
+                         headers={"Content-Type": "application/json"})
+            return True
+        if repo.behaviour == "hostile_text":
+            text = "no access \x1b]0;owned\x07\x1b[2J\x1b]8;;http://evil.example/\x1b\\click\x1b]8;;\x1b\\ \u202etxt.exe"
+            if hub == "hf":
+                # an HTTP header cannot carry raw control bytes safely; the JSON body can
+                self._json(h, method, rec, 400, {"error": text})
+            else:
+                self._json(h, method, rec, 200, {"Code": 10010205999, "Success": False, "Message": text})
+            return True
+        if rec.api in ("hf-info", "ms-files") and repo.behaviour == "huge_json":
+            self._stream(h, method, rec, 200, repo.huge_bytes, b'{"id": "' + repo.id.encode() + b'", "pad": "', b"x",
+                         headers={"Content-Type": "application/json"})
+            return True
+        if rec.api in ("hf-info", "ms-files") and repo.behaviour == "deep_json":
+            depth = 200_000
+            self._send(h, method, rec, 200, b"[" * depth + b"]" * depth, {"Content-Type": "application/json"})
+            return True
         return False
 
     def _bytes(self, h: BaseHTTPRequestHandler, method: str, rec: Record, blob: bytes,
@@ -345,7 +411,7 @@ class HubServer:
 
     def _ms(self, h: BaseHTTPRequestHandler, method: str, rec: Record, rest: str, query: dict[str, str]) -> None:
         if rest.endswith("/repo/files"):
-            rec.api, repo_id = "ms-files", rest[: -len("/repo/files")]
+            rec.api, repo_id = "ms-files", rest[: -len("/repo/files")]  # (set before _behaviour)
         elif rest.endswith("/repo"):
             rec.api, repo_id = "ms-file", rest[: -len("/repo")]
         else:

@@ -95,11 +95,14 @@ class Repo:
     files: dict[str, bytes]
     sha: str = COMMIT_MAIN
     branches: dict[str, dict[str, bytes]] = field(default_factory=dict)  # other revisions' files
-    behaviour: str = "ok"  # ok | gated | rate_limited | server_error | slow | malformed | flaky | norange
+    # ok | gated | rate_limited | server_error | slow | malformed | flaky | norange, and the hostile ones
+    # of hubserver.py: huge_error | trickle | huge_json | deep_json | hostile_text
+    behaviour: str = "ok"
     token: str | None = None  # accepted token for gated repos
     downloads: int = 0
     slow_s: float = 0.0
     fail_first: int = 0  # flaky: this many 503s before answering
+    huge_bytes: int = 300 << 20  # huge_error / huge_json: body size
 
 
 def _json(doc: object) -> bytes:
@@ -167,6 +170,11 @@ def all_repos() -> dict[str, Repo]:
         single_file("acme/slow", {"w": ("BF16", [8, 8])}, behaviour="slow", slow_s=3.0),
         single_file("acme/malformed", {"w": ("BF16", [8, 8])}, behaviour="malformed"),
         single_file("acme/flaky", {"w": ("BF16", [8, 8])}, behaviour="flaky", fail_first=1),
+        single_file("acme/huge-error", {"w": ("BF16", [8, 8])}, behaviour="huge_error"),
+        single_file("acme/trickle", {"w": ("BF16", [8, 8])}, behaviour="trickle", slow_s=0.5),
+        single_file("acme/huge-json", {"w": ("BF16", [8, 8])}, behaviour="huge_json", huge_bytes=40 << 20),
+        single_file("acme/deep-json", {"w": ("BF16", [8, 8])}, behaviour="deep_json"),
+        single_file("acme/hostile", {"w": ("BF16", [8, 8])}, behaviour="hostile_text"),
         # siblings of acme/tiny-llama
         single_file("acme/tiny-llama-FP8", {"w": ("F8_E4M3", [256, 64]), "s": ("F32", [1])}, downloads=500),
         single_file("acme/tiny-llama-AWQ", {"qweight": ("I32", [64, 8]), "scales": ("F16", [1, 64])}, downloads=400),
@@ -176,6 +184,9 @@ def all_repos() -> dict[str, Repo]:
         single_file("acme/tiny-llama-Instruct-FP8", {"w": ("F8_E4M3", [256, 64])}, downloads=800),
         Repo(id="TheBloke/tiny-llama-GGUF", files={"tiny-llama.Q4_K_M.gguf": gguf_bytes()}, downloads=700),
     ]
+    hostile_config = {**TINY_CONFIG, "architectures": ["\x1b]0;owned\x07\x1b[2J[link=http://evil.example]Evil[/link]"],
+                      "num_hidden_layers": 10**9}
+    repos.append(Repo(id="acme/hostile-config", files={"config.json": _json(hostile_config)}))
     absurd = struct.pack("<Q", 10**12) + b"{}" + b"\0" * 200
     truncated = struct.pack("<Q", 5000) + b'{"w":{"dtype":"F32"'
     repos.append(Repo(id="acme/absurd", files={"config.json": _json(TINY_CONFIG), "model.safetensors": absurd}))

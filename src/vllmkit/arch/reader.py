@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vllmkit.arch.known import VLLM_NATIVE_ARCHITECTURES, VLLM_REGISTRY_VERSION
 from vllmkit.arch.model import (
     DTYPE_BYTES,
     LayerKind,
@@ -67,6 +68,47 @@ MAX_LEN_KEYS = (
     "seq_len",
 )
 
+# Bounds on a config's numbers. A hostile or broken config.json must not make the planner run
+# for ever or allocate without end (per-layer lists and loops scale with the layer count), so every
+# size is checked against a documented limit (docs/limits.md), set far above any published model:
+# the largest values in the bundled catalog are 126 layers (Llama-3.1-405B), hidden 16,384 and
+# intermediate 53,248 (Llama-3.1-405B), 128 attention heads (Llama-3.1-405B, DeepSeek-V3),
+# head_dim 256 (Gemma), vocabulary 262,208 (Gemma-3), 512 experts (Qwen3-Next) and a native
+# context of 10,485,760 tokens (Llama-4-Scout). Each limit is 16-64x those.
+MAX_LAYERS = 4096
+CONFIG_LIMITS: dict[str, int] = {
+    "num_hidden_layers": MAX_LAYERS,
+    "hidden_size": 1 << 18,  # 262,144
+    "num_attention_heads": 4096,
+    "num_key_value_heads": 4096,
+    "head_dim": 8192,
+    "vocab_size": 1 << 24,  # 16,777,216
+    "intermediate_size": 1 << 22,
+    "max_position_embeddings": 1 << 28,  # 268,435,456 tokens
+    "num_experts": 1 << 16,
+    "sliding_window": 1 << 28,
+    "attention_chunk_size": 1 << 28,
+    "kv_lora_rank": 1 << 16,
+    "qk_rope_head_dim": 8192,
+    "mamba": 1 << 20,  # any recurrent-state dimension (heads, head dim, state size, groups, kernel)
+}
+
+
+def _check_limit(value: int | None, field: str, where: str, *, limit_key: str | None = None,
+                 minimum: int = 1) -> None:
+    """ConfigError naming the config field when a size is below `minimum` or above its limit."""
+    if value is None:
+        return
+    limit = CONFIG_LIMITS[limit_key or field]
+    if value < minimum or value > limit:
+        raise ConfigError(
+            f"config.json{where} field `{field}` = {value} is outside what a model can have "
+            f"({minimum} to {limit:,})",
+            "fix or re-download config.json (vllmkit's limits are listed in docs/limits.md)",
+            code="config-out-of-bounds",
+        )
+
+
 # rope types whose max_position_embeddings is already the scaled length (>= 0.30)
 _ROPE_NOT_SCALED = {"su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling"}
 
@@ -82,9 +124,10 @@ def _int(cfg: dict[str, Any], key: str, *, where: str, required: bool = True) ->
                 code="config-missing-field",
             )
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
+            or (isinstance(value, float) and not value.is_integer())):
         raise ConfigError(
-            f"config.json{where} field `{key}` is not a non-negative number: {value!r}",
+            f"config.json{where} field `{key}` is not a non-negative integer: {str(value)[:40]}",
             "fix or re-download config.json",
             code="config-bad-field",
         )
@@ -447,7 +490,8 @@ def _native_len(
         best, key_used = cfg["model_max_length"], "model_max_length"
     if tokenizer_config and isinstance(tokenizer_config.get("model_max_length"), (int, float)):
         tok_len = tokenizer_config["model_max_length"]
-        if tok_len < best:
+        # transformers writes 1e30 (VERY_LARGE_INTEGER) when the tokenizer sets no limit
+        if 0 < tok_len <= CONFIG_LIMITS["max_position_embeddings"] and tok_len < best:
             best, key_used = tok_len, "tokenizer_config.model_max_length"
     if best == float("inf"):
         warnings.append("config has no max-length key; vLLM assumes 2048")
@@ -492,7 +536,7 @@ def read_arch(
         return _read(config, tokenizer_config, yarn_scaled_max_len, mla_cache)
     except ConfigError:
         raise
-    except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError, OverflowError) as exc:
         raise ConfigError(
             f"config.json could not be read as a decoder LLM: {type(exc).__name__}: {exc}",
             "check the config fields; unusual architectures may need a vllmkit update",
@@ -532,6 +576,10 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
         raise ConfigError(
             f"config.json{where} has num_hidden_layers = 0", "check the config", code="config-bad-field"
         )
+    # before anything loops over the layers or sizes a tensor
+    for field, value in (("num_hidden_layers", n_layers), ("hidden_size", hidden), ("vocab_size", vocab),
+                         ("num_attention_heads", heads)):
+        _check_limit(value, field, where)
 
     mla: MLAFacts | None = None
     if _is_mla(cfg, model_type):
@@ -542,8 +590,13 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
             v_head_dim=cfg.get("v_head_dim"),
             q_lora_rank=cfg.get("q_lora_rank"),
         )
+    if mla is not None:
+        _check_limit(mla.kv_lora_rank, "kv_lora_rank", where)
+        _check_limit(mla.qk_rope_head_dim, "qk_rope_head_dim", where, minimum=0)
     head_dim = _head_dim(cfg, where, mla)
+    _check_limit(head_dim, "head_dim", where)
     kv_heads = 1 if mla else _kv_heads(cfg, heads)
+    _check_limit(kv_heads, "num_key_value_heads", where)
     if mla is not None and not mla_cache:
         warnings.append("this vLLM release caches DeepSeek attention as full per-head K/V (head size padded "
                         "to 256; the MLA latent cache arrived in 0.7.1)")
@@ -558,10 +611,35 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
             "vllmkit knows mamba1 (Jamba), mamba2 (Nemotron-H, Granite-4) and gated delta net (Qwen3-Next)",
             code="config-unknown-state",
         )
+    if mamba is not None:
+        for name, dim in mamba.model_dump().items():
+            if isinstance(dim, int) and not isinstance(dim, bool):
+                _check_limit(dim, f"{name} (recurrent state)", where, limit_key="mamba")
     sliding = cfg.get("sliding_window") if LayerKind.SLIDING in kinds else None
     chunk = cfg.get("attention_chunk_size") if LayerKind.CHUNKED in kinds else None
+    for field, value in (("sliding_window", sliding), ("attention_chunk_size", chunk)):
+        if value is not None:
+            _check_limit(_int(cfg, field, where=where), field, where)
     native, native_key, len_warnings = _native_len(cfg, model_type, tokenizer_config, yarn_scaled)
     warnings += len_warnings
+    _check_limit(native, native_key.split(" ")[0], where, limit_key="max_position_embeddings")
+    intermediate = cfg.get("intermediate_size")
+    if isinstance(intermediate, int):
+        _check_limit(intermediate, "intermediate_size", where, minimum=0)
+    moe = _moe_facts(cfg)
+    if moe is not None:
+        _check_limit(moe.num_experts, "num_experts", where)
+        _check_limit(moe.experts_per_token, "num_experts_per_tok", where, limit_key="num_experts")
+        if moe.experts_per_token > moe.num_experts:
+            raise ConfigError(
+                f"config.json{where} routes {moe.experts_per_token} experts per token but has {moe.num_experts}",
+                "fix or re-download config.json", code="config-out-of-bounds",
+            )
+    if architectures and not any(a in VLLM_NATIVE_ARCHITECTURES for a in architectures):
+        warnings.append(
+            f"architecture {architectures[0][:80]} is not one vLLM {VLLM_REGISTRY_VERSION} implements natively: "
+            "vLLM may refuse it or run it through its Transformers backend, and vllmkit sizes it as a generic decoder"
+        )
     quant = _quantization(cfg) or _quantization(config)
     is_mm = bool(where) or any(
         k in config for k in ("vision_config", "audio_config", "vision_tower", "mm_projector_type")
@@ -589,7 +667,7 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
         attention_chunk_size=int(chunk) if isinstance(chunk, (int, float)) else None,
         mla=mla,
         mamba=mamba,
-        moe=_moe_facts(cfg),
+        moe=moe,
         quantization=quant,
         native_max_model_len=native,
         native_max_model_len_key=native_key,

@@ -13,13 +13,16 @@ Written by `vllmkit bench` (one record per load point); read by the planner and 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from vllmkit.calibration.store import (
+    MAX_PARALLEL,
+    MAX_TEXT,
     _first_error,
     _remove_stale_temps,
     _write_atomic,
@@ -31,16 +34,33 @@ from vllmkit.errors import UsageError
 PERF_STORE_NAME = "performance.jsonl"
 PERF_SCHEMA_VERSION = 1
 
+# Physical bounds on a measured load point (docs/limits.md), far above what any server reaches:
+# one H100 decodes ~10^4 tokens/s for an 8B model (vLLM benchmarks); 10^8 tokens/s per replica is
+# four orders of magnitude more. A latency above a day (86,400,000 ms) or a run above a week is no
+# serving benchmark.
+MAX_TOKENS_PER_S = 1e8
+MAX_LATENCY = 86_400_000.0
+MAX_DURATION_S = 7 * 86_400.0
+MAX_COUNT = 10**9
+MAX_LEN_TOKENS = float(1 << 28)  # the longest context read_arch accepts
+
 
 class LatencyStats(BaseModel):
     """Milliseconds (seconds for e2e), over the completed requests of one load point."""
 
     model_config = ConfigDict(extra="ignore")
 
-    mean: float | None = None
-    p50: float | None = None
-    p90: float | None = None
-    p99: float | None = None
+    mean: float | None = Field(default=None, ge=0, le=MAX_LATENCY)
+    p50: float | None = Field(default=None, ge=0, le=MAX_LATENCY)
+    p90: float | None = Field(default=None, ge=0, le=MAX_LATENCY)
+    p99: float | None = Field(default=None, ge=0, le=MAX_LATENCY)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LatencyStats:
+        known = [v for v in (self.p50, self.p90, self.p99) if v is not None]
+        if any(b < a * (1 - 1e-6) for a, b in itertools.pairwise(known)):
+            raise ValueError("percentiles must not decrease (p50 <= p90 <= p99)")
+        return self
 
 
 class PerfRecord(BaseModel):
@@ -53,41 +73,50 @@ class PerfRecord(BaseModel):
     record_id: str = Field(pattern=r"^[0-9a-f]{8,64}$")
     recorded_at: str  # ISO 8601 with UTC offset
     # key: what the measurement depends on
-    gpu: str = Field(min_length=1)  # GPU profile name (`vllmkit gpus`), "cpu" for the CPU build
-    gpu_count: int = Field(ge=1, default=1)  # GPUs of one replica (TP x PP)
+    gpu: str = Field(min_length=1, max_length=MAX_TEXT)  # GPU profile name, "cpu" for the CPU build
+    gpu_count: int = Field(ge=1, le=MAX_PARALLEL, default=1)  # GPUs of one replica (TP x PP)
     vllm_version: str
-    model: str = Field(min_length=1)  # served model id / path as planned
+    model: str = Field(min_length=1, max_length=MAX_TEXT)  # served model id / path as planned
     family: str = ""  # config.json model_type when known
     precision: str = "bf16"  # bf16 | fp16 | fp8 | awq | gptq | int8 | mxfp4 | ... (as the plan names it)
     kv_cache_dtype: str = "auto"
-    tp: int = Field(ge=1, default=1)
-    pp: int = Field(ge=1, default=1)
+    tp: int = Field(ge=1, le=MAX_PARALLEL, default=1)
+    pp: int = Field(ge=1, le=MAX_PARALLEL, default=1)
     max_num_seqs: int | None = Field(default=None, gt=0)
     max_num_batched_tokens: int | None = Field(default=None, gt=0)
     # workload (means over completed requests; token counts from the server's usage)
-    input_len: float = Field(gt=0)
-    output_len: float = Field(gt=0)
-    concurrency: int | None = Field(default=None, gt=0)  # closed loop
-    request_rate: float | None = Field(default=None, gt=0)  # Poisson arrivals; None with concurrency
-    num_requests: int = Field(ge=0)
-    completed: int = Field(ge=0)
-    failed: int = Field(ge=0, default=0)
-    duration_s: float = Field(gt=0)
+    input_len: float = Field(gt=0, le=MAX_LEN_TOKENS)
+    output_len: float = Field(gt=0, le=MAX_LEN_TOKENS)
+    concurrency: int | None = Field(default=None, gt=0, le=MAX_COUNT)  # closed loop
+    request_rate: float | None = Field(default=None, gt=0, le=MAX_TOKENS_PER_S)  # Poisson arrivals
+    num_requests: int = Field(ge=0, le=MAX_COUNT)
+    completed: int = Field(ge=0, le=MAX_COUNT)
+    failed: int = Field(ge=0, le=MAX_COUNT, default=0)
+    duration_s: float = Field(gt=0, le=MAX_DURATION_S)
     # measurements
-    output_tokens_per_s: float = Field(ge=0)
-    total_tokens_per_s: float = Field(ge=0)
-    requests_per_s: float = Field(ge=0)
+    output_tokens_per_s: float = Field(ge=0, le=MAX_TOKENS_PER_S)
+    total_tokens_per_s: float = Field(ge=0, le=MAX_TOKENS_PER_S)
+    requests_per_s: float = Field(ge=0, le=MAX_TOKENS_PER_S)
     ttft_ms: LatencyStats = Field(default_factory=LatencyStats)
     tpot_ms: LatencyStats = Field(default_factory=LatencyStats)
     itl_ms: LatencyStats = Field(default_factory=LatencyStats)
     e2e_s: LatencyStats = Field(default_factory=LatencyStats)
     peak_kv_usage: float | None = Field(default=None, ge=0, le=1.0001)
-    preemptions: int | None = Field(default=None, ge=0)
-    max_running: int | None = Field(default=None, ge=0)
-    max_waiting: int | None = Field(default=None, ge=0)
+    preemptions: int | None = Field(default=None, ge=0, le=MAX_COUNT)
+    max_running: int | None = Field(default=None, ge=0, le=MAX_COUNT)
+    max_waiting: int | None = Field(default=None, ge=0, le=MAX_COUNT)
     # context
     source: str = ""  # "bench <url>" / "import <file>"
     notes: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PerfRecord:
+        if self.completed + self.failed > self.num_requests:
+            raise ValueError(f"completed ({self.completed}) + failed ({self.failed}) exceed num_requests "
+                             f"({self.num_requests})")
+        if self.output_tokens_per_s > self.total_tokens_per_s * (1 + 1e-6):
+            raise ValueError("output_tokens_per_s is larger than total_tokens_per_s")
+        return self
 
 
 def perf_store_path(env: Mapping[str, str]) -> Path:

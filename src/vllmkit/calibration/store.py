@@ -41,12 +41,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from vllmkit.dirs import user_dir
 from vllmkit.engine.versions import parse_version
 from vllmkit.errors import UsageError
 from vllmkit.estimate.memory import MemoryTerm
+from vllmkit.units import GIB
 
 STORE_NAME = "calibrations.jsonl"
 SCHEMA_VERSION = 1
@@ -60,6 +61,21 @@ TERM_INPUTS: dict[str, tuple[str, ...]] = {
     "cpu_non_kv": ("max_num_batched_tokens", "tp", "pp", "enforce_eager"),
 }
 INPUT_NAMES = ("max_num_batched_tokens", "tp", "pp", "enforce_eager")
+TIB = 1 << 40
+
+# Physical bounds on what a record may claim (docs/limits.md). A record is a measurement of one
+# device, so no term can exceed that device's memory: the record's own total_bytes when it has one,
+# else the largest device there is. The largest GPUs ship 288 GB (AMD MI355X, NVIDIA B300, vendor
+# data sheets); 512 GiB leaves room for the next generation. The CPU build measures host memory:
+# 64 TiB is above the largest single x86 servers (32 sockets x 2 TiB).
+MAX_GPU_MEMORY_BYTES = 512 * GIB
+MAX_HOST_MEMORY_BYTES = 64 * TIB
+MAX_PARALLEL = 4096  # TP, PP: above any deployment (DeepSeek-V3 serving uses hundreds of GPUs)
+MAX_BATCHED_TOKENS = 1 << 24  # vLLM's own scheduler budget is an int32; real values are <= 1M
+MAX_TEXT = 512  # characters of a name (GPU, family, model)
+MAX_IMPORT_BYTES = 64 << 20  # an export is ~1 KB per record: 64 MiB is ~60,000 records
+
+
 class CalibrationRecord(BaseModel):
     """One measured startup. `terms` are bytes per GPU (tightest rank) as vLLM accounted them."""
 
@@ -67,29 +83,29 @@ class CalibrationRecord(BaseModel):
 
     schema_version: int = SCHEMA_VERSION
     record_id: str = Field(pattern=r"^[0-9a-f]{8,64}$")
-    recorded_at: str  # ISO 8601 with UTC offset
+    recorded_at: str = Field(max_length=64)  # ISO 8601 with UTC offset
     # key
-    gpu: str = Field(min_length=1)  # GPU profile name (`vllmkit gpus`), "cpu" for the CPU build
-    vllm_version: str
-    family: str = Field(min_length=1)  # config.json model_type
-    max_num_batched_tokens: int = Field(gt=0)
-    tp: int = Field(ge=1)
-    pp: int = Field(ge=1)
+    gpu: str = Field(min_length=1, max_length=MAX_TEXT)  # GPU profile name (`vllmkit gpus`), "cpu" for the CPU build
+    vllm_version: str = Field(max_length=64)
+    family: str = Field(min_length=1, max_length=MAX_TEXT)  # config.json model_type
+    max_num_batched_tokens: int = Field(gt=0, le=MAX_BATCHED_TOKENS)
+    tp: int = Field(ge=1, le=MAX_PARALLEL)
+    pp: int = Field(ge=1, le=MAX_PARALLEL)
     enforce_eager: bool
     # measurements
     terms: dict[str, int]
     lump: bool = False  # non-KV memory measured as one sum (attributed to non_torch)
     notes: dict[str, str] = Field(default_factory=dict)
     # context (shown by `calibration list`, not used for matching except `model` as a tie-break)
-    model: str = ""
-    gpu_display_name: str | None = None
+    model: str = Field(default="", max_length=MAX_TEXT)
+    gpu_display_name: str | None = Field(default=None, max_length=MAX_TEXT)
     device: Literal["cuda", "rocm", "cpu"] = "cuda"
-    weights_bytes: int | None = None
-    total_bytes: int | None = None
-    requested_bytes: int | None = None
-    gpu_memory_utilization: float | None = None
-    available_kv_bytes: int | None = None
-    source: str = ""  # "check-log <file>" / "serve run <run id>" / "import <file>"
+    weights_bytes: int | None = Field(default=None, ge=0)
+    total_bytes: int | None = Field(default=None, gt=0)
+    requested_bytes: int | None = Field(default=None, ge=0)
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    available_kv_bytes: int | None = None  # may be negative: vLLM logs it so when nothing is left
+    source: str = Field(default="", max_length=4 * MAX_TEXT)  # "check-log <file>" / "serve run <run id>" / ...
     log_sha256: str | None = None
 
     @field_validator("vllm_version")
@@ -110,6 +126,26 @@ class CalibrationRecord(BaseModel):
             if size < 0:
                 raise ValueError(f"term {name} is negative ({size})")
         return value
+
+    @model_validator(mode="after")
+    def _physical(self) -> CalibrationRecord:
+        """No measured quantity larger than the device it was measured on (docs/limits.md)."""
+        device_max = MAX_HOST_MEMORY_BYTES if self.device == "cpu" else MAX_GPU_MEMORY_BYTES
+        if self.total_bytes is not None and self.total_bytes > device_max:
+            raise ValueError(f"total_bytes {self.total_bytes / GIB:,.1f} GiB is more than any "
+                             f"{'host' if self.device == 'cpu' else 'GPU'} has ({device_max / GIB:,.0f} GiB)")
+        bound = self.total_bytes or device_max
+        where = "the device's total_bytes" if self.total_bytes else "any device's memory"
+        sizes = {f"terms.{k}": v for k, v in self.terms.items()}
+        sizes.update({k: getattr(self, k) for k in ("weights_bytes", "requested_bytes", "available_kv_bytes")})
+        for name, size in sizes.items():
+            if size is not None and abs(size) > bound:
+                raise ValueError(f"{name} ({size / GIB:,.1f} GiB) is larger than {where} ({bound / GIB:,.1f} GiB)")
+        gpu_terms = sum(self.terms.get(k, 0) for k in ("non_torch", "activation", "cudagraph"))
+        if gpu_terms + (self.weights_bytes or 0) > bound:
+            raise ValueError(f"weights + non-KV terms ({(gpu_terms + (self.weights_bytes or 0)) / GIB:,.1f} GiB) "
+                             f"are larger than {where} ({bound / GIB:,.1f} GiB)")
+        return self
 
     @property
     def date(self) -> str:
@@ -311,6 +347,9 @@ def read_import_file(file: Path) -> list[CalibrationRecord]:
     """Records of an export file (JSON lines, or one JSON array). All or nothing: any invalid
     record raises UsageError naming its line, and nothing is imported."""
     try:
+        if file.is_file() and file.stat().st_size > MAX_IMPORT_BYTES:
+            raise UsageError(f"{file} is larger than {MAX_IMPORT_BYTES >> 20} MiB; not a calibration export",
+                             "pass a file written by `vllmkit calibration export`", code="file-too-large")
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UsageError(f"no such file: {file}", "pass a file written by `vllmkit calibration export`",
@@ -324,6 +363,9 @@ def read_import_file(file: Path) -> list[CalibrationRecord]:
         except json.JSONDecodeError as exc:
             raise UsageError(f"{file} is not valid JSON: {exc.msg} (line {exc.lineno})",
                              "nothing was imported; export the file again", code="invalid-calibration") from None
+        except RecursionError:
+            raise UsageError(f"{file} nests JSON deeper than Python can read", "nothing was imported; "
+                             "a calibration export is one flat list of records", code="invalid-calibration") from None
         if not isinstance(items, list):
             raise UsageError(f"{file} is not a list of records", "nothing was imported", code="invalid-calibration")
         out = []
@@ -437,6 +479,7 @@ def lookup_terms(
     enforce_eager: bool,
     env: Mapping[str, str],
     model: str | None = None,
+    device_bytes: int | None = None,
 ) -> tuple[dict[str, MemoryTerm], str | None]:
     """The closest calibration's terms (source "calibrated") and its provenance, or ({}, None).
 
@@ -450,6 +493,9 @@ def lookup_terms(
         return {}, None
     want: dict[str, int | bool] = {"max_num_batched_tokens": max_num_batched_tokens, "tp": tp, "pp": pp,
                                    "enforce_eager": enforce_eager}
+    if device_bytes:
+        # a record claiming more than this device has cannot describe it (hand edit, other profile)
+        records = [r for r in records if max(r.terms.values(), default=0) <= device_bytes]
     chosen = choose_record(records, gpu=gpu, vllm_version=vllm_version, family=family, want=want, model=model)
     if chosen is None:
         return {}, None

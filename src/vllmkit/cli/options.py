@@ -132,7 +132,7 @@ def parse_max_model_len(text: str | None) -> int | str | None:
         t = t[:-1]
     try:
         value = int(float(t) * mult)
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: "1e400" is float infinity
         raise UsageError(f"cannot read --max-model-len {text!r}", "use a number (32768, 32k, 32K) or auto") from None
     if value <= 0:
         raise UsageError("--max-model-len must be positive", "use a number or auto")

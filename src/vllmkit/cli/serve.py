@@ -77,6 +77,9 @@ def register(app: typer.Typer) -> None:
 
         if launcher not in ("auto", "console", "module"):
             raise UsageError(f"unknown --launcher {launcher!r}", "use auto, console or module")
+        from vllmkit.launch.command import check_serve_flags
+
+        check_serve_flags(host, port, health_timeout)
         env = dict(os.environ)
         overrides = {k: v for k, v in dict(
             host=host, port=port, served_model_name=served_model_name,

@@ -7,6 +7,7 @@ error instead.
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 import urllib.error
@@ -98,6 +99,9 @@ def read_log_text(spec: str, env: Mapping[str, str], stdin: Callable[[], str] | 
             )
     else:
         path = Path(spec).expanduser()
+    if path.is_dir():
+        raise UsageError(f"{path} is a folder, not a log file", "pass the path of a vLLM log file inside it "
+                         "(a `vllmkit serve` run folder holds vllm.log), or --log last", code="log-is-folder")
     if not path.is_file():
         raise UsageError(f"log file not found: {path}", "pass the path of a vLLM log, or --log - to read stdin",
                          code="log-not-found")
@@ -141,7 +145,35 @@ def log_section(spec: str, env: Mapping[str, str], stdin: Callable[[], str] | No
                 planner: PlannerHook | None = None) -> LogSection:
     label, text = read_log_text(spec, env, stdin)
     report: LogReport = diagnose_log(text, planner=planner)
+    if not report.diagnoses and not looks_like_vllm_log(text, report):
+        what = "empty" if not text.strip() else ("binary data" if _binary(text) else "not a vLLM log")
+        raise UsageError(
+            f"{label} is {what}: no line of it reads like vLLM's output",
+            "pass the log vLLM printed (its stdout/stderr, e.g. `vllm serve ... 2>&1 | tee vllm.log`), or --log last",
+            code="not-a-vllm-log",
+        )
     return LogSection(log=label, facts=report.facts, diagnoses=report.diagnoses)
+
+
+# vLLM's logger format ("INFO 01-23 15:49:08 [file.py:123] ...", vllm/logger.py _FORMAT), possibly
+# after a process prefix ("(APIServer pid=1) ") or a container/timestamp prefix
+_VLLM_LINE = re.compile(r"(?:^|\s)(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d{2}-\d{2}\s+\d{2}:\d{2}:\d{2}\S*\s+\[?[\w./-]+\.py:\d+\]")
+
+
+def _binary(text: str) -> bool:
+    sample = text[:65536]
+    bad = sum(1 for ch in sample if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\n\r\t"))
+    return bad > len(sample) // 20
+
+
+def looks_like_vllm_log(text: str, report: LogReport) -> bool:
+    """True when the text is vLLM's output: a fact or diagnosis was recognised, or a line has vLLM's
+    logger format, or it names vllm (a traceback through vllm/ modules)."""
+    if report.diagnoses or report.facts.model_dump(exclude_defaults=True):
+        return True
+    if _binary(text):
+        return False
+    return bool(_VLLM_LINE.search(text[:4 << 20])) or "vllm" in text.lower()
 
 
 def live_triage(

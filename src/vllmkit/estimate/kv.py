@@ -19,6 +19,7 @@ vllm/v1/core/kv_cache_utils.py, 0.32.0):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -108,12 +109,22 @@ class KVGroup:
     def kind(self) -> SpecKind:
         return (self.specs[0] if self.specs else self.empty_spec).kind  # type: ignore[union-attr]
 
-    def page_bytes_sum(self) -> int:
+    # Computed once per group: the fit search asks for these at every step, and a group holds one
+    # spec per layer (thousands for a hostile config), mostly identical.
+    @functools.cached_property
+    def _page_bytes_sum(self) -> int:
         return sum(s.page_bytes for s in self.specs)
 
-    def pages_per_request(self, max_model_len: int, in_flight_tokens: int) -> int:
+    @functools.cached_property
+    def _distinct_specs(self) -> tuple[LayerSpec, ...]:
         specs = self.specs or ((self.empty_spec,) if self.empty_spec else ())
-        return max((s.pages_per_request(max_model_len, in_flight_tokens) for s in specs), default=0)
+        return tuple(dict.fromkeys(specs))
+
+    def page_bytes_sum(self) -> int:
+        return self._page_bytes_sum
+
+    def pages_per_request(self, max_model_len: int, in_flight_tokens: int) -> int:
+        return max((s.pages_per_request(max_model_len, in_flight_tokens) for s in self._distinct_specs), default=0)
 
 
 def unify_page_sizes(specs: Sequence[LayerSpec]) -> list[LayerSpec]:

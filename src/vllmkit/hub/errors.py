@@ -8,7 +8,7 @@ unreachable and `auto` falls back to the catalog) and turns the last failure int
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
@@ -19,11 +19,64 @@ T = TypeVar("T")
 
 FailureKind = Literal[
     "not_found", "revision_not_found", "entry_not_found", "gated", "rate_limited", "server",
-    "timeout", "unreachable", "offline", "bad_response", "http",
+    "timeout", "too_slow", "unreachable", "offline", "bad_response", "http",
 ]
 
 # Longest Retry-After we sleep through; a longer one is reported instead of waited out.
 MAX_RETRY_AFTER_S = 10.0
+# What a hostile or broken hub can make us read (docs/limits.md): an error page is only looked at
+# for the hub's error code and message, so 64 KiB of it is plenty; a JSON answer (model info of a
+# repository with thousands of files is ~2 MB) is capped at 32 MiB.
+MAX_ERROR_BODY_BYTES = 64 * 1024
+MAX_JSON_BODY_BYTES = 32 * 1024 * 1024
+
+
+class HubDeadlineExceeded(Exception):
+    """The hub kept the connection alive but did not finish the answer in time (a trickle)."""
+
+
+class HubBodyTooLarge(Exception):
+    """An answer larger than we ever need."""
+
+
+def within_deadline(call: Callable[[], T], deadline_s: float) -> T:
+    """Run a client library's call (which retries and reads bodies on its own terms) in a worker
+    thread and give up after `deadline_s`: the command then fails with HubDeadlineExceeded instead of
+    waiting for a hub that trickles. The abandoned daemon thread ends with the process."""
+    import threading
+
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:  # handed to the caller's thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, name="vllmkit-hub-call", daemon=True)
+    worker.start()
+    worker.join(deadline_s)
+    if worker.is_alive():
+        raise HubDeadlineExceeded(f"{deadline_s:g} s")
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome["value"]  # type: ignore[return-value]
+
+
+def read_capped(chunks: Iterable[bytes], *, limit: int, deadline: float | None, truncate: bool = False) -> bytes:
+    """Join a streamed body, stopping at `limit` bytes (or raising HubBodyTooLarge unless
+    `truncate`) and raising HubDeadlineExceeded once the monotonic `deadline` has passed. Each read
+    itself is bounded by the client's read timeout, so the overshoot is at most one timeout."""
+    buf = bytearray()
+    for chunk in chunks:
+        buf.extend(chunk)
+        if truncate and len(buf) >= limit:
+            return bytes(buf[:limit])
+        if len(buf) > limit:
+            raise HubBodyTooLarge(f"answer larger than {limit // (1 << 20) or 1} MiB")
+        if deadline is not None and time.monotonic() > deadline:
+            raise HubDeadlineExceeded("the request's deadline (VLLMKIT_HUB_DEADLINE)")
+    return bytes(buf)
 
 
 class HubUnreachableError(ModelSourceError):
@@ -133,6 +186,12 @@ def to_error(failure: Failure, ctx: HubContext, *, what: str, tries: int = 1,
             f"{hub} failed with a server error{status} for {what} of {_where(ctx)} after {tries} tries",
             f"the hub is having trouble: retry later, {ctx.mirror_hint}, or use --source catalog / a local folder",
             code="hub-server-error",
+        )
+    if kind == "too_slow":
+        return ModelSourceError(
+            f"{hub} sent {what} of {_where(ctx)} too slowly: no complete answer within {failure.detail}",
+            f"check the network or proxy, raise VLLMKIT_HUB_DEADLINE (seconds per request), or {ctx.mirror_hint}",
+            code="hub-timeout",
         )
     if kind == "timeout":
         return ModelSourceError(

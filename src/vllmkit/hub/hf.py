@@ -16,11 +16,14 @@ we pass endpoint and token explicitly on every call, computed from the env mappi
 
 from __future__ import annotations
 
+import json
 import re
+import time
 from typing import Any
+from urllib.parse import quote
 
 import httpx2
-from huggingface_hub import HfApi, hf_hub_url
+from huggingface_hub import hf_hub_url
 from huggingface_hub.errors import (
     DisabledRepoError,
     EntryNotFoundError,
@@ -30,14 +33,20 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
+from huggingface_hub.hf_api import ModelInfo
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
 from vllmkit.errors import ModelSourceError
 from vllmkit.hub.base import FileInfo, ModelMetadata
 from vllmkit.hub.errors import (
+    MAX_ERROR_BODY_BYTES,
+    MAX_JSON_BODY_BYTES,
     Failure,
+    HubBodyTooLarge,
     HubContext,
+    HubDeadlineExceeded,
     HubUnreachableError,
+    read_capped,
     retry_after_seconds,
     retrying,
     to_error,
@@ -54,6 +63,12 @@ def classify(exc: BaseException) -> Failure | None:
     """huggingface_hub / httpx2 exceptions -> Failure. Order matters: subclasses first."""
     if isinstance(exc, OfflineModeIsEnabled):
         return Failure("offline", detail="HF_HUB_OFFLINE is set")
+    if isinstance(exc, HubDeadlineExceeded):
+        return Failure("too_slow", detail=str(exc))
+    if isinstance(exc, HubBodyTooLarge):
+        return Failure("bad_response", detail=str(exc))
+    if isinstance(exc, RecursionError):
+        return Failure("bad_response", detail="JSON nested too deeply")
     if isinstance(exc, GatedRepoError):
         return Failure("gated", status=_status(exc))
     if isinstance(exc, RevisionNotFoundError):
@@ -125,7 +140,6 @@ class _HfRepo:
         self.revision = revision
         self.commit: str | None = None
         self.ctx = _context(settings, repo_id, revision)
-        self.api = HfApi(endpoint=settings.hf_endpoint, token=settings.hf_token or False)
 
     def _retry(self, call: Any, what: str, suggest: Any = None) -> Any:
         return retrying(call, classify, settings=self.settings, ctx=self.ctx, what=what, suggest=suggest)
@@ -134,10 +148,19 @@ class _HfRepo:
         return build_hf_headers(token=self.settings.hf_token or False, library_name="vllmkit", headers=extra)
 
     def list_files(self) -> tuple[list[FileInfo], str | None]:
+        # the request HfApi.model_info(files_metadata=True) sends (huggingface_hub hf_api.py), streamed
+        # here so that an error page or a hostile answer is capped and the whole request has a deadline
+        url = f"{self.settings.hf_endpoint}/api/models/{self.repo_id}"
+        if self.revision is not None:
+            url += f"/revision/{quote(self.revision, safe='')}"
+
         def call() -> Any:
-            return self.api.model_info(
-                self.repo_id, revision=self.revision, files_metadata=True, timeout=self.settings.timeout_s
-            )
+            body = _get_bytes(url, self._headers(), limit=MAX_JSON_BODY_BYTES, timeout=self.settings.timeout_s,
+                              deadline_s=self.settings.deadline_s, params={"blobs": True}, cap_error=True)
+            data = json.loads(body)
+            if not isinstance(data, dict):
+                raise ValueError("model info is not a JSON object")
+            return ModelInfo(**data)
 
         info = self._retry(call, "model info", suggest=lambda: suggest_ids(self.settings, self.repo_id))
         siblings = info.siblings
@@ -154,7 +177,7 @@ class _HfRepo:
     def get_small(self, path: str) -> bytes:
         def call() -> bytes:
             return _get_bytes(self.file_url(path), self._headers(), limit=MAX_SMALL_FILE_BYTES,
-                              timeout=self.settings.timeout_s)
+                              timeout=self.settings.timeout_s, deadline_s=self.settings.deadline_s)
 
         return self._retry(call, path)
 
@@ -163,28 +186,39 @@ class _HfRepo:
 
         def call() -> bytes:
             return _get_bytes(self.file_url(path), headers, limit=length, timeout=self.settings.timeout_s,
-                              skip=start)
+                              deadline_s=self.settings.deadline_s, skip=start)
 
         return self._retry(call, f"the header of {path}")
 
 
-def _get_bytes(url: str, headers: dict[str, str], *, limit: int, timeout: float, skip: int = 0) -> bytes:
+def _get_bytes(url: str, headers: dict[str, str], *, limit: int, timeout: float, deadline_s: float,
+               skip: int = 0, params: dict[str, Any] | None = None, cap_error: bool = False) -> bytes:
     """GET at most `limit` bytes, then close: a server that ignores Range (200 instead of 206)
-    still costs only the bytes we wanted. `skip` is the range start, dropped from a 200 body."""
-    with get_session().stream("GET", url, headers=headers, timeout=timeout) as response:
+    still costs only the bytes we wanted. `skip` is the range start, dropped from a 200 body.
+    An error answer is read only up to MAX_ERROR_BODY_BYTES (enough for the hub's error code and
+    message); the whole request must finish within `deadline_s`. With `cap_error` a body above
+    `limit` raises HubBodyTooLarge instead of being cut."""
+    deadline = time.monotonic() + deadline_s
+    with get_session().stream("GET", url, headers=headers, timeout=timeout, params=params) as response:
         if response.status_code >= 400:
-            response.read()
-            hf_raise_for_status(response)
+            body = read_capped(response.iter_bytes(), limit=MAX_ERROR_BODY_BYTES, deadline=deadline, truncate=True)
+            hf_raise_for_status(_capped_response(response, body))
+        if cap_error:
+            return read_capped(response.iter_bytes(), limit=limit, deadline=deadline)
         if response.status_code != 206:
             limit += skip  # full body from byte 0: read through the range, then drop the prefix
         else:
             skip = 0
-        buf = bytearray()
-        for chunk in response.iter_bytes():
-            buf.extend(chunk)
-            if len(buf) >= limit:
-                break
-    return bytes(buf[skip:limit])
+        buf = read_capped(response.iter_bytes(), limit=limit, deadline=deadline, truncate=True)
+    return buf[skip:limit]
+
+
+def _capped_response(response: httpx2.Response, body: bytes) -> httpx2.Response:
+    """The error answer with only the bytes we read, for huggingface_hub's error classification
+    (it reads X-Error-Code / X-Error-Message and the JSON body's "error")."""
+    headers = [(k, v) for k, v in response.headers.multi_items()
+               if k.lower() not in ("content-length", "content-encoding", "transfer-encoding")]
+    return httpx2.Response(response.status_code, headers=headers, content=body, request=response.request)
 
 
 def suggest_ids(settings: HubSettings, repo_id: str) -> list[str]:
@@ -203,11 +237,9 @@ def search_models(settings: HubSettings, query: str, *, author: str | None = Non
     if author:
         params["author"] = author
     headers = build_hf_headers(token=settings.hf_token or False, library_name="vllmkit")
-    response = get_session().get(
-        f"{settings.hf_endpoint}/api/models", params=params, headers=headers, timeout=settings.timeout_s
-    )
-    hf_raise_for_status(response)
-    items = response.json()
+    body = _get_bytes(f"{settings.hf_endpoint}/api/models", headers, limit=MAX_JSON_BODY_BYTES,
+                      timeout=settings.timeout_s, deadline_s=settings.deadline_s, params=params, cap_error=True)
+    items = json.loads(body)
     if not isinstance(items, list):
         raise ValueError("model search did not return a list")
     return [str(i.get("id") or i.get("modelId")) for i in items if isinstance(i, dict) and (i.get("id") or i.get("modelId"))]

@@ -32,8 +32,17 @@ class LocalSource:
     name: SourceName = "local"
 
     def fetch(self, model_id: str, revision: str | None = None, *, refresh: bool = False) -> ModelMetadata:
-        folder = resolve_folder(Path(model_id).expanduser())
-        return read_folder(folder, revision=revision)
+        path = Path(model_id).expanduser()
+        try:
+            folder = resolve_folder(path)
+            return read_folder(folder, revision=revision)
+        except OSError as exc:  # an unreadable folder or file inside it (EACCES, EIO, ...)
+            where = exc.filename or path
+            raise ModelSourceError(
+                f"cannot read {where}: {exc.strerror or type(exc).__name__}",
+                "check that you may read the model folder and its files (permissions, mount), or pass another folder",
+                code="model-unreadable",
+            ) from None
 
 
 def resolve_folder(path: Path) -> Path:

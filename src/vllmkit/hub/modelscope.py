@@ -23,14 +23,26 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import requests
+import urllib3
 
 from vllmkit.hub.base import FileInfo, ModelMetadata
-from vllmkit.hub.errors import Failure, HubContext, HubUnreachableError, retry_after_seconds, retrying
+from vllmkit.hub.errors import (
+    Failure,
+    HubBodyTooLarge,
+    HubContext,
+    HubDeadlineExceeded,
+    HubUnreachableError,
+    read_capped,
+    retry_after_seconds,
+    retrying,
+    within_deadline,
+)
 from vllmkit.hub.offline import close_names, ms_offline_metadata
 from vllmkit.hub.remote import build_metadata
 from vllmkit.hub.settings import HubSettings
@@ -96,6 +108,12 @@ class _StatusError(Exception):
 
 
 def classify(exc: BaseException) -> Failure | None:
+    if isinstance(exc, HubDeadlineExceeded):
+        return Failure("too_slow", detail=str(exc))
+    if isinstance(exc, HubBodyTooLarge):
+        return Failure("bad_response", detail=str(exc))
+    if isinstance(exc, RecursionError):
+        return Failure("bad_response", detail="JSON nested too deeply")
     if type(exc).__module__.startswith("modelscope_hub"):
         return _sdk_failure(exc)
     if isinstance(exc, _StatusError):
@@ -150,8 +168,13 @@ class _MsRepo:
 
     def list_files(self) -> tuple[list[FileInfo], str | None]:
         def call() -> Any:
-            with _quiet_client():
-                return self.api.list_repo_files(self.repo_id, "model", revision=self._rev, recursive=True)
+            def listing() -> Any:
+                with _quiet_client():
+                    return self.api.list_repo_files(self.repo_id, "model", revision=self._rev, recursive=True)
+
+            # the client's own timeouts apply per read and it retries by itself: the listing as a whole
+            # gets one request deadline per try we would have made
+            return within_deadline(listing, self.settings.deadline_s * (1 + self.settings.retries))
 
         # the client retries listings itself: no second layer of retries around it
         once = dataclasses.replace(self.settings, retries=0)
@@ -213,18 +236,34 @@ def _raise_for_status(response: requests.Response) -> None:
 
 def _get_bytes(session: requests.Session, url: str, headers: dict[str, str], *, limit: int,
                settings: HubSettings, skip: int = 0) -> bytes:
+    deadline = time.monotonic() + settings.deadline_s
     with session.get(url, headers=headers, timeout=settings.timeout_s, stream=True) as response:
-        _raise_for_status(response)
+        _raise_for_status(response)  # an error page is never read: its status says enough
         if response.status_code != 206:
             limit += skip
         else:
             skip = 0
-        buf = bytearray()
-        for chunk in response.iter_content(chunk_size=65536):
-            buf.extend(chunk)
-            if len(buf) >= limit:
-                break
-    return bytes(buf[skip:limit])
+        buf = read_capped(_chunks(response), limit=limit, deadline=deadline, truncate=True)
+    return buf[skip:limit]
+
+
+def _chunks(response: requests.Response) -> Iterator[bytes]:
+    """The body read with urllib3's read1 (one system call per read): requests' iter_content(n)
+    blocks until n bytes have arrived, so a hub sending one byte per second would never trip the
+    read timeout nor let read_capped check the request's deadline."""
+    raw = response.raw
+    while True:
+        try:
+            data = raw.read1(65536, decode_content=True)
+        except urllib3.exceptions.ReadTimeoutError:
+            raise requests.exceptions.ReadTimeout("read timed out") from None
+        except urllib3.exceptions.DecodeError as exc:
+            raise ValueError(f"undecodable body: {exc}") from None
+        except (urllib3.exceptions.ProtocolError, OSError):
+            raise requests.exceptions.ChunkedEncodingError("connection broken") from None
+        if not data:
+            return
+        yield data
 
 
 def search_models(settings: HubSettings, query: str, *, owner: str | None = None, limit: int = 100,

@@ -7,9 +7,11 @@ Variables honoured, with the meaning their own ecosystems give them:
 - ModelScope (modelscope_hub/config.py): MODELSCOPE_ENDPOINT (MODELSCOPE_DOMAIN deprecated),
   MODELSCOPE_API_TOKEN, MODELSCOPE_CACHE (default ~/.cache/modelscope).
 - vLLM (vllm/envs.py, 0.32): VLLM_USE_MODELSCOPE, true when "1" or "true" (case-insensitive).
-- vllmkit: VLLMKIT_CACHE_DIR (default $XDG_CACHE_HOME/vllmkit), VLLMKIT_HUB_TIMEOUT (seconds per
-  request, default 10), VLLMKIT_HUB_RETRIES (retries after the first try, default 2),
-  VLLMKIT_HUB_BACKOFF (first retry wait in seconds, doubled each retry, default 0.5).
+- vllmkit: VLLMKIT_CACHE_DIR (default $XDG_CACHE_HOME/vllmkit), VLLMKIT_HUB_TIMEOUT (seconds to
+  connect and for each read, default 10), VLLMKIT_HUB_DEADLINE (seconds for one whole request,
+  headers to last byte, default 3 x the timeout; a trickling hub fails then and is not retried),
+  VLLMKIT_HUB_RETRIES (retries after the first try, default 2), VLLMKIT_HUB_BACKOFF (first retry
+  wait in seconds, doubled each retry, default 0.5). See docs/limits.md.
 """
 
 from __future__ import annotations
@@ -77,6 +79,13 @@ class HubSettings:
     timeout_s: float
     retries: int
     backoff_s: float
+    deadline_s: float = 30.0  # one whole request; see the module docstring
+
+    def deadline(self) -> float:
+        """The monotonic instant by which a request started now must be complete."""
+        import time
+
+        return time.monotonic() + self.deadline_s
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, cache_dir: Path | None = None) -> HubSettings:
@@ -104,6 +113,7 @@ class HubSettings:
 
         if cache_dir is None:
             cache_dir = user_dir("cache", env)
+        timeout_s = min(_float(env, "VLLMKIT_HUB_TIMEOUT", 10.0) or 10.0, 3600.0)
         return cls(
             hf_endpoint=(env.get("HF_ENDPOINT") or HF_DEFAULT_ENDPOINT).strip().rstrip("/"),
             hf_token=token,
@@ -116,7 +126,8 @@ class HubSettings:
             ms_cache=ms_cache,
             use_modelscope=vllm_use_modelscope(env),
             cache_dir=cache_dir,
-            timeout_s=_float(env, "VLLMKIT_HUB_TIMEOUT", 10.0) or 10.0,
-            retries=int(_float(env, "VLLMKIT_HUB_RETRIES", 2)),
-            backoff_s=_float(env, "VLLMKIT_HUB_BACKOFF", 0.5),
+            timeout_s=timeout_s,
+            deadline_s=_float(env, "VLLMKIT_HUB_DEADLINE", 3 * timeout_s) or 3 * timeout_s,
+            retries=min(int(_float(env, "VLLMKIT_HUB_RETRIES", 2)), 10),
+            backoff_s=min(_float(env, "VLLMKIT_HUB_BACKOFF", 0.5), 60.0),
         )

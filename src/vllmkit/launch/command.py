@@ -22,6 +22,7 @@ Rules (issue "vllmkit serve and vllmkit smoke", item 1):
 from __future__ import annotations
 
 import ipaddress
+import re
 import shlex
 from pathlib import PurePath
 
@@ -60,6 +61,29 @@ class ServeCommand(BaseModel):
     def shell(self, *, multiline: bool = True) -> str:
         """The redacted command as a copy-paste shell line (env assignments first)."""
         return format_shell(self.redacted_argv, self.redacted_env, multiline=multiline)
+
+
+_HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$")
+MAX_HEALTH_TIMEOUT_S = 7 * 86_400.0
+
+
+def check_serve_flags(host: str | None, port: int | None, health_timeout_s: float | None) -> None:
+    """UsageError (exit 2) for a bind address, port or health timeout vLLM / the OS would refuse
+    (uvicorn binds host:port; a port is 1-65535, a host an IP address or an RFC 1123 name)."""
+    from vllmkit.errors import UsageError
+
+    if port is not None and not 1 <= port <= 65535:
+        raise UsageError(f"--port {port} is not a TCP port", "use a port from 1 to 65535 (default 8000)", code="bad-port")
+    if host is not None:
+        try:
+            ipaddress.ip_address(host.strip("[]"))
+        except ValueError:
+            if not _HOSTNAME.match(host):
+                raise UsageError(f"--host {host!r} is neither an IP address nor a host name",
+                                 "use an address to bind, e.g. 127.0.0.1 or 0.0.0.0", code="bad-host") from None
+    if health_timeout_s is not None and not 0 < health_timeout_s <= MAX_HEALTH_TIMEOUT_S:  # NaN fails too
+        raise UsageError(f"--health-timeout {health_timeout_s} is not a positive number of seconds",
+                         "e.g. --health-timeout 600 (at most a week)", code="bad-health-timeout")
 
 
 def is_loopback(host: str) -> bool:
@@ -306,23 +330,50 @@ def redact_text(text: str, secrets: list[str]) -> str:
     return text
 
 
+# characters a terminal would act on (output.safe_text lists why); inside '...' a shell keeps them
+# literally, but printing the line would send them to the terminal
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def shell_quote(token: str) -> str:
+    """shlex.quote, except that a token holding control characters is written in bash's ANSI-C
+    form ($'...' with \\xHH / \\uHHHH escapes): the same bytes reach the program, and none of them
+    reaches the terminal the line is printed on. Our scripts and printed lines are bash."""
+    if not _CONTROL.search(token):
+        return shlex.quote(token)
+    out = []
+    for ch in token:
+        code = ord(ch)
+        if ch in ("\\", "'"):
+            out.append("\\" + ch)
+        elif _CONTROL.match(ch):
+            out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "$'" + "".join(out) + "'"
+
+
+def shell_join(argv: list[str]) -> str:
+    return " ".join(shell_quote(tok) for tok in argv)
+
+
 def format_shell(argv: list[str], env: dict[str, str] | None = None, *, multiline: bool = True) -> str:
-    """`K=V ... prog args` quoted for POSIX shells; one flag per line when multiline."""
-    head = [f"{k}={shlex.quote(v)}" for k, v in (env or {}).items()]
+    """`K=V ... prog args` quoted for bash (shell_quote); one flag per line when multiline."""
+    head = [f"{k}={shell_quote(v)}" for k, v in (env or {}).items()]
     if not multiline:
-        return " ".join([*head, shlex.join(argv)])
+        return " ".join([*head, shell_join(argv)])
     # first line: env + program up to the first flag
     first: list[str] = []
     i = 0
     while i < len(argv) and not argv[i].startswith("--"):
-        first.append(shlex.quote(argv[i]))
+        first.append(shell_quote(argv[i]))
         i += 1
     lines = [" ".join([*head, *first])]
     while i < len(argv):
-        part = [shlex.quote(argv[i])]
+        part = [shell_quote(argv[i])]
         i += 1
         while i < len(argv) and not argv[i].startswith("--"):
-            part.append(shlex.quote(argv[i]))
+            part.append(shell_quote(argv[i]))
             i += 1
         lines.append("  " + " ".join(part))
     return " \\\n".join(lines)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import shlex
 from pathlib import PurePath
 from typing import Any, Literal
 
@@ -46,6 +45,8 @@ from vllmkit.launch.command import (
     serve_env,
     serve_flags,
     served_model_name,
+    shell_join,
+    shell_quote,
 )
 from vllmkit.launch.monitoring import (
     ScaleMetric,
@@ -240,7 +241,7 @@ def export_shell(ctx: ExportContext) -> str:
         "set -euo pipefail",
     ]
     for k, v in ctx.env().items():
-        out.append(f"export {k}={shlex.quote(v)}")
+        out.append(f"export {k}={shell_quote(v)}")
     if ctx.auth:
         out.append(': "${VLLM_API_KEY:?set VLLM_API_KEY: vLLM requires it from clients}"')
     out.append("exec " + format_shell(argv))
@@ -325,7 +326,7 @@ def export_docker(ctx: ExportContext) -> str:
 
     def q(tok: str) -> str:
         # keep ~ unquoted so the shell expands it
-        return tok if tok.startswith("~/") and "'" not in tok and " " not in tok else shlex.quote(tok)
+        return tok if tok.startswith("~/") and "'" not in tok and " " not in tok else shell_quote(tok)
 
     text = " \\\n  ".join(" ".join(q(t) for t in g) for g in groups)
     return _comment(ctx.header("docker run command")) + text + "\n"
@@ -639,7 +640,7 @@ def _lws_objects(ctx: ExportContext) -> list[dict[str, Any]]:
     mounts, volumes = _volumes(ctx)
     resources = _resources(ctx)
     gpus = ctx.gpus_per_node
-    serve = shlex.join(ray_serve_argv(ctx))
+    serve = shell_join(ray_serve_argv(ctx))
     leader_script = (
         f"ray start --head --port={RAY_PORT} --num-gpus={gpus} && "
         # wait until every node has joined before vLLM asks Ray for its placement group
@@ -763,7 +764,7 @@ def export_ray(ctx: ExportContext) -> str:
         f"# 3. on the head node, once `ray status` lists {ctx.nodes * gpus} GPUs:",
     ]
     for k, v in env.items():
-        lines.append(f"export {k}={shlex.quote(v)}")
+        lines.append(f"export {k}={shell_quote(v)}")
     if ctx.auth:
         lines.append(': "${VLLM_API_KEY:?set VLLM_API_KEY}"')
     else:

@@ -514,7 +514,8 @@ def serve(
                 result.failure = start_failures(read_log(record.log_path), sup.tracker.log_facts, diagnose)
                 raise ServeFailed(f"vLLM exited with code {code} after startup", "see the run log", result)
             except StopRequested as stop:
-                sup.stop(options.stop_grace_s)
+                # serving: a clean shutdown; still starting: stop the group now (supervisor.INTERRUPT_GRACE_S)
+                sup.stop(options.stop_grace_s) if healthy else sup.interrupt()
                 result.exit_code = sup.returncode()
                 result.phases = list(sup.tracker.events)
                 if healthy:

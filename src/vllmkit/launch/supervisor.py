@@ -30,6 +30,12 @@ from vllmkit.units import GIB
 
 STOP_GRACE_S = 30.0  # vLLM's own shutdown: engine core + workers join
 GROUP_TERM_S = 5.0
+# Ctrl-C during startup: nothing is served yet, so there is nothing to shut down cleanly. vLLM's
+# API server only installs its SIGTERM handler once it serves (vllm/entrypoints/openai/api_server.py);
+# before that a SIGTERM kills the front process alone and leaves EngineCore / workers loading, which
+# is why waiting for the server's own shutdown took the whole STOP_GRACE_S. The group gets SIGTERM
+# at once and SIGKILL after this grace.
+INTERRUPT_GRACE_S = 2.0
 
 
 def health_timeout_s(weights_bytes: int | None, *, remote: bool, base_s: float = 300.0) -> float:
@@ -175,6 +181,22 @@ class Supervisor:
             if not _wait_group(pgid, GROUP_TERM_S, self.proc):
                 runs.signal_group(pgid, signal.SIGKILL)
                 _wait_group(pgid, GROUP_TERM_S, self.proc)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=GROUP_TERM_S)
+        self.pump_log()
+        return self.proc.returncode
+
+    def interrupt(self, grace_s: float = INTERRUPT_GRACE_S) -> int | None:
+        """Stop at once (Ctrl-C before healthy): SIGTERM to the whole group, SIGKILL to what is
+        left after `grace_s`; returns when no member of the group is left."""
+        if self.proc is None:
+            return None
+        self._stopping = True
+        pgid = self.proc.pid
+        runs.signal_group(pgid, signal.SIGTERM)
+        if not _wait_group(pgid, grace_s, self.proc):
+            runs.signal_group(pgid, signal.SIGKILL)
+            _wait_group(pgid, GROUP_TERM_S, self.proc)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=GROUP_TERM_S)
         self.pump_log()

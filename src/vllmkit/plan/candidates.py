@@ -65,6 +65,7 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         calibrated, calibration_source = calibration(
             gpu=profile.name, vllm_version=rules.version, family=arch.model_type, max_num_batched_tokens=mnbt,
             tp=tp, pp=pp, enforce_eager=req.enforce_eager, model=req.model,
+            device_bytes=int(profile.memory_bytes or 0) or None,  # a record larger than the GPU cannot describe it
         )
     return EngineSettings(
         device=profile.runtime,

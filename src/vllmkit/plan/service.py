@@ -18,6 +18,7 @@ from vllmkit.plan.candidates import CalibrationLookup, choose, evaluate_candidat
 from vllmkit.plan.models import PlanRequest, PlanResult
 from vllmkit.plan.performance import PerfOptions, attach_performance
 from vllmkit.plan.result import does_not_fit_error, plan_result
+from vllmkit.plan.validate import validate_parallelism
 from vllmkit.plan.variants import make_variant, online_fp8, sibling_variants
 
 DEFAULT_MIN_CONCURRENCY = 4.0
@@ -68,6 +69,7 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
     if req.quantization in ("fp8", "ptpc_fp8") and base.arch.quantization is None and base.weight_source == "measured":
         base = online_fp8(base)
     arch = base.arch
+    validate_parallelism(arch, tp=req.tensor_parallel_size, pp=req.pipeline_parallel_size, gpu_count=req.gpu_count, gpus_per_node=profile.gpus_per_node, device=profile.vendor)
     warnings = list(arch.warnings) + [n for n in meta.notes if n.startswith("offline")]
     if version_src == "--vllm-version" and (vw := version_warning(version)):
         warnings.append(vw)  # issue 13

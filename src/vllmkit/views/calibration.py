@@ -41,14 +41,16 @@ def _render_memory(console: Console, data: dict) -> None:
     if not records:
         console.print(f"no calibrations in {data['store']}", markup=False)
         return
-    table = Table(title=f"calibrations ({data['store']})")
+    table = Table(title=escape(f"calibrations ({data['store']})"))
     for col in ("id", "date", "GPU", "vLLM", "family", "model", "batched tokens", "TP", "PP", "eager", "terms", "source"):
         table.add_column(col, justify="right" if col in ("batched tokens", "TP", "PP") else "left", overflow="fold")
     for r in records:
         terms = ", ".join(f"{k} {gib(v)}" for k, v in r["terms"].items()) + (" (lump)" if r.get("lump") else "")
-        table.add_row(r["record_id"][:12], r["recorded_at"][:10], r["gpu"], r["vllm_version"], r["family"], r["model"],
-                      thousands(r["max_num_batched_tokens"]), str(r["tp"]), str(r["pp"]),
-                      "yes" if r["enforce_eager"] else "no", terms, r.get("source", ""))
+        cells = [r["record_id"][:12], r["recorded_at"][:10], r["gpu"], r["vllm_version"], r["family"], r["model"],
+                 thousands(r["max_num_batched_tokens"]), str(r["tp"]), str(r["pp"]),
+                 "yes" if r["enforce_eager"] else "no", terms, r.get("source", "")]
+        # imported strings: markup escaped here, control characters by the console (output.safe_text)
+        table.add_row(*(escape(str(c)) for c in cells))
     console.print(table)
 
 

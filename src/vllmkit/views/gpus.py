@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from vllmkit.output import gib
@@ -43,10 +44,10 @@ def _render_list(console: Console, data: dict[str, Any]) -> None:
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for gpu in data["gpus"]:
         supports = gpu["supports"]
-        table.add_row(
-            gpu["name"],
-            gpu["display_name"],
-            gpu["architecture"],
+        table.add_row(  # profiles may come from a user's YAML folder
+            escape(gpu["name"]),
+            escape(gpu["display_name"]),
+            escape(str(gpu["architecture"])),
             _memory(gpu),
             _num(gpu["memory_bandwidth_gbps"]),
             _num(gpu["tflops_bf16"]),
@@ -98,11 +99,11 @@ def _render_one(console: Console, data: dict[str, Any]) -> None:
     ]
     if gpu["notes"]:
         rows.append(("notes", gpu["notes"]))
-    table = Table(show_header=False, title=gpu["display_name"], title_justify="left")
+    table = Table(show_header=False, title=escape(gpu["display_name"]), title_justify="left")
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
     for field, value in rows:
-        table.add_row(field, value)
+        table.add_row(field, escape(str(value)))
     console.print(table)
 
 

@@ -41,9 +41,9 @@ def render(console: Console, plan: PlanResult) -> None:
     ]
     for name, size, src, note in rows:
         if name == "KV cache" and size is not None and size < 0:
-            table.add_row(name, f"none ({gib(-size)} short)", str(src), note)
+            table.add_row(name, f"none ({gib(-size)} short)", str(src), escape(note))
             continue
-        table.add_row(name, gib(size), str(src), note)
+        table.add_row(name, gib(size), str(src), escape(note))
     console.print(table)
 
     console.print(
@@ -69,9 +69,9 @@ def render(console: Console, plan: PlanResult) -> None:
             alt.add_column(col, justify="left" if col in ("", "precision", "model", "fits", "note") else "right")
         for a in plan.alternatives[:24]:
             tps = [f"{a.output_tokens_per_s:,.0f}" if a.output_tokens_per_s else "-"] if with_tps else []
-            alt.add_row("*" if a.chosen else "", a.precision, a.model_id, str(a.tensor_parallel_size),
+            alt.add_row("*" if a.chosen else "", escape(a.precision), escape(a.model_id), str(a.tensor_parallel_size),
                         str(a.pipeline_parallel_size), thousands(a.max_model_len), "yes" if a.fits else "no",
-                        thousands(a.kv_tokens), f"{a.max_concurrency:.2f}", gib(a.weights_bytes), *tps, a.note)
+                        thousands(a.kv_tokens), f"{a.max_concurrency:.2f}", gib(a.weights_bytes), *tps, escape(a.note))
         console.print(alt)
     if plan.performance is not None:
         from vllmkit.views.performance import render_performance
@@ -82,6 +82,8 @@ def render(console: Console, plan: PlanResult) -> None:
     render_features(console, plan.features)  # issue 14
     if not plan.fits:
         return  # no serve line for a plan vLLM would refuse (the error line says what to change)
-    env = " ".join(f"{k}={v}" for k, v in plan.serve_env.items())
+    from vllmkit.launch.command import format_shell
+
     console.print("\nvllm serve command:", markup=False)
-    console.print((env + " " if env else "") + " ".join(plan.serve_command), markup=False, soft_wrap=True)
+    # quoted for bash, so a copied line runs exactly this argv (a folder named $(...) is not executed)
+    console.print(format_shell(plan.serve_command, plan.serve_env, multiline=False), markup=False, soft_wrap=True)

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from vllmkit.launch.smoke import SmokeReport
 
 
 def render(console: Console, report: SmokeReport) -> None:
-    table = Table(title=f"smoke test {report.url}" + (f" ({report.model})" if report.model else ""))
+    table = Table(title=escape(f"smoke test {report.url}" + (f" ({report.model})" if report.model else "")))
     for col in ("check", "result", "detail"):
         table.add_column(col, overflow="fold")
     for c in report.checks:
-        table.add_row(c.name, c.status.upper(), c.detail)
+        table.add_row(escape(c.name), c.status.upper(), escape(c.detail))  # detail quotes the server
     console.print(table)
     for c in report.failed:
         if c.fix:

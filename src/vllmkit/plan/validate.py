@@ -1,0 +1,91 @@
+"""Checks of the parallelism the user asked for, with vLLM's own rules, before anything is planned.
+
+vLLM refuses a tensor-parallel size when (vllm 0.32.0 wheel):
+- the attention heads are not divisible by it: `ModelConfig.verify_with_parallel_config`
+  (vllm/config/model.py) raises "Total number of attention heads (H) must be divisible by tensor
+  parallel size (TP)";
+- the KV heads can neither be split nor replicated: `QKVParallelLinear.__init__`
+  (vllm/model_executor/layers/linear.py) divides the KV heads by TP when TP < KV heads, else
+  replicates them TP / KV heads times; both go through `divide`, which asserts divisibility
+  (vllm/distributed/utils.py ensure_divisibility). So TP must divide KV heads, or KV heads divide TP;
+- the padded vocabulary cannot be split: `VocabParallelEmbedding` pads the vocabulary to a multiple
+  of 64 (DEFAULT_VOCAB_PADDING_SIZE, vllm/model_executor/layers/vocab_parallel_embedding.py) and
+  divides it by TP with the same `divide`;
+- recurrent (mamba2 / gated delta net) heads are sharded per rank the same way
+  (vllm/model_executor/layers/mamba/mamba_mixer2.py, `divide(num_heads, tp_size)`).
+MLA models have one latent KV "head" that every rank holds, so only the query heads count.
+"""
+
+from __future__ import annotations
+
+from vllmkit.arch.model import ModelArch
+from vllmkit.errors import UsageError
+
+VOCAB_PADDING = 64  # vllm DEFAULT_VOCAB_PADDING_SIZE
+
+
+def _padded_vocab(vocab_size: int) -> int:
+    return -(-vocab_size // VOCAB_PADDING) * VOCAB_PADDING
+
+
+def tp_problems(arch: ModelArch, tp: int) -> list[str]:
+    """Why vLLM would refuse `tp` for this model (empty when it accepts it)."""
+    out: list[str] = []
+    heads = arch.num_attention_heads
+    if heads % tp:
+        out.append(f"attention heads ({heads}) are not divisible by {tp}")
+    if arch.mla is None:
+        kv = arch.num_kv_heads
+        if kv and kv % tp and tp % kv:
+            out.append(f"KV heads ({kv}) are neither divisible by {tp} nor a divisor of it (no split, no replication)")
+    padded = _padded_vocab(arch.vocab_size)
+    if arch.vocab_size and padded % tp:
+        out.append(f"the vocabulary ({arch.vocab_size}, padded to {padded}) is not divisible by {tp}")
+    if arch.mamba is not None:
+        m_heads = arch.mamba.num_heads or arch.mamba.num_v_heads
+        if m_heads and m_heads % tp:
+            out.append(f"recurrent-state heads ({m_heads}) are not divisible by {tp}")
+    return out
+
+
+def accepted_tp_sizes(arch: ModelArch, limit: int) -> list[int]:
+    """Every TP size from 1 to `limit` that vLLM accepts for this model (not only powers of two)."""
+    return [tp for tp in range(1, max(limit, 1) + 1) if not tp_problems(arch, tp)]
+
+
+def validate_parallelism(arch: ModelArch, *, tp: int | None, pp: int | None, gpu_count: int | None,
+                         gpus_per_node: int, device: str) -> None:
+    """UsageError (exit 2) for a --tensor-parallel-size vLLM would refuse, or more GPUs than
+    --gpu-count allows. Nothing to check when the planner chooses the parallelism itself."""
+    if tp is None and pp is None:
+        return
+    tp_size, pp_size = tp or 1, pp or 1
+    if gpu_count is not None and tp_size * pp_size > gpu_count:
+        raise UsageError(
+            f"--tensor-parallel-size {tp_size} x --pipeline-parallel-size {pp_size} needs {tp_size * pp_size} GPUs, "
+            f"more than --gpu-count {gpu_count}",
+            f"use TP x PP <= {gpu_count} (TP sizes this model accepts: "
+            f"{_list(accepted_tp_sizes(arch, gpu_count))})",
+            code="too-many-gpus",
+        )
+    if pp_size > arch.num_hidden_layers:
+        raise UsageError(
+            f"--pipeline-parallel-size {pp_size} is larger than the model's {arch.num_hidden_layers} layers",
+            f"use --pipeline-parallel-size {arch.num_hidden_layers} or less",
+            code="invalid-pipeline-parallel-size",
+        )
+    problems = tp_problems(arch, tp_size)
+    if problems:
+        limit = gpu_count or max(gpus_per_node, 8 if device != "cpu" else 1)
+        raise UsageError(
+            f"vLLM refuses --tensor-parallel-size {tp_size} for this model: {'; '.join(problems)}",
+            f"valid TP sizes up to {limit}: {_list(accepted_tp_sizes(arch, limit))}",
+            code="invalid-tensor-parallel-size",
+        )
+
+
+def _list(sizes: list[int]) -> str:
+    return ", ".join(str(s) for s in sizes) or "none"
+
+
+__all__ = ["accepted_tp_sizes", "tp_problems", "validate_parallelism"]
