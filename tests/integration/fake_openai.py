@@ -35,6 +35,7 @@ class FakeOpenAI:
         version: str = "0.32.0",
         kv_per_request: float = 0.01,
         send_usage: bool = True,
+        metrics_padding: int = 0,
     ) -> None:
         self.ttft_s, self.itl_s, self.api_key = ttft_s, itl_s, api_key
         self.fail_requests = fail_requests or set()
@@ -42,6 +43,10 @@ class FakeOpenAI:
         self.max_model_len, self.model, self.version = max_model_len, model, version
         self.kv_per_request = kv_per_request
         self.send_usage = send_usage
+        # histogram lines added to /metrics: a real vLLM page runs to thousands of lines
+        self.metrics_padding = "".join(
+            f'vllm:request_prompt_tokens_bucket{{engine="0",le="{i}.0",model_name="{model}"}} {i}\n'
+            for i in range(metrics_padding))
         self.lock = threading.Lock()
         self.started = 0
         self.running = 0
@@ -99,6 +104,7 @@ class FakeOpenAI:
                         f'vllm:num_requests_waiting{{engine="0",model_name="{fake.model}"}} 0\n'
                         f'vllm:kv_cache_usage_perc{{engine="0",model_name="{fake.model}"}} {running * fake.kv_per_request}\n'
                         f'vllm:num_preemptions_total{{engine="0",model_name="{fake.model}"}} 0\n'
+                        + fake.metrics_padding
                     ).encode()
                     self.send_response(200)
                     self.send_header("Content-Type", "text/plain; version=0.0.4")

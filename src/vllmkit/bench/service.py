@@ -85,7 +85,7 @@ class BenchOptions:
     timeout_s: float = 300.0
     tokenizer: str | None = None
     store: bool = True
-    metrics_interval_s: float | None = 0.25  # None: do not scrape /metrics
+    metrics_interval_s: float | None = 0.5  # None: do not scrape /metrics
     # describe a bare URL (a run's plan supplies these)
     gpu: str | None = None
     model: str | None = None

@@ -19,7 +19,7 @@ def bottleneck(load: ServerLoad, *, offered: int | None) -> Verdict:
     if not load.max_running and not load.max_waiting:
         # only the scrapes before the first and after the last request: nothing was seen running
         return Verdict(name="unknown", detail="the point was shorter than the /metrics sampling interval "
-                       "(0.25 s): run more requests (--num-prompts) or longer (--duration)")
+                       "(--metrics-interval): run more requests (--num-prompts) or longer (--duration)")
     snap = MetricsSnapshot(
         kv_cache_usage=load.peak_kv_usage,
         running=load.max_running,

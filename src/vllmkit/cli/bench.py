@@ -116,7 +116,7 @@ def register(app: typer.Typer) -> None:
         kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype", help="KV-cache dtype of the server "
                                                   "(to store results for a bare URL)."),
         no_store: bool = typer.Option(False, "--no-store", help="Do not add the results to the performance store."),
-        metrics_interval: float = typer.Option(0.25, "--metrics-interval", min=0.0, help="Seconds between /metrics "
+        metrics_interval: float = typer.Option(0.5, "--metrics-interval", min=0.0, help="Seconds between /metrics "
                                                "scrapes during a point; 0: do not scrape."),
         save: Path | None = typer.Option(None, "--save", help="Write the full result (per-request samples) as JSON."),
         csv_file: Path | None = typer.Option(None, "--csv", help="Write one row per point as CSV."),
