@@ -32,7 +32,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5, help="runs after the first")
     parser.add_argument("model", nargs="?", default="Qwen/Qwen3-8B")
-    parser.add_argument("gpu", nargs="?", default="h100")
+    parser.add_argument("gpu", nargs="?", default="cpu", help="cpu on the CPU build: a GPU plan is not checked against it")
     args = parser.parse_args()
     cmd = [sys.executable, "-m", "vllmkit", "serve", args.model, "--source", "catalog", "--gpu", args.gpu,
            "--dry-run", "--json"]

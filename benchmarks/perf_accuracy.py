@@ -423,8 +423,9 @@ def main(argv: list[str] | None = None) -> int:
             parts = [f"{fam} {key} {err:+.0%} (naive {n[fam][1]:+.0%})" for fam, (key, err) in e.items() if fam in n]
             print(f"{c.row['id']}: " + "; ".join(parts))
         print()
-    print(f"{len(cases)} public runs from {len(sources)} sources, each scored with parameters fitted without "
-          f"its source (leave-one-source-out); skipped {len(skipped)}: {', '.join(skipped) or '-'}\n")
+    print(f"{len(cases)} public runs from {len(sources)} publishers, each scored with parameters fitted without "
+          f"any run of its publisher (leave-one-source-out); skipped {len(skipped)} (model not in the catalog, "
+          f"no GPU profile, speculative decoding, data parallel or multi-turn): {', '.join(skipped) or '-'}\n")
     print("| metric | runs | model median abs error | model max | naive roofline median | naive max |")
     print("|---|---|---|---|---|---|")
     names = {"throughput": "throughput (output tok/s, else total / req/s)", "tpot": "TPOT (median, else mean / ITL)",

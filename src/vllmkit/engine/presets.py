@@ -102,7 +102,7 @@ class PresetError(ValueError):
 
 def parse_presets(text: str, source: str) -> list[Preset]:
     try:
-        doc = yaml.safe_load(text) or {}
+        doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}  # libyaml when built
     except yaml.YAMLError as exc:
         raise PresetError(f"{source}: not YAML ({exc})") from None
     items = doc.get("presets") if isinstance(doc, dict) else None

@@ -62,6 +62,9 @@ ALIASES: dict[str, str] = {
     "meta-llama/meta-llama-3.1-70b-instruct": "meta-llama/Llama-3.1-70B-Instruct",
     "meta-llama/meta-llama-3.1-405b-instruct": "meta-llama/Llama-3.1-405B-Instruct",
     "meta-llama/meta-llama-3.1-405b-instruct-fp8": "meta-llama/Llama-3.1-405B-Instruct-FP8",
+    # Neural Magic's quantized releases moved to the RedHatAI organisation (2025); the neuralmagic/
+    # ids are still what many guides and scripts use (public notes: "namespace moved to RedHatAI").
+    "neuralmagic/llama-3.3-70b-instruct-fp8-dynamic": "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic",
 }
 
 

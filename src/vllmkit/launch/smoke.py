@@ -31,7 +31,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-import jsonschema
 import requests
 from pydantic import BaseModel, Field, computed_field
 
@@ -431,6 +430,8 @@ def _base_body(model: str, content: str, f: SmokeFeatures, *, thinking: bool | N
 
 
 def _schema_errors(document: Any, schema: dict[str, Any]) -> list[str]:
+    import jsonschema  # ~0.4 s: only when a structured-output check runs, not for every serve
+
     validator = jsonschema.Draft202012Validator(schema)
     return [e.message for e in validator.iter_errors(document)]
 

@@ -12,6 +12,7 @@ before the regex runs, which keeps logs with 100k+ lines of request logging fast
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -19,16 +20,21 @@ NUM = r"[\d,]+"
 FLT = r"[\d.]+"
 
 
-@dataclass(frozen=True)
+@dataclass
 class Pattern:
     kind: str
-    regex: re.Pattern[str]
+    rx: str
     source: str  # vLLM file: format string
     versions: str  # vLLM versions known to print it
 
+    @functools.cached_property
+    def regex(self) -> re.Pattern[str]:
+        """Compiled on first use: importing the table costs nothing for commands that read no log."""
+        return re.compile(self.rx)
+
 
 def _p(kind: str, rx: str, source: str, versions: str) -> Pattern:
-    return Pattern(kind=kind, regex=re.compile(rx), source=source, versions=versions)
+    return Pattern(kind=kind, rx=rx, source=source, versions=versions)
 
 
 PATTERNS: tuple[Pattern, ...] = (

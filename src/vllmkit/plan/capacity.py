@@ -179,7 +179,8 @@ def replicas_needed(qps: float, goodput_rps: float, headroom: float, redundancy:
     """ceil(peak QPS / (goodput x (1 - headroom))) serving replicas plus the spares."""
     if goodput_rps <= 0:
         raise ValueError("goodput must be positive")
-    return max(1, math.ceil(qps / (goodput_rps * (1.0 - headroom)) - 1e-9)) + redundancy
+    # a relative tolerance, so float noise never adds a replica (and doubling QPS at most doubles them)
+    return max(1, math.ceil(qps / (goodput_rps * (1.0 - headroom)) * (1 - 1e-12))) + redundancy
 
 
 def _seqs_options(default: int) -> list[int]:

@@ -34,17 +34,17 @@ from vllmkit.estimate.serving import ServingPrediction, Workload, predict
 # its leave-one-source-out report is the accuracy on runs not fitted on). NVIDIA datacenter baseline;
 # estimate/perf.py FAMILY_PRIORS adjusts other families.
 FITTED_EFFICIENCY = Efficiency(
-    bandwidth=0.706,
-    compute=0.747,
-    step_overhead_s=2.51e-3,
-    per_seq_overhead_s=2.6e-5,
+    bandwidth=0.723,
+    compute=0.761,
+    step_overhead_s=2.53e-3,
+    per_seq_overhead_s=3.3e-5,
     allreduce_latency_s=1.2e-5,
-    moe_compute=0.455,
-    moe_width_ref=1548.0,
-    request_overhead_s=0.0145,
-    rocm_legacy=0.491,
+    moe_compute=0.456,
+    moe_width_ref=1844.0,
+    request_overhead_s=0.0123,
+    rocm_legacy=0.465,
     source="estimated",
-    note="fitted on 291 public vLLM runs from 10 publishers (benchmarks/perf_accuracy.py --fit-all)",
+    note="fitted on 291 public vLLM runs from 8 publishers (benchmarks/perf_accuracy.py --fit-all)",
 )
 
 BYTES_PER_WEIGHT = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "gptq-int8": 1.0, "awq": 0.53,
@@ -82,6 +82,7 @@ def gpu_perf(profile: Any) -> GpuPerf:
         name=profile.name,
         vendor=profile.vendor,
         family=gpu_family(profile.architecture),
+        # the host CPU profile carries no peaks: a placeholder of one DDR5 socket's order of magnitude
         bandwidth_bytes_s=float(profile.memory_bandwidth_gbps or 100.0) * 1e9,
         tflops=tflops or {"bf16": 1.0},
         # vendors quote the total of both directions; a ring all-reduce moves data one way per link
@@ -103,7 +104,13 @@ def compute_mode(label: str, profile: Any) -> tuple[str, str]:
     if label == "gptq-int8":
         return "fp16", "w8a16"
     if label in ("mxfp4", "nvfp4"):
-        return ("fp4", "dense") if fp4 else ("bf16", "w4a16")
+        if fp4:
+            return "fp4", "dense"
+        # Hopper runs MXFP4 MoE through triton matmul_ogs (vllm/model_executor/layers/quantization/mxfp4.py,
+        # TRITON backend on sm 9.x) with the scales applied inside a BF16 GEMM at close to the BF16 rate;
+        # Ampere falls back to Marlin W4A16
+        sm = getattr(profile, "sm", None)
+        return ("bf16", "dense") if (sm or 0) >= 90 else ("bf16", "w4a16")
     return "fp16", "w4a16"  # awq / gptq-int4 / int4: Marlin W4A16
 
 
@@ -273,7 +280,8 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
             f"{pred.num_requests} requests simulated through vLLM's scheduler (chunked prefill, "
             "recompute preemption); steady-state throughput over the middle of the run",
             "no prefix-cache hits, no speculative decoding; MoE routing assumed uniform",
-        ],
+        ] + ([f"{gpu.name}: the profile has no datasheet peaks; assumed {gpu.bandwidth_bytes_s / 1e9:.0f} GB/s and "
+              f"{max(gpu.tflops.values()):g} TFLOPS (a rough placeholder, not fitted)"] if gpu.vendor == "cpu" else []),
     )
 
 
@@ -347,7 +355,7 @@ class PerfOptions:
 
 
 # requests simulated for the alternatives' tokens/s column (cheaper than the chosen one's run)
-_ALT_REQUESTS = 150
+_ALT_REQUESTS = 60
 
 
 def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], profile: Any, rules: Any,

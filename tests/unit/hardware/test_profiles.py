@@ -69,6 +69,14 @@ REQUIRED = [
     "rtx-pro-6000-workstation",
     "mi210",
     "mi250x",
+    # issue 13 item 9
+    "h800",
+    "l20",
+    "l40",
+    "a40",
+    "rtx-a6000",
+    "b300",
+    "gb200",
     "mi300x",
     "mi325x",
     "mi355x",
@@ -165,6 +173,10 @@ TORCH_REPORTED_GIB = [
     ("mi325x", "255.98"),  # https://github.com/vllm-project/vllm/issues/41962
     ("mi355x", "287.98"),  # vLLM "Free memory on device cuda:0 (84.11/287.98 GiB)"
     ("mi250x", "63.98"),  # torch total_memory=65520MB per GCD
+    ("a40", "44.35"),  # torch total_memory=45416MB
+    ("rtx-a6000", "47.54"),  # torch total_memory=48676MB
+    ("b300", "267.69"),  # torch OOMs "total capacity of 267.69 GiB" on B300 SXM6 AC
+    ("gb200", "184.31"),  # torch OOMs "total capacity of 184.31 GiB" on GB200
 ]
 
 
@@ -253,6 +265,45 @@ def test_exact_torch_readings() -> None:
 )
 def test_resolve(packaged: list[GpuProfile], query: str, expected: str) -> None:
     assert resolve_gpu(query, profiles=packaged).name == expected
+
+
+# issue 13 item 9: each new GPU resolves by the product name nvidia-smi / torch print for it.
+@pytest.mark.parametrize(
+    ("product_name", "expected"),
+    [
+        ("NVIDIA H800", "h800"),  # nvidia-smi "NVIDIA H800, 81559 MiB"
+        ("NVIDIA L20", "l20"),
+        ("NVIDIA L40", "l40"),
+        ("NVIDIA A40", "a40"),
+        ("NVIDIA RTX A6000", "rtx-a6000"),
+        ("NVIDIA B300 SXM6 AC", "b300"),  # nvidia-smi -L on HGX B300
+        ("NVIDIA GB200", "gb200"),
+        ("NVIDIA H20", "h20"),
+        ("NVIDIA GeForce RTX 5090", "rtx-5090"),
+        ("NVIDIA A30", "a30"),
+    ],
+)
+def test_new_gpus_resolve_by_product_name(packaged: list[GpuProfile], product_name: str, expected: str) -> None:
+    # an L40 is not an L40S and an H800 is not an H100: the exact product name wins, not a neighbour
+    assert resolve_gpu(product_name, profiles=packaged).name == expected
+
+
+def test_new_gpu_figures_against_the_datasheets(packaged: list[GpuProfile]) -> None:
+    p = by_name(packaged)
+    # Dense = half the sparse datasheet figure: L40 BF16 362.1 sparse, FP8 724 sparse.
+    assert p["l40"].tflops_bf16 == pytest.approx(362.1 / 2, rel=0.01)
+    assert p["l40"].tflops_fp8 == pytest.approx(724 / 2, rel=0.01)
+    # HGX B300 = 8 GPUs: 108 PFLOPS FP4 dense, 64 TB/s HBM -> 13.5 PF, 8 TB/s each.
+    assert p["b300"].tflops_fp4 == 108_000 / 8 and p["b300"].memory_bandwidth_gbps == 64_000 / 8
+    # GB200 NVL72 = 72 GPUs: 720 PFLOPS FP8 sparse -> 5 PF dense, 576 TB/s -> 8 TB/s each.
+    assert p["gb200"].tflops_fp8 == 720_000 / 72 / 2 and p["gb200"].memory_bandwidth_gbps == 576_000 / 72
+    # H800 = H100 SXM compute and memory, NVLink cut to 400 GB/s.
+    assert p["h800"].tflops_bf16 == p["h100-sxm"].tflops_bf16
+    assert p["h800"].memory_bytes == p["h100-sxm"].memory_bytes
+    assert p["h800"].interconnect is not None and p["h800"].interconnect.bandwidth_gbps == 400
+    # B300 has 288 GB HBM3e: torch sees 267.69 GiB, i.e. between 93 % and 100 % of 288e9 bytes.
+    assert 0.93 * 288e9 < p["b300"].memory_bytes < 288e9
+    assert p["b300"].compute_capability == "10.3" and p["b300"].supports.fp4
 
 
 def test_short_name_defaults_point_at_existing_profiles(packaged: list[GpuProfile]) -> None:

@@ -215,3 +215,4 @@ def test_every_pattern_has_a_needle_a_source_and_versions() -> None:
     assert {p.kind for p in PATTERNS} == set(NEEDLES)
     for p in PATTERNS:
         assert p.source and p.versions, p.kind
+        assert p.regex.pattern == p.rx  # every pattern compiles
