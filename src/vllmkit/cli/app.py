@@ -56,6 +56,7 @@ _COMMAND_MODULES = (
     "models",
     "serve",
     "smoke",
+    "bench",
     "doctor",
     "check_log",
     "calibration",

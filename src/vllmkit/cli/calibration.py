@@ -52,17 +52,36 @@ def _record_rows(records: list[CalibrationRecord]) -> list[dict]:
     return [r.model_dump(mode="json") for r in records]
 
 
-@calibration_app.command("list", short_help="Show the stored calibrations.")
-def list_cmd(gpu: str | None = GPU_FILTER, family: str | None = FAMILY_FILTER, json_output: bool = JSON_OPTION) -> CommandResult:
-    """Show the stored calibrations."""
+@calibration_app.command("list", short_help="Show the stored calibrations (memory and performance).")
+def list_cmd(
+    gpu: str | None = GPU_FILTER,
+    family: str | None = FAMILY_FILTER,
+    kind: str = typer.Option("all", "--kind", help="memory (startups) | performance (`vllmkit bench`) | all"),
+    json_output: bool = JSON_OPTION,
+) -> CommandResult:
+    """Show the stored calibrations: memory (from startups) and performance (from `vllmkit bench`)."""
+    from vllmkit.calibration.perfstore import load_perf_records, perf_store_path
     from vllmkit.calibration.store import load_records, store_path
 
-    path = store_path(_env())
+    if kind not in ("all", "memory", "performance"):
+        raise UsageError(f"--kind {kind!r} is not memory, performance or all", "e.g. --kind performance")
+    env = _env()
+    path = store_path(env)
     records, bad = load_records(path)
     chosen = [r for r in records if _matches(r, gpu, family)]
     if bad and not json_output:
         warn(f"{len(bad)} line(s) of {path} are not valid records and are ignored (first: line {bad[0][0]}: {bad[0][1]})")
-    data = {"store": str(path), "records": _record_rows(chosen), "invalid_lines": [n for n, _ in bad]}
+    perf_path = perf_store_path(env)
+    perf, perf_bad = load_perf_records(perf_path)
+    perf = [r for r in perf if (not gpu or r.gpu.lower() == gpu.lower())
+            and (not family or r.family.lower() == family.lower())]
+    if perf_bad and not json_output:
+        warn(f"{len(perf_bad)} line(s) of {perf_path} are not valid records and are ignored "
+             f"(first: line {perf_bad[0][0]}: {perf_bad[0][1]})")
+    data = {"store": str(path), "records": _record_rows(chosen), "invalid_lines": [n for n, _ in bad],
+            "kind": kind, "performance_store": str(perf_path),
+            "performance": [r.model_dump(mode="json") for r in perf],
+            "performance_invalid_lines": [n for n, _ in perf_bad]}
     return CommandResult("calibration list", data, view="vllmkit.views.calibration:render_list", json_mode=json_output)
 
 
