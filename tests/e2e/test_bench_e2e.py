@@ -149,26 +149,30 @@ def _vllm_bench(server: VllmServer, model: Path, tmp_path: Path, *, n: int, conc
 
 
 def test_agrees_with_vllms_own_benchmark(served, tmp_path: Path) -> None:
-    """Same server, same workload (random, 64 in / 32 out, 4 closed-loop users, 160 requests), measured
+    """Same server, same workload (random, 64 in / 32 out, one closed-loop user, 40 requests), measured
     in three rounds of back-to-back runs: vLLM's benchmark, then vllmkit. Per round the ratio
     vllmkit/vLLM of output tokens/s and the difference of median TTFT; the median over rounds must be
     within 25 % (throughput) and within 50 % or 30 ms (TTFT).
-    Why so wide: on the shared 2-core box used here the server's speed drifts by up to +-40 % between
-    two back-to-back runs of a few seconds (seen with vLLM's own benchmark against itself), the client
-    shares those cores with the server, and the two clients differ in prompt content (token ids vs
-    decoded random text, 64 tokens either way). A timing bug (TTFT from the wrong clock, throughput
-    over the wrong duration, token counts guessed from text) moves them by more than that."""
+    One user: on this 2-core box the clients share the cores with the server, and with several users
+    the client's own CPU (httpx/asyncio here, aiohttp in vLLM's benchmark) becomes part of what is
+    measured (ratios of 0.4-0.8 seen at 4 users under load); with one user both clients mostly wait
+    for the server, so what is compared is how they time the same requests. Why 25 %: the server's
+    speed drifts by up to +-40 % between back-to-back runs of a few seconds on a shared box (vLLM's
+    benchmark against itself), the median over three rounds halves that, and the two clients differ
+    in prompt content (token ids vs decoded random text, 64 tokens either way). A timing bug (TTFT
+    from the wrong clock, throughput over the wrong duration, token counts guessed from text) moves
+    them by more than that."""
     server, model = served
     env = _env(tmp_path)
-    n = 160
+    n = 40
     # --metrics-interval 0: the same conditions as vLLM's benchmark, which does not scrape /metrics (each
     # scrape costs the API server a render of its ~600-line page; on this CPU-bound 2-core server that is
     # an observer effect of its own, not a difference in how the two clients time requests)
-    args = ["bench", server.url, "--api-key", KEY, "-c", "4", "-n", str(n), "--input-len", "64", "--output-len", "32",
+    args = ["bench", server.url, "--api-key", KEY, "-c", "1", "-n", str(n), "--input-len", "64", "--output-len", "32",
             "--warmup", "4", "--metrics-interval", "0", "--no-store", "--json"]
     ratios, ttft_diffs, lines = [], [], []
     for _ in range(3):
-        theirs = _vllm_bench(server, model, tmp_path, n=n, conc=4, inp=64, out=32)
+        theirs = _vllm_bench(server, model, tmp_path, n=n, conc=1, inp=64, out=32)
         proc = vllmkit(env, *args)
         assert proc.returncode == 0, proc.stderr[-3000:]
         ours = json.loads(proc.stdout)["data"]["points"][0]
