@@ -224,29 +224,6 @@ def at_length(prep: Prepared, max_model_len: int, auto_fit: bool = False) -> Eva
     )
 
 
-def evaluate(
-    arch: ModelArch,
-    weight_total_bytes: int,
-    weights_source: str,
-    *,
-    tp: int,
-    pp: int,
-    max_model_len: int,
-    auto_fit: bool,
-    settings: EngineSettings,
-    rules: VersionRules,
-    mtp_layers: int = 0,
-    mtp_own_embeddings: bool = True,
-    extra_terms: dict[str, MemoryTerm] | None = None,
-    last_stage_terms: dict[str, MemoryTerm] | None = None,
-    extra_kv_layers: list[LayerKind] | None = None,
-) -> Evaluation:
-    prep = prepare(arch, weight_total_bytes, weights_source, tp=tp, pp=pp, settings=settings, rules=rules,
-                   mtp_layers=mtp_layers, mtp_own_embeddings=mtp_own_embeddings, extra_terms=extra_terms,
-                   last_stage_terms=last_stage_terms, extra_kv_layers=extra_kv_layers)
-    return at_length(prep, max_model_len, auto_fit)
-
-
 def stage_budget(
     arch: ModelArch,
     weight_bytes: int,
