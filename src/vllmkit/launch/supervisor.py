@@ -177,14 +177,8 @@ class Supervisor:
         if self.proc.poll() is None:
             runs.signal_pid(pgid, signal.SIGTERM)
         if not _wait_group(pgid, grace_s, self.proc):
-            runs.signal_group(pgid, signal.SIGTERM)
-            if not _wait_group(pgid, GROUP_TERM_S, self.proc):
-                runs.signal_group(pgid, signal.SIGKILL)
-                _wait_group(pgid, GROUP_TERM_S, self.proc)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=GROUP_TERM_S)
-        self.pump_log()
-        return self.proc.returncode
+            return self._end_group(GROUP_TERM_S)
+        return self._reap()
 
     def interrupt(self, grace_s: float = INTERRUPT_GRACE_S) -> int | None:
         """Stop at once (Ctrl-C before healthy): SIGTERM to the whole group, SIGKILL to what is
@@ -192,11 +186,20 @@ class Supervisor:
         if self.proc is None:
             return None
         self._stopping = True
+        return self._end_group(grace_s)
+
+    def _end_group(self, grace_s: float) -> int | None:
+        """SIGTERM to the whole group, SIGKILL to what is left after `grace_s`, then reap."""
+        assert self.proc is not None
         pgid = self.proc.pid
         runs.signal_group(pgid, signal.SIGTERM)
         if not _wait_group(pgid, grace_s, self.proc):
             runs.signal_group(pgid, signal.SIGKILL)
             _wait_group(pgid, GROUP_TERM_S, self.proc)
+        return self._reap()
+
+    def _reap(self) -> int | None:
+        assert self.proc is not None
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=GROUP_TERM_S)
         self.pump_log()
