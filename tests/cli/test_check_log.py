@@ -200,6 +200,25 @@ def test_cpu_auto_log_record_then_plan_is_calibrated(env, model_dir: Path, tmp_p
     assert envelope(off)["data"]["memory"]["sources"]["non_torch"] == "estimated"
 
 
+def test_cpu_total_that_moved_during_startup_is_taken_from_the_requested_memory(env, model_dir: Path,
+                                                                                 tmp_path: Path) -> None:
+    # vLLM computes R = ceil(total x util) when the worker starts and prints the total read again when it
+    # sizes the KV cache (vllm/v1/worker/cpu_worker.py); here the node total fell from 16.19 to 13.59 GiB
+    # in between (a ballooned VM), so R = 3.24 GiB = 0.2 x 16.19 and X = R - C = 3.24 - 0.69 = 2.55.
+    moved = CPU_AUTO_LOG.replace("Auto set (2.03/13.59)", "Auto set (2.55/13.59)").replace(
+        "with 2.72 GiB requested", "with 3.24 GiB requested").replace(
+        "4,257,280 tokens", "5,347,328 tokens").replace("4157.50x", "5222.00x")
+    log = write_log(tmp_path, moved, model_dir)
+    d = envelope(run("check-log", str(log), "--record", "--json"))["data"]
+    assert abs(d["inputs"]["gpu_memory"] - 3.24 * GIB / 0.2) <= 5  # not the printed 13.59 GiB
+    assert any("host memory moved during start-up" in n for n in d["notes"])
+    d = envelope(run("check-log", str(log), "--use-calibration", "--json"))["data"]
+    assert abs(d["predicted"]["available_kv"] - 2.55 * GIB) <= 15 * MIB
+    # the consistent log keeps the printed total (2.72 = ceil(13.59 x 0.2) to the line's rounding)
+    plain = envelope(run("check-log", str(write_log(tmp_path, CPU_AUTO_LOG, model_dir, "b.log")), "--json"))["data"]
+    assert plain["inputs"]["gpu_memory"] == round(13.59 * GIB)
+
+
 def test_record_is_idempotent(env, model_dir: Path, tmp_path: Path) -> None:
     log = write_log(tmp_path, CPU_AUTO_LOG, model_dir)
     first = envelope(run("check-log", str(log), "--record", "--json"))["data"]["record"]

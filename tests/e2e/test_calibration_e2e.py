@@ -22,7 +22,9 @@ another run; docs/limits.md says what the planner predicts when C varies.
 from __future__ import annotations
 
 import json
+import math
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -64,7 +66,9 @@ def test_recorded_startup_calibrates_the_next_plan(tiny_model_factory, isolated_
                          until="capacity", timeout=600)
     m = AUTO_RE.search(run.log)
     assert m is not None, f"no 'Auto set' line:\n{run.log[-4000:]}"
-    kv_gib, total_gib, _requested_gib, consumed_gib = (float(x) for x in m.groups())
+    kv_gib, total_gib, requested_gib, consumed_gib = (float(x) for x in m.groups())
+    # vLLM's own law on its own line: X = R - C (each printed to 2 decimals)
+    assert abs(requested_gib - consumed_gib - kv_gib) <= ROUNDING / GIB
     log = tmp_path / "vllm.log"
     log.write_text(run.log)
 
@@ -88,11 +92,22 @@ def test_recorded_startup_calibrates_the_next_plan(tiny_model_factory, isolated_
 
     # with the memory vLLM's CPU worker saw (its NUMA node, printed as T) and the same utilization, the KV
     # budget is requested - measured non-KV RSS, which is what vLLM printed
-    same = cli_json("plan", str(model), "--device", "cpu", "--gpu-memory", f"{total_gib}GiB",
+    # R is ceil(T x util) with T read when the worker starts; T printed in the line is read again when
+    # the KV cache is sized. This VM's MemTotal is not a constant (a virtio-balloon and a virtio-mem
+    # device are bound: /sys/bus/virtio/drivers), so the two reads can differ under memory pressure;
+    # the one failure seen (plan 3.68 GiB, vLLM 3.56) had R != ceil(T x util) by 0.12 GiB. Plan against
+    # the total R was computed from; when the two reads agree that is the printed T itself.
+    sized_total_gib = total_gib
+    if abs(math.ceil(total_gib * GIB * UTIL) - requested_gib * GIB) > ROUNDING:
+        sized_total_gib = requested_gib / UTIL
+        warnings.warn(f"host memory moved during vLLM's start-up: R={requested_gib} GiB is not "
+                      f"{UTIL} x T={total_gib} GiB; planning against R/{UTIL}", stacklevel=1)
+    same = cli_json("plan", str(model), "--device", "cpu", "--gpu-memory", f"{sized_total_gib}GiB",
                   "--gpu-memory-utilization", str(UTIL), "--max-model-len", str(MAX_LEN))["data"]
     mem = same["memory"]
     assert mem["sources"]["non_torch"] == "calibrated"
     assert mem["weights_bytes"] + mem["non_torch_bytes"] == round(consumed_gib * GIB)
+    assert abs(mem["requested_bytes"] - requested_gib * GIB) <= ROUNDING
     assert mem["kv_cache_bytes"] == mem["requested_bytes"] - round(consumed_gib * GIB)
     assert abs(mem["kv_cache_bytes"] - kv_gib * GIB) <= ROUNDING
 

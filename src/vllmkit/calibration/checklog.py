@@ -10,6 +10,7 @@ default (a "non-default args" line lists every flag that was set), `assumed` whe
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -254,6 +255,9 @@ def build_request(parsed: ParsedLog, m: Measurement, text: str, inputs: CheckLog
                        "vLLM's default for this GPU")
     block = inputs.block_size or facts.block_size or flags.get("block_size")
 
+    if (device == "cpu" and gpu_memory is not None and gpu_memory == m.total_bytes and util
+            and m.requested_bytes is not None):
+        gpu_memory = cpu_sized_total(m.total_bytes, m.requested_bytes, float(util), notes)
     if model is None:
         return None, picker
     if quant is not None and str(quant).lower() in ("none", "null"):
@@ -303,6 +307,22 @@ def _gpu_from_log(name: str | None, env: Mapping[str, str], notes: list[str]) ->
 
 
 # ----------------------------------------------------------------------------- comparing
+
+
+# each figure of the CPU worker's "Auto set" line is printed to 2 decimals of a GiB
+_CPU_LINE_ROUNDING = 3 * 0.005 * (1 << 30)
+
+
+def cpu_sized_total(total_bytes: int, requested_bytes: int, util: float, notes: list[str]) -> int:
+    """The node total the CPU worker's requested memory R was computed from. vLLM reads the node's
+    MemTotal twice (vllm/v1/worker/cpu_worker.py: R = ceil(total x util) when the worker starts, the
+    printed total when it sizes the KV cache); on a VM whose memory is ballooned or hot-plugged the two
+    reads can differ. When R is not util x the printed total, R / util is what the KV was sized from."""
+    if abs(math.ceil(total_bytes * util) - requested_bytes) <= _CPU_LINE_ROUNDING:
+        return total_bytes
+    notes.append(f"host memory moved during start-up: the worker's requested memory is not "
+                 f"{util} x the printed node total; sized against requested / {util}")
+    return round(requested_bytes / util)
 
 
 def predicted_quantities(plan: PlanResult) -> Quantities:
