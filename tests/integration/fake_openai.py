@@ -52,6 +52,7 @@ class FakeOpenAI:
         self.running = 0
         self.max_running_seen = 0
         self.completions: list[dict[str, Any]] = []  # request bodies, in arrival order
+        self.peers: list[tuple[str, int]] = []  # the client's (host, port) of each completion: one per connection
         self.dead = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -141,6 +142,7 @@ class FakeOpenAI:
                     index = fake.started
                     fake.started += 1
                     fake.completions.append(body)
+                    fake.peers.append(self.client_address[:2])
                 if index in fake.fail_requests:
                     self._json(500, {"error": {"message": "boom: injected failure", "type": "InternalServerError",
                                                "code": 500}})

@@ -90,6 +90,25 @@ def test_closed_loop_holds_the_concurrency_and_reads_metrics() -> None:
     assert point.tpot_ms.p50 < 14 and point.itl_ms.p99 < 150 and point.ttft_ms.p99 < 250
 
 
+def test_each_user_keeps_one_connection_alive() -> None:
+    """As vLLM's benchmark does (one aiohttp keep-alive connection per user, vllm/benchmarks/serve.py
+    `benchmark`): each closed-loop user reuses its connection for every request, so no TCP set-up or
+    teardown falls inside the timed window. Before issue #12's fix the client stopped reading at
+    [DONE], left the chunked terminator unread, and httpx closed the connection: one new
+    connection per request (12 here), seen on the real vLLM's access log too."""
+    server = FakeOpenAI(ttft_s=0.005, itl_s=0.001).start()
+    try:
+        opts = BenchOptions(target=server.url, input_len=4, output_len=3, num_prompts=12, warmup=0, store=False,
+                            points=[LoadPoint(concurrency=2)], metrics_interval_s=None)
+        report = run_bench(opts, dict(os.environ))
+    finally:
+        server.stop()
+    (point,) = report.points
+    assert point.completed == 12 and point.failed == 0
+    assert len(server.peers) == 12
+    assert len(set(server.peers)) <= 2  # at most one connection per user
+
+
 def test_poisson_arrivals_follow_the_rate() -> None:
     server = FakeOpenAI(ttft_s=0.01, itl_s=0.001).start()
     try:

@@ -93,9 +93,16 @@ async def _stream(
                 sample.detail = error_message(raw) or resp.reason_phrase
                 return sample
             async for event in source.aiter_sse():
+                # Read on to the end of the body after [DONE] (only the chunked terminator follows)
+                # instead of breaking out: a response left unfinished makes httpx close its
+                # connection, so every request would pay a new TCP connection (and the server its
+                # teardown) inside the timed window, while vLLM's benchmark (aiohttp) keeps one
+                # alive connection per user.
+                if done:
+                    continue
                 if event.data.strip() == "[DONE]":
                     done = True
-                    break
+                    continue
                 try:
                     data = json.loads(event.data)
                 except ValueError:
@@ -122,14 +129,16 @@ async def _stream(
         sample.error, sample.detail = "connect", str(exc)[:200]
         return sample
     except httpx.TimeoutException:
-        sample.error, sample.detail = "timeout", "no answer within the request timeout"
-        return sample
+        if not done:  # after [DONE] the answer is complete, whatever happens to the rest of the body
+            sample.error, sample.detail = "timeout", "no answer within the request timeout"
+            return sample
     except SSEError as exc:
         sample.error, sample.detail = "not-sse", str(exc)[:200]
         return sample
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-        sample.error, sample.detail = "disconnected", (str(exc) or type(exc).__name__)[:200]
-        return sample
+        if not done:
+            sample.error, sample.detail = "disconnected", (str(exc) or type(exc).__name__)[:200]
+            return sample
     except httpx.HTTPError as exc:
         sample.error, sample.detail = "http-error", (str(exc) or type(exc).__name__)[:200]
         return sample
