@@ -129,44 +129,63 @@ VLLM_BENCH = textwrap.dedent("""
     args = parser.parse_args(sys.argv[1:])
     result = main(args)
     keep = ("completed", "failed", "output_throughput", "median_ttft_ms", "mean_ttft_ms", "median_tpot_ms",
-            "total_output_tokens", "duration")
+            "total_output_tokens", "duration", "ttfts", "latencies")
     print("VLLM_BENCH_RESULT " + json.dumps({k: result.get(k) for k in keep}))
 """)
 
 
-def _vllm_bench(server: VllmServer, model: Path, tmp_path: Path, *, n: int, conc: int, inp: int, out: int) -> dict[str, Any]:
+def _vllm_bench(server: VllmServer, model: Path, tmp_path: Path, *, n: int, conc: int, inp: int, out: int,
+                seed: int = 1) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != "VLLM_API_KEY"}
     env.update({"OPENAI_API_KEY": KEY, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
     argv = [sys.executable, "-c", VLLM_BENCH, "--backend", "openai", "--base-url", server.url,
             "--endpoint", "/v1/completions", "--model", str(model), "--dataset-name", "random",
             "--random-input-len", str(inp), "--random-output-len", str(out), "--num-prompts", str(n),
             "--max-concurrency", str(conc), "--request-rate", "inf", "--ignore-eos", "--disable-tqdm",
-            "--seed", "1"]
+            "--seed", str(seed), "--save-detailed"]  # --save-detailed: keep the per-request ttfts in the result
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path, check=False)
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("VLLM_BENCH_RESULT ")), None)
     assert line is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads(line.split(" ", 1)[1])
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "open bug (issue #12): at one closed-loop user on the 2-core CPU build vllmkit's median TTFT came out "
-    "33-58 ms above vLLM's benchmark in every round (66/117/120 ms vs 8/84/78 ms), throughput 0.72-0.96x; "
-    "the request timing mirrors vllm/benchmarks/lib/endpoint_request_func.py and TCP_NODELAY is set, so "
-    "the cause is not found yet - kept visible instead of widening the tolerance"))
+def _by_delivery(pairs: list[tuple[float, float]]) -> dict[str, list[float]]:
+    """TTFTs (ms) split by how the server delivered the answer: "streamed" (the first token came before
+    half of the request's time) or "burst" (the tokens came together near the end: see the test)."""
+    out: dict[str, list[float]] = {"streamed": [], "burst": []}
+    for ttft_s, e2e_s in pairs:
+        out["streamed" if ttft_s < 0.5 * e2e_s else "burst"].append(ttft_s * 1000)
+    return out
+
+
 def test_agrees_with_vllms_own_benchmark(served, tmp_path: Path) -> None:
-    """Same server, same workload (random, 64 in / 32 out, one closed-loop user, 40 requests), measured
-    in three rounds of back-to-back runs: vLLM's benchmark, then vllmkit. Per round the ratio
-    vllmkit/vLLM of output tokens/s and the difference of median TTFT; the median over rounds must be
-    within 25 % (throughput) and within 50 % or 30 ms (TTFT).
-    One user: on this 2-core box the clients share the cores with the server, and with several users
-    the client's own CPU (httpx/asyncio here, aiohttp in vLLM's benchmark) becomes part of what is
-    measured (ratios of 0.4-0.8 seen at 4 users under load); with one user both clients mostly wait
-    for the server, so what is compared is how they time the same requests. Why 25 %: the server's
-    speed drifts by up to +-40 % between back-to-back runs of a few seconds on a shared box (vLLM's
-    benchmark against itself), the median over three rounds halves that, and the two clients differ
-    in prompt content (token ids vs decoded random text, 64 tokens either way). A timing bug (TTFT
-    from the wrong clock, throughput over the wrong duration, token counts guessed from text) moves
-    them by more than that."""
+    """Same server, same workload (random, 64 in / 32 out, one closed-loop user, 40 requests per run):
+    three rounds of vllmkit, vLLM's benchmark, vllmkit (each run with its own prompt seed). vllmkit
+    brackets vLLM in every round, so a drift of the shared box's load over the minutes of the test
+    weighs on both clients alike; fresh prompts per run keep prefix caching out of it (64-token prompts
+    are below the CPU build's block size anyway: 0 prefix-cache hits measured).
+
+    Why TTFT is compared per delivery mode (issue #12): on this 2-core box, shared with other jobs,
+    the CPU build often holds a request's tokens back and delivers all 32 in one burst at the end (the
+    engine core's own TTFT on /metrics stays 6-8 ms; strace of the API server shows the engine core's
+    outputs for the whole request arriving in one read ~80 ms after the request was sent; giving the
+    server processes a 0.5 ms GIL switch interval cut the bursts from 24-25/30 to 0-7/30 requests at
+    moderate load, so the outputs wait for a thread that does not get the GIL/CPU in time). A client
+    then sees TTFT = e2e (~80-120 ms) instead of ~10-25 ms, and whole runs flip between the two modes
+    with the box's load: vLLM's benchmark against itself, back to back, gave 8 vs 84 ms, and 83 vs
+    113 / 95 vs 75 / 108 vs 82 ms. That flip, not the client, was the 33-58 ms gap this test used to
+    report: with the two clients interleaved request by request on one server (same moments, same
+    mode) vllmkit's TTFT median was +1.4 to +7 ms over vLLM's (82.0 vs 80.6, 111.9 vs 107.8, 100.7 vs
+    94.5 ms) and e2e likewise. So each request is classed by how it was delivered and the medians are
+    compared within a class both clients saw (>= 10 requests each).
+
+    Tolerances: output tokens/s (tokens over run time, pooled per client) within 25 %: the server's
+    speed swung 161-338 tok/s between back-to-back runs of vLLM's own benchmark; bracketing and
+    pooling three rounds cut that, and a throughput over the wrong duration (warm-up, start-up
+    included) or token counts from text move it by more. TTFT within max(15 ms, 30 %) of vLLM's per
+    class: the per-run medians of one client within one mode spread by 25-37 % (burst) and 8-28 ms
+    (streamed) here; a TTFT from the wrong clock (before prompt building, across a new connection, or
+    from the last token) moves it by more than that."""
     server, model = served
     env = _env(tmp_path)
     n = 40
@@ -175,23 +194,44 @@ def test_agrees_with_vllms_own_benchmark(served, tmp_path: Path) -> None:
     # an observer effect of its own, not a difference in how the two clients time requests)
     args = ["bench", server.url, "--api-key", KEY, "-c", "1", "-n", str(n), "--input-len", "64", "--output-len", "32",
             "--warmup", "4", "--metrics-interval", "0", "--no-store", "--json"]
-    ratios, ttft_diffs, lines = [], [], []
-    for _ in range(3):
-        theirs = _vllm_bench(server, model, tmp_path, n=n, conc=1, inp=64, out=32)
-        proc = vllmkit(env, *args)
+
+    def ours(seed: int) -> dict[str, Any]:
+        proc = vllmkit(env, *args, "--seed", str(seed))
         assert proc.returncode == 0, proc.stderr[-3000:]
-        ours = json.loads(proc.stdout)["data"]["points"][0]
-        assert theirs["completed"] == n and theirs["total_output_tokens"] == n * 32
-        assert ours["completed"] == n and ours["output_tokens"] == n * 32
-        ratios.append(ours["output_tokens_per_s"] / theirs["output_throughput"])
-        ttft_diffs.append((ours["ttft_ms"]["p50"] - theirs["median_ttft_ms"], theirs["median_ttft_ms"]))
-        lines.append(f"vllmkit {ours['output_tokens_per_s']:.0f} tok/s TTFT {ours['ttft_ms']['p50']:.1f} ms | "
-                     f"vLLM {theirs['output_throughput']:.0f} tok/s TTFT {theirs['median_ttft_ms']:.1f} ms")
+        point = json.loads(proc.stdout)["data"]["points"][0]
+        assert point["completed"] == n and point["output_tokens"] == n * 32
+        return point
+
+    mine: list[dict[str, Any]] = []
+    theirs: list[dict[str, Any]] = []
+    lines = []
+    for r in range(3):
+        before = ours(100 + 2 * r)
+        ref = _vllm_bench(server, model, tmp_path, n=n, conc=1, inp=64, out=32, seed=200 + r)
+        after = ours(101 + 2 * r)
+        assert ref["completed"] == n and ref["total_output_tokens"] == n * 32
+        mine += [before, after]
+        theirs.append(ref)
+        lines.append(f"r{r}: vllmkit {before['output_tokens_per_s']:.0f}/{after['output_tokens_per_s']:.0f} tok/s "
+                     f"TTFT {before['ttft_ms']['p50']:.1f}/{after['ttft_ms']['p50']:.1f} ms | vLLM "
+                     f"{ref['output_throughput']:.0f} tok/s TTFT {ref['median_ttft_ms']:.1f} ms")
+    our_tps = sum(p["output_tokens"] for p in mine) / sum(p["duration_s"] for p in mine)
+    their_tps = sum(t["total_output_tokens"] for t in theirs) / sum(t["duration"] for t in theirs)
+    our_ttft = _by_delivery([(s["ttft_s"], s["e2e_s"]) for p in mine for s in p["samples"]])
+    their_ttft = _by_delivery([(a, b) for t in theirs for a, b in zip(t["ttfts"], t["latencies"], strict=True)])
+    compared = [m for m in ("streamed", "burst") if len(our_ttft[m]) >= 10 and len(their_ttft[m]) >= 10]
+    lines.append(f"pooled: vllmkit {our_tps:.0f} tok/s, vLLM {their_tps:.0f} tok/s")
+    lines += [f"{m}: vllmkit n={len(our_ttft[m])} TTFT p50 "
+              f"{statistics.median(our_ttft[m]) if our_ttft[m] else float('nan'):.1f} ms | vLLM n={len(their_ttft[m])} "
+              f"TTFT p50 {statistics.median(their_ttft[m]) if their_ttft[m] else float('nan'):.1f} ms"
+              for m in ("streamed", "burst")]
     report = "; ".join(lines)
     print(report)
-    assert abs(statistics.median(ratios) - 1) <= 0.25, report
-    diff, ref = sorted(ttft_diffs, key=lambda d: abs(d[0]))[1]  # the median by size
-    assert abs(diff) <= max(30.0, 0.5 * ref), report
+    assert abs(our_tps / their_tps - 1) <= 0.25, report
+    assert compared, "no delivery mode with >= 10 requests from both clients: " + report
+    for mode in compared:
+        diff = statistics.median(our_ttft[mode]) - statistics.median(their_ttft[mode])
+        assert abs(diff) <= max(15.0, 0.3 * statistics.median(their_ttft[mode])), f"{mode}: " + report
 
 
 def test_wrong_key_is_an_auth_error(served, tmp_path: Path) -> None:
