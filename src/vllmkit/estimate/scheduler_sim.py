@@ -38,7 +38,7 @@ class SchedulerLimits:
     kv_capacity_tokens: int
     chunked_prefill: bool = True
     # V1 prefix caching (on by default): a preempted request's blocks are freed but stay cached, so its
-    # recompute is a cache hit unless they were evicted meanwhile; it only needs the KV room back
+    # recompute is a cache hit on whatever of them was not evicted meanwhile (see `simulate`)
     prefix_caching: bool = True
 
 
@@ -172,7 +172,10 @@ def simulate(
     decode_start_ctx = [0] * n
     epoch = [0] * n
     failed = [False] * n  # rejected: the prompt alone exceeds the KV cache
-    cached = [False] * n  # preempted with its blocks still in the prefix cache
+    cached = [False] * n  # preempted with (some of) its blocks possibly still in the prefix cache
+    cached_len = [0] * n  # tokens it had computed when preempted
+    evict_mark = [0.0] * n  # value of `allocated` at which its first freed block gets reused
+    allocated = 0.0  # tokens allocated from the free-block queue so far (the eviction clock)
     prefilling: dict[int, None] = {}  # running requests still in their prompt (scheduling order)
     running: dict[int, str] = {}  # insertion order = scheduling order; value "prefill" | "decode"
     finish_at: dict[int, list[tuple[int, int]]] = {}
@@ -201,23 +204,37 @@ def simulate(
     def ctx_of(i: int) -> int:
         return decode_start_ctx[i] + (step - decode_start_step[i])
 
-    def preempt_last() -> None:
+    def preempt_last(in_use: float) -> int:
+        """Preempt the newest running request (V1 `Scheduler.schedule`: `self.running.pop()`) with
+        `in_use` KV slots allocated right now; returns its index.
+
+        Its blocks go back to the free-block queue but keep their prefix-cache hashes. The queue hands
+        out blocks oldest-freed first (vllm/v1/core/block_pool.py `get_new_blocks` pops the head;
+        `free_blocks` appends at the tail, a request's blocks in reverse so its tail goes first), so
+        the request's blocks survive until the free blocks ahead of them plus its own tail have been
+        reallocated: with F slots free before it was preempted, after A more allocated slots its first
+        max(0, computed - max(0, A - F)) tokens are still a cache hit."""
         nonlocal decoders, ctx_sum, prefill_kv, preemptions
         i, state = running.popitem()
         if state == "decode":
             made = step - decode_start_step[i]
             generated[i] += made
-            ctx_sum -= decode_start_ctx[i] + made
+            computed = decode_start_ctx[i] + made
+            ctx_sum -= computed
             decoders -= 1
             epoch[i] += 1
         else:
+            computed = prefill_done[i]
             prefill_kv -= prefill_done[i]
             prefilling.pop(i, None)
         prefill_target[i] = input_lens[i] + generated[i]
         prefill_done[i] = 0
-        cached[i] = limits.prefix_caching
+        cached[i] = limits.prefix_caching and computed > 0
+        cached_len[i] = computed
+        evict_mark[i] = allocated + max(cap - in_use, 0.0)
         waiting.appendleft(i)
         preemptions += 1
+        return i
 
     while completed < n:
         if step > MAX_STEPS:
@@ -234,17 +251,27 @@ def simulate(
 
         # 1. running decodes grow by one token each; preempt the newest until they fit
         while decoders and ctx_sum + decoders + prefill_kv > cap and len(running) > 1:
-            preempt_last()
+            preempt_last(ctx_sum + prefill_kv)
         budget = limits.max_num_batched_tokens - decoders
         prefill_tokens = 0
         pairs = 0.0
         chunks: list[tuple[int, int]] = []
         used = ctx_sum + decoders + prefill_kv
-        # 2. partially prefilled running requests continue
-        for i in prefilling:
+        # 2. partially prefilled running requests continue; one that cannot get a single new slot
+        # preempts the newest running request (possibly itself), as V1 does for any running request
+        for i in list(prefilling):
             if budget <= 0:
                 break
+            if i not in prefilling:
+                continue  # preempted below by an older one
             rem = prefill_target[i] - prefill_done[i]
+            while cap - used < 1 and len(running) > 1:
+                victim = preempt_last(used)
+                used -= cached_len[victim]
+                if victim == i:
+                    break
+            if i not in prefilling:
+                continue
             c = min(rem, budget, max(int(cap - used), 0))
             if c <= 0:
                 continue
@@ -259,14 +286,17 @@ def simulate(
                 break
             i = waiting[0]
             if cached[i]:
-                # prefix-cache hit on its own freed blocks: only the last token is recomputed
-                if used + prefill_target[i] > cap:
+                # prefix-cache hit on those of its freed blocks not yet reallocated (full 16-token
+                # blocks; at least the last token is recomputed)
+                hit = cached_len[i] - max(allocated - evict_mark[i], 0.0)
+                hit = min(int(max(hit, 0.0)) // 16 * 16, prefill_target[i] - 1)
+                if used + hit + min(prefill_target[i] - hit, budget) > cap:
                     blocked = "kv-capacity"
                     break
                 cached[i] = False
-                prefill_done[i] = prefill_target[i] - 1
-                prefill_kv += prefill_done[i]
-                used += prefill_done[i]
+                prefill_done[i] = hit
+                prefill_kv += hit
+                used += hit
             rem = prefill_target[i] - prefill_done[i]
             if not limits.chunked_prefill and rem > budget:
                 blocked = "batched-tokens"
@@ -286,6 +316,7 @@ def simulate(
         for i, c in chunks:
             prefill_tokens += c
             pairs += c * (prefill_done[i] + c / 2.0)
+        allocated += decoders + prefill_tokens
         if decoders == 0 and prefill_tokens == 0:
             if waiting and not running:
                 # one prompt longer than the whole cache: vLLM rejects it; drop it as failed
