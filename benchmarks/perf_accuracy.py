@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from vllmkit.arch.model import QuantFacts
-from vllmkit.engine.versions import rules_for
+from vllmkit.engine.versions import parse_version, rules_for
 from vllmkit.estimate.perf import Efficiency, naive_roofline_tpot
 from vllmkit.estimate.serving import SHAREGPT_MEAN_INPUT, SHAREGPT_MEAN_OUTPUT, Workload
 from vllmkit.hardware.profiles import load_profiles, resolve_gpu
@@ -156,6 +156,13 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
                           "derived")
     tp, pp = int(row.get("tp") or 1), int(row.get("pp") or 1)
     flags = " ".join(str(row.get(k) or "") for k in ("server_cmd", "config_note", "notes"))
+    # dstack's comparison CSVs record the server settings as columns, which the rows' notes copy as
+    # "server settings: max-num-batched-tokens 512, max-num-seqs 512, ..." (no leading dashes): read
+    # them as the flags they are ("default" means not passed)
+    m = re.search(r"server settings:([^|]*)", flags)
+    if m:
+        for name, value in re.findall(r"([a-z][a-z-]+) (\d+|TRUE|FALSE)\b", m.group(1)):
+            flags += f" --{name}={value.capitalize() if value in ('TRUE', 'FALSE') else value}"
     tool = str(row.get("benchmark_tool") or "")
     req = PlanRequest(model=catalog_id, gpu=gpu_name, tensor_parallel_size=tp, pipeline_parallel_size=pp,
                       kv_cache_dtype=row.get("kv_cache_dtype") or "auto")
@@ -182,7 +189,9 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         ev = at_length(prep, min(32768, variant.arch.native_max_model_len))
     perf = candidate_perf(variant.arch, ev, settings, variant.label, profile, base=FITTED_EFFICIENCY,
                           vllm_version=rules.version)
-    perf.limits = replace(perf.limits, chunked_prefill=chunked)
+    # the V0 engine (vLLM < 0.8) without chunked prefill runs prompts and decodes in separate steps
+    perf.limits = replace(perf.limits, chunked_prefill=chunked,
+                          mixed_batches=chunked or parse_version(rules.version) >= (0, 8, 0))
 
     m = row["measured"]
     n = row.get("num_prompts") or m.get("successful_requests") or 1000

@@ -130,6 +130,9 @@ class Efficiency:
     """Achievable fractions of the datasheet peaks and fixed costs, for one GPU + precision."""
 
     bandwidth: float = 0.75  # fraction of peak memory bandwidth a decode step achieves
+    # fraction at which the GEMMs stream their weights; None: `bandwidth` (efficiency_for sets it per
+    # compute precision, PRECISION_BANDWIDTH_FACTOR); the KV cache / attention reads use `bandwidth`
+    weight_bandwidth: float | None = None
     compute: float = 0.55  # fraction of dense peak FLOPs a prefill-heavy step achieves
     step_overhead_s: float = 2.5e-3  # per engine step (scheduler, sampling, launches)
     per_seq_overhead_s: float = 2.0e-5  # per running sequence per step
@@ -163,6 +166,14 @@ FAMILY_PRIORS: dict[str, tuple[float, float, float]] = {
 # arXiv 2408.11743, fig. 1: speedup over FP16 falls from ~3.9x at batch 16 to ~1.5x at 128 and below
 # 1x past that).
 KERNEL_COMPUTE_FACTOR = {"dense": 1.0, "w8a16": 0.8, "w4a16": 0.6}
+# FP8 GEMMs (W8A8, per-token dynamic activation scales) reach a lower fraction of their peaks than
+# BF16 ones, measured on an H200 with Llama-3.1-8B-shaped linear layers (benchmarks/gpu_probe.py,
+# benchmarks/data/gpu-probe-h200.json): at 1-8 tokens the FP8 weights stream at 2.93 TB/s against
+# 3.55 TB/s for BF16 (mean over M = 1, 2, 4, 8: ratio 0.826, so FP8 decode is ~1.65x faster than BF16,
+# not 2x), and at 1024-8192 tokens FP8 plateaus at 1189 TFLOP/s = 0.601 of 1979 against BF16's
+# 659 TFLOP/s = 0.666 of 989.5 (ratio 0.902). The fitted fractions are BF16 ones; these scale them.
+PRECISION_BANDWIDTH_FACTOR = {"fp8": 0.826}
+PRECISION_COMPUTE_FACTOR = {"fp8": 0.902}
 
 
 def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
@@ -170,10 +181,13 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
     bw, comp, over = FAMILY_PRIORS.get(gpu.family, (1.0, 1.0, 1.0))
     if gpu.vendor == "amd" and vllm_version is not None and vllm_version < (0, 8, 0):
         bw, comp = bw * base.rocm_legacy, comp * base.rocm_legacy
+    precision = model.compute_precision if model.weight_kernel == "dense" else ""
     return replace(
         base,
         bandwidth=min(base.bandwidth * bw, 0.95),
-        compute=min(base.compute * comp * KERNEL_COMPUTE_FACTOR.get(model.weight_kernel, 1.0), 0.95),
+        weight_bandwidth=min(base.bandwidth * bw * PRECISION_BANDWIDTH_FACTOR.get(precision, 1.0), 0.95),
+        compute=min(base.compute * comp * KERNEL_COMPUTE_FACTOR.get(model.weight_kernel, 1.0)
+                    * PRECISION_COMPUTE_FACTOR.get(precision, 1.0), 0.95),
         step_overhead_s=base.step_overhead_s * over,
         per_seq_overhead_s=base.per_seq_overhead_s * over,
     )
@@ -213,9 +227,10 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
     and `prefill_tokens` prompt tokens whose attention covers `prefill_pairs` (query, key) pairs."""
     tokens = decode + prefill_tokens
     bw = gpu.bandwidth_bytes_s * eff.bandwidth
+    wbw = gpu.bandwidth_bytes_s * (eff.weight_bandwidth or eff.bandwidth)
     peak = gpu.peak_flops(model.compute_precision) * eff.compute
     # linear layers (GEMMs): weights streamed once per step, 2 FLOPs per parameter per token
-    gemm_mem = model.weight_bytes_read(tokens) / bw
+    gemm_mem = model.weight_bytes_read(tokens) / wbw
     gemm_flops = model.flops(tokens, 0.0)
     if model.is_moe and model.active_params > 0:
         # the routed-expert share of the FLOPs runs as grouped GEMMs at a lower rate
@@ -238,6 +253,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     """`step_cost` as a closure over precomputed constants (the scheduler simulation calls it once per
     step): returns (seconds, compute_bound). Same arithmetic as step_cost."""
     bw = gpu.bandwidth_bytes_s * eff.bandwidth
+    wbw = gpu.bandwidth_bytes_s * (eff.weight_bandwidth or eff.bandwidth)
     peak = gpu.peak_flops(model.compute_precision) * eff.compute
     dense_b, expert_b = float(model.dense_bytes), float(model.expert_bytes)
     miss = 1.0 - model.experts_per_token / model.num_experts if model.is_moe else 1.0
@@ -259,7 +275,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     def fn(decode: int, context_sum: float, prefill: int, pairs: float) -> tuple[float, bool]:
         tokens = decode + prefill
         wbytes = dense_b + (expert_b * (1.0 - miss ** tokens) if expert_b else 0.0)
-        gemm_mem = wbytes / bw
+        gemm_mem = wbytes / wbw
         gemm_cmp = flop_tok * tokens / peak
         kv = full_tb * context_sum + state_b * decode
         for tb, w in windowed:

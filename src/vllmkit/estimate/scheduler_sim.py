@@ -40,6 +40,10 @@ class SchedulerLimits:
     # V1 prefix caching (on by default): a preempted request's blocks are freed but stay cached, so its
     # recompute is a cache hit on whatever of them was not evicted meanwhile (see `simulate`)
     prefix_caching: bool = True
+    # False: the V0 engine without chunked prefill (vLLM < 0.8, vllm/core/scheduler.py
+    # `_schedule_default`): a step that admits prompts runs only prompts (the whole budget is theirs)
+    # and the running decodes wait; decodes run only in steps with no prompt to admit
+    mixed_batches: bool = True
 
 
 @dataclass
@@ -185,6 +189,7 @@ def simulate(
 
     t = 0.0
     step = 0
+    dstep = 0  # steps in which the running decodes advanced (all of them unless mixed_batches=False)
     preemptions = 0
     max_running = 0
     run_time_weighted = 0.0
@@ -202,7 +207,7 @@ def simulate(
     done_tpot: list[float] = []
 
     def ctx_of(i: int) -> int:
-        return decode_start_ctx[i] + (step - decode_start_step[i])
+        return decode_start_ctx[i] + (dstep - decode_start_step[i])
 
     def preempt_last(in_use: float) -> int:
         """Preempt the newest running request (V1 `Scheduler.schedule`: `self.running.pop()`) with
@@ -217,7 +222,7 @@ def simulate(
         nonlocal decoders, ctx_sum, prefill_kv, preemptions
         i, state = running.popitem()
         if state == "decode":
-            made = step - decode_start_step[i]
+            made = dstep - decode_start_step[i]
             generated[i] += made
             computed = decode_start_ctx[i] + made
             ctx_sum -= computed
@@ -252,7 +257,7 @@ def simulate(
         # 1. running decodes grow by one token each; preempt the newest until they fit
         while decoders and ctx_sum + decoders + prefill_kv > cap and len(running) > 1:
             preempt_last(ctx_sum + prefill_kv)
-        budget = limits.max_num_batched_tokens - decoders
+        budget = limits.max_num_batched_tokens - (decoders if limits.mixed_batches else 0)
         prefill_tokens = 0
         pairs = 0.0
         chunks: list[tuple[int, int]] = []
@@ -316,7 +321,6 @@ def simulate(
         for i, c in chunks:
             prefill_tokens += c
             pairs += c * (prefill_done[i] + c / 2.0)
-        allocated += decoders + prefill_tokens
         if decoders == 0 and prefill_tokens == 0:
             if waiting and not running:
                 # one prompt longer than the whole cache: vLLM rejects it; drop it as failed
@@ -329,7 +333,9 @@ def simulate(
             t = max(t, pending[0][0])
             continue
 
-        seconds, compute_bound = step_fn(decoders, ctx_sum, prefill_tokens, pairs)
+        step_decodes = decoders if (limits.mixed_batches or not chunks) else 0
+        allocated += step_decodes + prefill_tokens
+        seconds, compute_bound = step_fn(step_decodes, ctx_sum if step_decodes else 0.0, prefill_tokens, pairs)
         seconds = max(seconds, 1e-7)
         run_time_weighted += len(running) * seconds
         kv_frac = min(used / cap, 1.0)
@@ -342,13 +348,15 @@ def simulate(
             limited[blocked] += seconds
         t += seconds
         step += 1
-        produced = decoders
+        produced = step_decodes
         # decodes: every decoding request made one token
-        ctx_sum += decoders
-        for i, ep in finish_at.pop(step, ()):
+        ctx_sum += step_decodes
+        if step_decodes:
+            dstep += 1
+        for i, ep in (finish_at.pop(dstep, ()) if step_decodes else ()):
             if ep != epoch[i] or running.get(i) != "decode":
                 continue
-            made = step - decode_start_step[i]
+            made = dstep - decode_start_step[i]
             generated[i] += made
             ctx_sum -= decode_start_ctx[i] + made
             decoders -= 1
@@ -393,11 +401,11 @@ def simulate(
                 continue
             running[i] = "decode"
             decoders += 1
-            decode_start_step[i] = step
+            decode_start_step[i] = dstep
             # tokens in the cache: the prompt (+ earlier outputs); the new token is written next step
             decode_start_ctx[i] = prefill_target[i]
             ctx_sum += decode_start_ctx[i]
-            finish_at.setdefault(step + remaining, []).append((i, epoch[i]))
+            finish_at.setdefault(dstep + remaining, []).append((i, epoch[i]))
         out_total += produced
         cum_t.append(t)
         cum_out.append(out_total)
