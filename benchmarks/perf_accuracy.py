@@ -299,17 +299,23 @@ def errors(pred: dict[str, float], measured: dict[str, float]) -> dict[str, tupl
 PARAMS = ("bandwidth", "compute", "step_overhead_s", "per_seq_overhead_s", "moe_compute", "request_overhead_s",
           "rocm_legacy", "moe_width_ref")
 PROBE = DATA_DIR / "gpu-probe-h200.json"
+PROBE_SHAPES = DATA_DIR / "gpu-probe-h200-shapes.json"
 
 
-def probe_ceilings(path: Path = PROBE) -> tuple[float, float]:
-    """(bandwidth, compute) fractions of the H200 datasheet peaks that its BF16 linear layers reached
-    on a real H200 (benchmarks/gpu_probe.py): the best weight-streaming rate at any token count and the
-    best FLOP rate. A whole engine step (GEMMs + attention + everything else) cannot run its GEMMs
-    faster than the GEMMs alone, so the fitted fractions are bounded by these."""
-    probe = json.loads(path.read_text(encoding="utf-8"))
+def probe_ceilings() -> tuple[float, float]:
+    """(bandwidth, compute) fractions of the H200 datasheet peaks that a real H200 reached
+    (benchmarks/gpu_probe.py, gpu_probe_shapes.py): the device-to-device copy rate (the GEMMs' fixed
+    per-kernel cost is modelled apart, estimate/perf.py GEMM_KERNEL_S, so their weight stream is bounded
+    by the copy) and the best BF16 linear-layer FLOP rate of any shape and token count. A whole engine
+    step cannot run its GEMMs faster than the kernels alone, so the fitted fractions stay below these."""
+    probe = json.loads(PROBE.read_text(encoding="utf-8"))
+    shapes = json.loads(PROBE_SHAPES.read_text(encoding="utf-8"))
     rows = [r for r in probe["linear_layers"]["rows"] if r["precision"] == "bf16"]
+    for timing in ("graphs", "eager"):
+        for shape in shapes[timing].values():
+            rows += [r for r in shape["rows"] if r["precision"] == "bf16"]
     h200 = resolve_gpu("h200", profiles=load_profiles(include_user_config=False))
-    bw = max(r["weight_bytes_per_s"] for r in rows) / (h200.memory_bandwidth_gbps * 1e9)
+    bw = probe["copy_bytes_per_s"] / (h200.memory_bandwidth_gbps * 1e9)
     flops = max(r["flops_per_s"] for r in rows) / (h200.tflops_bf16 * 1e12)
     return bw, flops
 

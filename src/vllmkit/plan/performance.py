@@ -212,7 +212,6 @@ def calibrated_efficiency(base: Efficiency, gpu: GpuPerf, model: ModelPerf, limi
     return replace(
         eff,
         bandwidth=min(eff.bandwidth * k, 0.98),
-        weight_bandwidth=min((eff.weight_bandwidth or eff.bandwidth) * k, 0.98),
         compute=min(eff.compute * k, 0.98),
         step_overhead_s=eff.step_overhead_s / k,
         per_seq_overhead_s=eff.per_seq_overhead_s / k,
