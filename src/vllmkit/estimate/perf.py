@@ -161,6 +161,10 @@ class Efficiency:
     quant_kernel_s: float = 1.4e-6
     # ROCm builds of vLLM before 0.8 (no AITER kernels, V0 engine) ran far below the roofline on MI300X
     rocm_legacy: float = 0.35
+    # the V0 engine (vLLM < 0.8) processes every running sequence's output (sampling results,
+    # detokenisation, output objects; with --disable-frontend-multiprocessing the HTTP stream too)
+    # synchronously in its step loop; V1 moved that to the front-end process and overlaps it
+    v0_seq_factor: float = 1.0
     source: str = "estimated"
     note: str = ""
 
@@ -210,6 +214,7 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
     bw, comp, over = FAMILY_PRIORS.get(gpu.family, (1.0, 1.0, 1.0))
     if gpu.vendor == "amd" and vllm_version is not None and vllm_version < (0, 8, 0):
         bw, comp = bw * base.rocm_legacy, comp * base.rocm_legacy
+    seq = base.v0_seq_factor if vllm_version is not None and vllm_version < (0, 8, 0) else 1.0
     precision = model.compute_precision if model.weight_kernel == "dense" else ""
     return replace(
         base,
@@ -217,7 +222,7 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
         compute=min(base.compute * comp * KERNEL_COMPUTE_FACTOR.get(model.weight_kernel, 1.0)
                     * PRECISION_COMPUTE_FACTOR.get(precision, 1.0), 0.95),
         step_overhead_s=base.step_overhead_s * over,
-        per_seq_overhead_s=base.per_seq_overhead_s * over,
+        per_seq_overhead_s=base.per_seq_overhead_s * over * seq,
     )
 
 

@@ -31,7 +31,7 @@ from vllmkit.estimate.scheduler_sim import SchedulerLimits
 from vllmkit.estimate.serving import ServingPrediction, Workload, predict
 
 # Efficiencies fitted on the public vLLM runs in benchmarks/data (benchmarks/perf_accuracy.py --fit-all,
-# 2026-11-30: 120 Nelder-Mead iterations with two restarts, at most 16 runs per publisher; its
+# 2026-11-30: 120 Nelder-Mead iterations with two restarts, at most 12 runs per publisher; its
 # leave-one-source-out report is the accuracy on runs not fitted on). NVIDIA datacenter baseline;
 # estimate/perf.py FAMILY_PRIORS adjusts other families. bandwidth and compute are bounded by what an
 # H200 measured (benchmarks/data/gpu-probe-h200*.json): the 4.28 TB/s copy rate (0.892 of 4.8 TB/s; the
@@ -39,14 +39,15 @@ from vllmkit.estimate.serving import ServingPrediction, Workload, predict
 # the fit put bandwidth at its bound. The per-kernel GEMM / quantisation costs are measured, not fitted.
 FITTED_EFFICIENCY = Efficiency(
     bandwidth=0.8917,
-    compute=0.6014,
-    step_overhead_s=3.474e-3,
-    per_seq_overhead_s=4.9e-5,
+    compute=0.5797,
+    step_overhead_s=2.647e-3,
+    per_seq_overhead_s=4.58e-5,
     allreduce_latency_s=1.2e-5,
-    moe_compute=0.611,
-    moe_width_ref=960.0,
-    request_overhead_s=0.0133,
-    rocm_legacy=0.316,
+    moe_compute=0.941,
+    moe_width_ref=858.0,
+    request_overhead_s=0.0139,
+    rocm_legacy=0.304,
+    v0_seq_factor=5.81,
     source="estimated",
     note="fitted on public vLLM runs of 8 publishers (benchmarks/perf_accuracy.py --fit-all), bounded by the "
          "GEMM ceilings measured on an H200",

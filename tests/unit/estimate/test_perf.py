@@ -131,6 +131,17 @@ def test_family_priors_and_legacy_rocm() -> None:
     assert efficiency_for(base, H100, awq).compute < efficiency_for(base, H100, DENSE).compute
 
 
+def test_v0_engines_pay_more_per_running_sequence() -> None:
+    # vLLM < 0.8 (V0) processes every sequence's output in its step loop: the per-sequence cost is
+    # v0_seq_factor x V1's. 64 decodes, 20 us x 5 = 100 us each: 6.4 ms instead of 1.28 ms
+    base = Efficiency(bandwidth=0.8, compute=0.5, step_overhead_s=0.0, per_seq_overhead_s=20e-6, v0_seq_factor=5.0)
+    v1 = step_cost(DENSE, H100, efficiency_for(base, H100, DENSE, (0, 11, 0)), decode=64, context_sum=0)
+    v0 = step_cost(DENSE, H100, efficiency_for(base, H100, DENSE, (0, 6, 3)), decode=64, context_sum=0)
+    assert v1.overhead_s == pytest.approx(64 * 20e-6)
+    assert v0.overhead_s == pytest.approx(64 * 100e-6)
+    assert v0.seconds - v1.seconds == pytest.approx(64 * 80e-6)
+
+
 models = st.builds(
     lambda dense, ctx_tb, tp: ModelPerf(tp=tp, pp=1, layers=32, hidden_size=4096, dense_bytes=dense,
                                         active_params=dense / 2, attn_flops_per_pair=4 * 32 * 128 * 32 / tp,
