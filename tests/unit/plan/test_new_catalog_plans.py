@@ -115,12 +115,11 @@ def test_glm46_fits_eight_h200_not_eight_h100() -> None:
 def test_qwen35_27b_one_h100_not_one_rtx4090() -> None:
     # 55,562,855,904 B = 51.75 GiB < 0.92 x 79.19 = 72.85 GiB (H100), > 0.92 x 23.64 = 21.75 GiB (RTX 4090).
     # The checkpoint includes the MTP block (text_config.mtp_num_hidden_layers = 1: 424,699,392 params =
-    # 849,398,784 B) that vLLM loads only for qwen3_5_mtp speculation; the planner reads
-    # mtp_num_hidden_layers at the top level of config.json only (plan/variants.mtp_layers), so for
-    # Qwen3.5 it keeps the block: at most 1.6 % more than vLLM loads (conservative).
+    # 849,398,784 B) that vLLM loads only for qwen3_5_mtp speculation; the planner reads it from
+    # text_config and subtracts an average-sized layer + fc (tests/unit/plan/test_mtp_text_config.py)
     plan = _plan("Qwen/Qwen3.5-27B", "h100", 1)
     assert plan.fits
-    assert 55_562_855_904 - 849_398_784 <= plan.memory.weights_bytes <= 55_562_855_904
+    assert plan.memory.weights_bytes == pytest.approx(55_562_855_904 - 849_398_784, rel=0.002)
     assert not _plan("Qwen/Qwen3.5-27B", "rtx-4090", 1).fits
 
 
