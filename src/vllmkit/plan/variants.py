@@ -31,6 +31,10 @@ def variant_label(meta: ModelMetadata, arch: ModelArch) -> str:
         method == "compressed-tensors" and q.bits == 8 and (q.weight_format or "").startswith("float")
     ):
         return "fp8"
+    if method == "modelopt":  # NVIDIA ModelOpt FP8 family (quant_algo FP8 / FP8_PB_WO / FP8_PER_CHANNEL_PER_TOKEN)
+        return "fp8"
+    if method == "modelopt_fp4":
+        return "nvfp4"
     if method in ("awq", "awq_marlin"):
         return "awq"
     if method in ("gptq", "gptq_marlin"):

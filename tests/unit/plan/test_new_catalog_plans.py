@@ -138,3 +138,28 @@ def test_qwen35_397b_fits_eight_h200_not_eight_h100() -> None:
     # lower bound: the text model split 8 ways; upper: the whole checkpoint split 8 ways plus the vision
     # tower (912,020,960 B in the inventory) kept whole on every rank
     assert (806_795_875_168 - 13_191_136_256) / 8 * 0.999 <= per_gpu <= 806_795_875_168 / 8 + 912_020_960
+
+
+def test_deepseek_r1_0528_plans_like_r1() -> None:
+    # same config and bytes as DeepSeek-R1: 626.9 GiB served (MTP layer skipped) > 0.92 x 8 x 79.19 GiB
+    # (H100), 78.4 GiB per H200 at TP=8
+    assert not _plan("deepseek-ai/DeepSeek-R1-0528", "h100", 8).fits
+    plan = _plan("deepseek-ai/DeepSeek-R1-0528", "h200", 8)
+    assert plan.fits
+    assert plan.memory.weights_bytes == pytest.approx(673_150_611_808 / 8, rel=0.01)
+
+
+def test_nvidia_llama33_fp8_one_h100_not_one_l40s_and_fp8_kv() -> None:
+    # 72,656,376,832 B = 67.67 GiB < 0.92 x 79.19 = 72.85 GiB (H100); > the 44.4 GiB an L40S has in all
+    assert _plan("nvidia/Llama-3.3-70B-Instruct-FP8", "h100", 1).fits
+    assert not _plan("nvidia/Llama-3.3-70B-Instruct-FP8", "l40s", 1).fits
+    # the checkpoint declares an FP8 KV cache (kv_cache_quant_algo FP8), which vLLM uses under
+    # --kv-cache-dtype auto: 80 layers x (K + V) x 4 KV heads per rank x 128 x 1 B at TP=2; the RedHatAI
+    # FP8-dynamic checkpoint declares none, so its KV cache stays BF16 (2 B)
+    nv = build_plan(PlanRequest(model="nvidia/Llama-3.3-70B-Instruct-FP8", source="catalog", gpu="h100",
+                                tensor_parallel_size=2), ENV)
+    rh = build_plan(PlanRequest(model="RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", source="catalog", gpu="h100",
+                                tensor_parallel_size=2), ENV)
+    assert nv.kv_cache.bytes_per_token == 80 * 2 * 4 * 128 * 1
+    assert rh.kv_cache.bytes_per_token == 80 * 2 * 4 * 128 * 2
+    assert nv.memory.weights_bytes == pytest.approx(72_656_376_832 / 2, rel=0.001)
