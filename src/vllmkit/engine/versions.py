@@ -49,6 +49,9 @@ class VersionRules:
     mla_cache: bool  # DeepSeek-V2/V3 cache the compressed latent (else full per-head K and V)
     mm_tower_skipped_at_zero_limit: bool  # a zero --limit-mm-per-prompt skips loading the tower
     language_model_only_flag: bool  # --language-model-only exists
+    # --kv-cache-dtype auto follows a KV scheme the checkpoint declares (else: the model dtype)
+    modelopt_kv_scheme_auto: bool = True  # ModelOpt kv_cache_quant_algo
+    ct_kv_scheme_auto: bool = True  # compressed-tensors kv_cache_scheme
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -87,6 +90,13 @@ def rules_for(version: str) -> VersionRules:
         mm_tower_skipped_at_zero_limit=v >= (0, 28, 0),
         # 0.28.0 engine/arg_utils.py adds --language-model-only (MultiModalConfig.language_model_only)
         language_model_only_flag=v >= (0, 28, 0),
+        # engine/arg_utils.py create_engine_config resolves "auto" with
+        # utils/torch_utils.resolve_kv_cache_dtype_string (ModelOpt kv_cache_quant_algo -> fp8_e4m3)
+        # in the 0.14.0 wheel, not in 0.13.0 (vllm#29980, "Load kv-cache dtype from hf_quant_config.json")
+        modelopt_kv_scheme_auto=v >= (0, 14, 0),
+        # attention/layer.py "llm-compressor mdls need to set cache_dtype to fp8 manually"
+        # (quant_config.kv_cache_scheme -> cache_dtype "fp8") is in the 0.15.0 wheel, not in 0.14.0
+        ct_kv_scheme_auto=v >= (0, 15, 0),
     )
 
 

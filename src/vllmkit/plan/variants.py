@@ -51,9 +51,23 @@ def _weights(meta: ModelMetadata, arch: ModelArch) -> tuple[int, str]:
         return files, "measured"
     return estimate_param_bytes(arch), "estimated"
 
+def kv_scheme_followed(arch: ModelArch, rules: VersionRules) -> ModelArch:
+    """Drop a checkpoint-declared KV scheme that this vLLM release does not apply under
+    --kv-cache-dtype auto (older releases keep the model dtype; see engine/versions.py)."""
+    q = arch.quantization
+    if q is None or not q.kv_cache_scheme:
+        return arch
+    followed = (rules.modelopt_kv_scheme_auto if q.method.startswith("modelopt")
+                else rules.ct_kv_scheme_auto if q.method == "compressed-tensors" else True)
+    if followed:
+        return arch
+    return arch.model_copy(update={"quantization": q.model_copy(update={"kv_cache_scheme": None})})
+
+
 def make_variant(meta: ModelMetadata, rules: VersionRules) -> Variant:
     arch = read_arch(meta.config, tokenizer_config=meta.tokenizer_config, yarn_scaled_max_len=rules.yarn_scales_max_len,
                      mla_cache=rules.mla_cache)
+    arch = kv_scheme_followed(arch, rules)
     total, src = _weights(meta, arch)
     return Variant(variant_label(meta, arch), meta, arch, total, src)
 

@@ -163,3 +163,30 @@ def test_nvidia_llama33_fp8_one_h100_not_one_l40s_and_fp8_kv() -> None:
     assert nv.kv_cache.bytes_per_token == 80 * 2 * 4 * 128 * 1
     assert rh.kv_cache.bytes_per_token == 80 * 2 * 4 * 128 * 2
     assert nv.memory.weights_bytes == pytest.approx(72_656_376_832 / 2, rel=0.001)
+
+
+@pytest.mark.parametrize(("version", "kv_bytes"), [("0.13.0", 2), ("0.14.0", 1), ("0.28.0", 1)])
+def test_modelopt_fp8_kv_follows_auto_from_0_14(version: str, kv_bytes: int) -> None:
+    # vLLM 0.13.0's arg_utils keeps "auto" = the model dtype; 0.14.0 resolves it from the checkpoint's
+    # kv_cache_quant_algo (utils/torch_utils.resolve_kv_cache_dtype_string), read from the wheels
+    plan = build_plan(PlanRequest(model="nvidia/Llama-3.3-70B-Instruct-FP8", source="catalog", gpu="h100",
+                                  tensor_parallel_size=2, vllm_version=version), ENV)
+    assert plan.kv_cache.bytes_per_token == 80 * 2 * 4 * 128 * kv_bytes
+
+
+@pytest.mark.parametrize(("version", "scheme"), [("0.14.0", None), ("0.15.0", "fp8")])
+def test_compressed_tensors_kv_scheme_applies_from_0_15(version: str, scheme: str | None) -> None:
+    # the llm-compressor FP8-KV layout (RedHatAI/*-FP8-KV: kv_cache_scheme float 8-bit, per tensor, static);
+    # vLLM 0.15.0's attention layer sets cache_dtype "fp8" for it, 0.14.0 does not
+    from vllmkit.engine.versions import rules_for
+    from vllmkit.hub.catalog import entry_to_metadata, find_entry
+    from vllmkit.plan.variants import make_variant
+
+    entry = find_entry("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic")
+    assert entry is not None
+    meta = entry_to_metadata(entry)
+    qc = dict(meta.config["quantization_config"])
+    qc["kv_cache_scheme"] = {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": False, "symmetric": True}
+    meta = meta.model_copy(update={"config": {**meta.config, "quantization_config": qc}})
+    q = make_variant(meta, rules_for(version)).arch.quantization
+    assert q is not None and q.kv_cache_scheme == scheme
