@@ -193,9 +193,10 @@ def plan_request(model: str, flags: PlanFlags, **extra: Any):  # -> PlanRequest
     return PlanRequest(model=model, **request_overrides(flags), **extra)
 
 
-def make_plan(req: Any, env: dict[str, str], *, min_concurrency: float | None = None,
+def make_plan(req: Any, env: dict[str, str], endpoint: Any = None, *, min_concurrency: float | None = None,
               perf: Any = None):  # -> PlanResult
-    """Plan `req` with the local calibrations (unless VLLMKIT_NO_CALIBRATION=1) and the serve line."""
+    """Plan `req` with the local calibrations (unless VLLMKIT_NO_CALIBRATION=1) and the serve line
+    (`endpoint`: serve's host / port / name; the defaults for `plan`)."""
     from vllmkit.launch.command import attach_serve_command
     from vllmkit.plan.service import build_plan
 
@@ -205,4 +206,4 @@ def make_plan(req: Any, env: dict[str, str], *, min_concurrency: float | None = 
 
         calibration = functools.partial(lookup_terms, env=env)
     plan = build_plan(req, env, min_concurrency=min_concurrency, calibration=calibration, perf=perf)
-    return attach_serve_command(plan, req)
+    return attach_serve_command(plan, req, endpoint)

@@ -36,11 +36,6 @@ class PlanRequest(BaseModel):
     block_size: int | None = None
     enforce_eager: bool = False
     enable_prefix_caching: bool | None = None
-    served_model_name: str | None = None
-    host: str = "127.0.0.1"
-    port: int = 8000
-    api_key: str | None = None  # never serialised in clear (see launch.command)
-    generation_config_vllm: bool = False
     profiles_dir: str | None = None
     # serving features (issue 14): the model family's tool-call / reasoning parsers, on by default
     tools: bool = True
