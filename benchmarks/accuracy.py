@@ -17,6 +17,12 @@ summary therefore also reports leave-one-source-out (LOSO) errors: for each sour
 blog post ...), the constant is refitted on the other sources' rows (the median residual shift) and
 that source's rows are predicted with it; weights of the rows a factor was taken from are excluded.
 Logs added later (benchmarks/data/collected-startup-logs-2.jsonl) are fully held out.
+
+Start/fail verdicts: a row "starts" when the plan fits (vLLM's KV check, and no refusal for free
+memory below the request) and no CUDA-graph capture OOM is predicted for releases that capture
+after sizing the KV cache. Facts the log shows about the machine travel with the row
+(README-public-startup-logs.md): whether FlashInfer was importable (the dummy sampler's peak) and
+the memory in use before profiling (V0 0.6.4) or at start (V1 >= 0.9.1).
 """
 
 from __future__ import annotations
