@@ -26,11 +26,14 @@ ACT_INTER_FACTOR = 3  # gate_up output (2 x intermediate) + activation output (1
 SAMPLER_BYTES = 6  # fp32 logits + half-size temporaries per (sequence, vocab) in the sampler dummy run
 # The sort-based PyTorch top-k/top-p path of the dummy sampler (vllm 0.11.0 v1/sample: sampler.py
 # forward, ops/topk_topp_sampler.py apply_top_k_top_p lines 183-203), live at its peak per (row,
-# vocab) element: model-dtype logits 2 (compute_logits; V1 all-gathers the full vocabulary on every
-# TP rank, platforms/interface.py use_all_gather) + float32 copy 4 + sorted values 4 + int64 sort
-# indices 8 + top-k bool mask 1 + softmax probs_sort 4 (cumsum in place) + top-p bool mask 1 +
-# scattered result 4 = 28 bytes.
-SAMPLER_SORT_BYTES = 28
+# vocab) element, which is inside logits.sort(): model-dtype logits 2 (compute_logits; V1
+# all-gathers the full vocabulary on every TP rank, platforms/interface.py use_all_gather) +
+# float32 copy 4 + sorted values 4 + int64 indices 8 + PyTorch's int64 reverse indices 8
+# (aten/src/ATen/native/cuda/SortStable.cu segmented_sort_pairs, the path for >= 128 rows of
+# < 1,000,000 columns) + cub's alternate key and value buffers 4 + 8 (aten/src/ATen/cuda/cub.cuh
+# calls the non-DoubleBuffer cub::DeviceSegmentedRadixSort::SortPairs) = 38 bytes. After the sort
+# the top-k / top-p masks, softmax and scatter peak lower (2 + 4 + 4 + 8 + 1 + 4 + 1 + 4 = 28).
+SAMPLER_SORT_BYTES = 38
 CUDAGRAPH_BASE = 150 * MIB
 CUDAGRAPH_PER_LAYER = 4 * MIB
 
