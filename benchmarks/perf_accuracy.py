@@ -451,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", action="store_true", help="print every run's errors")
     ap.add_argument("--fit-all", action="store_true", help="also fit on every source and print the parameters")
     ap.add_argument("--iters", type=int, default=120, help="Nelder-Mead iterations per fit (two restarts)")
-    ap.add_argument("--per-source", type=int, default=16, help="training runs kept per publisher in a fit")
+    ap.add_argument("--per-source", type=int, default=12, help="training runs kept per publisher in a fit")
     ap.add_argument("--jobs", type=int, default=1, help="fits run in parallel (processes)")
     ap.add_argument("--no-fit", action="store_true", help="score the shipped parameters only (no refit)")
     args = ap.parse_args(argv)
