@@ -17,6 +17,12 @@ summary therefore also reports leave-one-source-out (LOSO) errors: for each sour
 blog post ...), the constant is refitted on the other sources' rows (the median residual shift) and
 that source's rows are predicted with it; weights of the rows a factor was taken from are excluded.
 Logs added later (benchmarks/data/collected-startup-logs-2.jsonl) are fully held out.
+
+Start/fail verdicts: a row "starts" when the plan fits (vLLM's KV check, and no refusal for free
+memory below the request) and no CUDA-graph capture OOM is predicted for releases that capture
+after sizing the KV cache. Facts the log shows about the machine travel with the row
+(README-public-startup-logs.md): whether FlashInfer was importable (the dummy sampler's peak) and
+the memory in use before profiling (V0 0.6.4) or at start (V1 >= 0.9.1).
 """
 
 from __future__ import annotations
@@ -144,11 +150,17 @@ def evaluate_row(row: dict) -> Row | None:
         quantization="fp8" if quant == "fp8" else None,
         enforce_eager=bool(row.get("enforce_eager")),
         max_num_batched_tokens=row.get("max_num_batched_tokens"),
+        flashinfer_installed=row.get("flashinfer_installed"),
     )
+    in_use = memory_in_use_from_log(req, row)
+    if in_use:
+        req = req.model_copy(update={"gpu_memory_in_use": in_use})
     # the model's own estimates, never a developer's local calibration store
     plan = build_plan(req, {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"})
     out = Row(id=row["id"], model=model_id, engine=str(row.get("engine") or ""), source=_source_key(row))
-    out.fits_pred = plan.fits
+    # a start predicted to fail KV sizing, refused at start, or to run out of memory capturing
+    # CUDA graphs after KV sizing (releases that do not budget graphs) counts as "will not start"
+    out.fits_pred = plan.fits and plan.graph_capture_oom is None
     if row.get("startup_ok") is not None:
         out.started = bool(row["startup_ok"])
     out.weights_pred = plan.memory.weights_bytes / GIB
@@ -159,6 +171,22 @@ def evaluate_row(row: dict) -> Row | None:
     out.tokens_pred = tokens_from_measured_kv(req, row)
     out.note = f"vLLM {version}, TP={req.tensor_parallel_size}, {gpu['gpu']}"
     return out
+
+
+def memory_in_use_from_log(req: PlanRequest, row: dict) -> int | None:
+    """Memory other processes hold, where the log shows it before vLLM sizes its budget:
+    - "Free memory on device (F/T GiB) on startup" (V1 >= 0.9.1 refusal, 0.32+ summary): T - F;
+    - V0 0.6.4 "Memory profiling results: ... initial_memory_usage=U" (the whole device in use after
+      loading, before profiling): U - weights - this instance's own non-torch estimate (the log does
+      not split the CUDA context from other processes; the model's constant stands for the former)."""
+    if row.get("gpu_free_at_start_gib") is not None and row.get("gpu_total_gib") is not None:
+        return int((float(row["gpu_total_gib"]) - float(row["gpu_free_at_start_gib"])) * GIB)
+    if row.get("initial_memory_usage_gib") is not None and _weights_measured(row) is not None:
+        from vllmkit.estimate.memory import estimate_non_torch
+
+        own = estimate_non_torch(req.tensor_parallel_size or 1, req.pipeline_parallel_size or 1, "nvidia").bytes
+        return max(int((float(row["initial_memory_usage_gib"]) - float(_weights_measured(row))) * GIB) - own, 0)  # type: ignore[arg-type]
+    return None
 
 
 def _source_key(row: dict) -> str:

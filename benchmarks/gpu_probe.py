@@ -82,7 +82,7 @@ def main() -> int:
     # raw copy bandwidth: 4 GiB read + 4 GiB written
     src = torch.empty(4 << 30, dtype=torch.uint8, device=dev)
     dst = torch.empty_like(src)
-    t = timed(lambda: dst.copy_(src), args.reps)
+    t = timed(lambda d=dst, s=src: d.copy_(s), args.reps)
     out["copy_bytes_per_s"] = 2 * src.numel() / t
     del src, dst
     torch.cuda.empty_cache()
@@ -106,13 +106,13 @@ def main() -> int:
             if precision == "fp8":
                 xs = {i: v.to(torch.float8_e4m3fn) for i, v in xs.items()}
 
-                def run() -> None:
+                def run(weights=weights, xs=xs, scale=scale) -> None:  # loop values bound now
                     for layer in weights:
                         for w in layer:
                             torch._scaled_mm(xs[w.shape[0]], w, scale_a=scale, scale_b=scale,
                                              out_dtype=torch.bfloat16)
             else:
-                def run() -> None:
+                def run(weights=weights, xs=xs) -> None:  # loop values bound now
                     for layer in weights:
                         for w in layer:
                             torch.mm(xs[w.shape[0]], w)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from vllmkit.arch.model import QuantFacts
-from vllmkit.engine.versions import rules_for
+from vllmkit.engine.versions import parse_version, rules_for
 from vllmkit.estimate.perf import Efficiency, naive_roofline_tpot
 from vllmkit.estimate.serving import SHAREGPT_MEAN_INPUT, SHAREGPT_MEAN_OUTPUT, Workload
 from vllmkit.hardware.profiles import load_profiles, resolve_gpu
@@ -90,6 +90,7 @@ def load_rows(paths: tuple[Path, ...] = DATA_FILES) -> list[dict[str, Any]]:
                 row = json.loads(line)
                 if row.get("id") not in seen:
                     seen.add(row.get("id"))
+                    row["_file"] = path.name
                     rows.append(row)
     return rows
 
@@ -156,6 +157,13 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
                           "derived")
     tp, pp = int(row.get("tp") or 1), int(row.get("pp") or 1)
     flags = " ".join(str(row.get(k) or "") for k in ("server_cmd", "config_note", "notes"))
+    # dstack's comparison CSVs record the server settings as columns, which the rows' notes copy as
+    # "server settings: max-num-batched-tokens 512, max-num-seqs 512, ..." (no leading dashes): read
+    # them as the flags they are ("default" means not passed)
+    m = re.search(r"server settings:([^|]*)", flags)
+    if m:
+        for name, value in re.findall(r"([a-z][a-z-]+) (\d+|TRUE|FALSE)\b", m.group(1)):
+            flags += f" --{name}={value.capitalize() if value in ('TRUE', 'FALSE') else value}"
     tool = str(row.get("benchmark_tool") or "")
     req = PlanRequest(model=catalog_id, gpu=gpu_name, tensor_parallel_size=tp, pipeline_parallel_size=pp,
                       kv_cache_dtype=row.get("kv_cache_dtype") or "auto")
@@ -182,7 +190,9 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         ev = at_length(prep, min(32768, variant.arch.native_max_model_len))
     perf = candidate_perf(variant.arch, ev, settings, variant.label, profile, base=FITTED_EFFICIENCY,
                           vllm_version=rules.version)
-    perf.limits = replace(perf.limits, chunked_prefill=chunked)
+    # the V0 engine (vLLM < 0.8) without chunked prefill runs prompts and decodes in separate steps
+    perf.limits = replace(perf.limits, chunked_prefill=chunked,
+                          mixed_batches=chunked or parse_version(rules.version) >= (0, 8, 0))
 
     m = row["measured"]
     n = row.get("num_prompts") or m.get("successful_requests") or 1000
@@ -287,8 +297,33 @@ def errors(pred: dict[str, float], measured: dict[str, float]) -> dict[str, tupl
 # --------------------------------------------------------------------------- fitting
 
 PARAMS = ("bandwidth", "compute", "step_overhead_s", "per_seq_overhead_s", "moe_compute", "request_overhead_s",
-          "rocm_legacy", "moe_width_ref")
-BOUNDS = {"bandwidth": (0.3, 0.92), "compute": (0.15, 0.9), "step_overhead_s": (2e-4, 2e-2),
+          "rocm_legacy", "moe_width_ref", "v0_seq_factor")
+PROBE = DATA_DIR / "gpu-probe-h200.json"
+PROBE_SHAPES = DATA_DIR / "gpu-probe-h200-shapes.json"
+
+
+def probe_ceilings() -> tuple[float, float]:
+    """(bandwidth, compute) fractions of the H200 datasheet peaks that a real H200 reached
+    (benchmarks/gpu_probe.py, gpu_probe_shapes.py): the device-to-device copy rate (the GEMMs' fixed
+    per-kernel cost is modelled apart, estimate/perf.py GEMM_KERNEL_S, so their weight stream is bounded
+    by the copy) and the best BF16 linear-layer FLOP rate of any shape at >= 1024 tokens. A whole engine
+    step cannot run its GEMMs faster than the kernels alone, so the fitted fractions stay below these."""
+    probe = json.loads(PROBE.read_text(encoding="utf-8"))
+    shapes = json.loads(PROBE_SHAPES.read_text(encoding="utf-8"))
+    rows = [r for r in probe["linear_layers"]["rows"] if r["precision"] == "bf16"]
+    for timing in ("graphs", "eager"):
+        for shape in shapes[timing].values():
+            rows += [r for r in shape["rows"] if r["precision"] == "bf16"]
+    h200 = resolve_gpu("h200", profiles=load_profiles(include_user_config=False))
+    bw = probe["copy_bytes_per_s"] / (h200.memory_bandwidth_gbps * 1e9)
+    # compute-bound steps are prefill chunks of >= 1024 tokens: the plateau there (a smaller GEMM can
+    # beat it by a favourable tile fit: 716 TFLOP/s once at M = 512)
+    flops = max(r["flops_per_s"] for r in rows if r["tokens"] >= 1024) / (h200.tflops_bf16 * 1e12)
+    return bw, flops
+
+
+_BW_CEIL, _FLOPS_CEIL = probe_ceilings()
+BOUNDS = {"v0_seq_factor": (1.0, 100.0), "bandwidth": (0.3, _BW_CEIL), "compute": (0.15, _FLOPS_CEIL), "step_overhead_s": (2e-4, 2e-2),
           "per_seq_overhead_s": (1e-6, 2e-4), "moe_compute": (0.1, 1.0),
           "request_overhead_s": (1e-3, 0.1), "rocm_legacy": (0.05, 1.0),
           "moe_width_ref": (64.0, 8192.0)}
@@ -312,8 +347,8 @@ def loss(cases: list[Case], theta: list[float]) -> float:
     return total
 
 
-def nelder_mead(f, x0: list[float], step: float = 0.3, iters: int = 60) -> list[float]:
-    """Plain Nelder-Mead (no scipy in the runtime); few parameters, smooth enough in log space."""
+def nelder_mead(f, x0: list[float], step: float = 0.3, iters: int = 60) -> tuple[list[float], float]:
+    """Plain Nelder-Mead (no scipy among the dependencies), deterministic; returns (best point, value)."""
     n = len(x0)
     pts = [list(x0)] + [[x0[j] + (step if j == i else 0.0) for j in range(n)] for i in range(n)]
     vals = [f(p) for p in pts]
@@ -338,7 +373,27 @@ def nelder_mead(f, x0: list[float], step: float = 0.3, iters: int = 60) -> list[
                 for i in range(1, n + 1):
                     pts[i] = [pts[0][j] + 0.5 * (pts[i][j] - pts[0][j]) for j in range(n)]
                     vals[i] = f(pts[i])
-    return pts[min(range(n + 1), key=lambda i: vals[i])]
+    best = min(range(n + 1), key=lambda i: vals[i])
+    return pts[best], vals[best]
+
+
+def minimize(f, x0: list[float], iters: int, restarts: int = 2) -> list[float]:
+    """Nelder-Mead restarted from its best point with a fresh, smaller simplex (a collapsed simplex is
+    the usual way a short run stalls), `iters` iterations in all; memoised (restarts re-evaluate
+    points) and deterministic."""
+    cache: dict[tuple[float, ...], float] = {}
+
+    def g(x: list[float]) -> float:
+        key = tuple(round(v, 12) for v in x)
+        if key not in cache:
+            cache[key] = f(x)
+        return cache[key]
+
+    best, _ = list(x0), None
+    per = max(iters // (restarts + 1), 1)
+    for r in range(restarts + 1):
+        best, _ = nelder_mead(g, best, step=0.3 / (2 ** r), iters=per)
+    return best
 
 
 def subsample(cases: list[Case], per_source: int) -> list[Case]:
@@ -355,10 +410,21 @@ def subsample(cases: list[Case], per_source: int) -> list[Case]:
 
 
 def fit(cases: list[Case], iters: int, per_source: int = 12) -> Efficiency:
-    x0 = [math.log(getattr(FITTED_EFFICIENCY, p)) for p in PARAMS]
+    start = {"v0_seq_factor": 5.0}  # V1's per-sequence cost is the reference: start the V0 factor off 1
+    x0 = [math.log(min(max(start.get(p, getattr(FITTED_EFFICIENCY, p)), BOUNDS[p][0]), BOUNDS[p][1]))
+          for p in PARAMS]
     train = subsample(cases, per_source)
-    best = nelder_mead(lambda th: loss(train, th), x0, iters=iters)
+    best = minimize(lambda th: loss(train, th), x0, iters=iters)
     return _eff(best)
+
+
+_FIT_CASES: list[Case] = []
+
+
+def _fit_fold(job: tuple[str | None, int, int]) -> tuple[str | None, Efficiency]:
+    """One fit in a worker process: on every source but `held_out` (None: on all of them)."""
+    held_out, iters, per_source = job
+    return held_out, fit([c for c in _FIT_CASES if c.source != held_out], iters, per_source)
 
 
 # --------------------------------------------------------------------------- report
@@ -384,8 +450,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--rows", action="store_true", help="print every run's errors")
     ap.add_argument("--fit-all", action="store_true", help="also fit on every source and print the parameters")
-    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--iters", type=int, default=120, help="Nelder-Mead iterations per fit (two restarts)")
     ap.add_argument("--per-source", type=int, default=12, help="training runs kept per publisher in a fit")
+    ap.add_argument("--jobs", type=int, default=1, help="fits run in parallel (processes)")
     ap.add_argument("--no-fit", action="store_true", help="score the shipped parameters only (no refit)")
     args = ap.parse_args(argv)
 
@@ -401,19 +468,32 @@ def main(argv: list[str] | None = None) -> int:
             cases.append(case)
     sources = sorted({c.source for c in cases})
     scored: list[tuple[Case, dict, dict]] = []
-    fitted: dict[str, Efficiency] = {}
+    fitted: dict[str | None, Efficiency] = {}
+    if args.no_fit:
+        fitted = {src: FITTED_EFFICIENCY for src in sources}
+    else:
+        jobs = [(src, args.iters, args.per_source) for src in sources]
+        if args.fit_all:
+            jobs.append((None, args.iters, args.per_source))
+        _FIT_CASES[:] = cases
+        if args.jobs > 1:
+            import multiprocessing
+
+            with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+                fitted = dict(pool.map(_fit_fold, jobs, chunksize=1))
+        else:
+            fitted = dict(map(_fit_fold, jobs))
     for src in sources:
-        train = [c for c in cases if c.source != src]
-        eff = FITTED_EFFICIENCY if args.no_fit else fit(train, args.iters, args.per_source)
+        eff = fitted[src]
         print(f"fold {src}: " + ", ".join(f"{p}={getattr(eff, p):.4g}" for p in PARAMS), file=sys.stderr)
-        fitted[src] = eff
         for case in (c for c in cases if c.source == src):
             scored.append((case, errors(model_prediction(case, eff), case.measured), errors(case.naive, case.measured)))
     summary = summarize(scored)
-    all_fit = fit(cases, args.iters, args.per_source) if args.fit_all else None
+    curated = summarize([t for t in scored if t[0].row.get("_file") == DATA_FILES[0].name])
+    all_fit = fitted.get(None) if args.fit_all else None
 
     if args.json:
-        print(json.dumps({"summary": summary, "skipped": skipped, "sources": len(sources), "runs": len(cases),
+        print(json.dumps({"summary": summary, "curated": curated, "skipped": skipped, "sources": len(sources), "runs": len(cases),
                           "rows": [{"id": c.row["id"], "model": {k: v for k, (_, v) in e.items()},
                                     "naive": {k: v for k, (_, v) in n.items()}} for c, e, n in scored]},
                          indent=2))
@@ -431,8 +511,10 @@ def main(argv: list[str] | None = None) -> int:
     names = {"throughput": "throughput (output tok/s, else total / req/s)", "tpot": "TPOT (median, else mean / ITL)",
              "ttft": "TTFT (mean)", "e2e": "e2e latency (mean)"}
     for fam, s in summary.items():
-        print(f"| {names[fam]} | {s['n']} | {s['model_median']:.0%} | {s['model_max']:.0%} | "
+        print(f"| {names[fam]} | {s['n']} | {s['model_median']:.1%} | {s['model_max']:.0%} | "
               f"{s['naive_median']:.0%} | {s['naive_max']:.0%} |")
+    print(f"\ncurated runs only ({DATA_FILES[0].name}): " + ", ".join(
+        f"{fam} {s['model_median']:.1%} (n={s['n']})" for fam, s in curated.items()))
     if all_fit is not None:
         print("\nfitted on every source: " + ", ".join(f"{p}={getattr(all_fit, p):.4g}" for p in PARAMS))
     print(f"\n({time.perf_counter() - started:.0f} s)", file=sys.stderr)

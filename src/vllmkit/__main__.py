@@ -1,3 +1,3 @@
-from vllmkit.cli.app import main
+from vllmkit.cli.entry import main
 
 main()

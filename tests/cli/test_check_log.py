@@ -368,3 +368,15 @@ def test_log_quoted_as_comments_is_read(env, model_dir: Path, tmp_path: Path) ->
     commented = "".join(f"#  {line}\n" for line in CPU_EXPLICIT_LOG.splitlines())
     d = envelope(run("check-log", str(write_log(tmp_path, commented, model_dir)), "--json"))["data"]
     assert d["measured"]["kv_tokens"] == d["predicted"]["kv_tokens"] == 2_097_152
+
+
+def test_free_memory_line_predicts_the_refusal(env, tmp_path: Path) -> None:
+    """vllm#20305 (0.9.1, verbatim in tests/data/logs): "Free memory on device (31.44/47.38 GiB) on
+    startup is less than desired GPU memory utilization (0.95, 45.01 GiB)". The log names no model;
+    with one given, the plan takes the 47.38 - 31.44 = 15.94 GiB in use and predicts the refusal."""
+    log = Path(__file__).resolve().parents[1] / "data" / "logs" / "diag_insufficient_free_0.9.1.log"
+    doc = envelope(run("check-log", str(log), "--model", "Qwen/Qwen3-8B", "--vllm-version", "0.9.1",
+                       "--max-model-len", "8192", "-tp", "1", "--json"))
+    notes = doc["data"]["notes"]
+    assert any("15.94 GiB in use on the GPU at start" in n for n in notes)
+    assert any(n.startswith("predicted: vLLM refuses to start") and "31.44/47.38" in n for n in notes)

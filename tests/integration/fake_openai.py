@@ -13,6 +13,7 @@ stops listening (a crashed vLLM).
 
 from __future__ import annotations
 
+import itertools
 import json
 import socket
 import threading
@@ -53,9 +54,32 @@ class FakeOpenAI:
         self.max_running_seen = 0
         self.completions: list[dict[str, Any]] = []  # request bodies, in arrival order
         self.peers: list[tuple[str, int]] = []  # the client's (host, port) of each completion: one per connection
+        # the schedule the server actually kept (time.perf_counter): when each completion request
+        # arrived and when each token chunk left. On a loaded machine the server's own sleeps
+        # overshoot, so tests compare the client's measurements with this, not with ttft_s / itl_s.
+        self.arrived_at: dict[int, float] = {}
+        self.token_sent_at: dict[int, list[float]] = {}
         self.dead = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+
+    # -- the schedule kept, per completed request (index = arrival order) --------------------------
+
+    def served(self) -> list[int]:
+        return [i for i, t in sorted(self.token_sent_at.items()) if t]
+
+    def ttft_kept(self, index: int) -> float:
+        return self.token_sent_at[index][0] - self.arrived_at[index]
+
+    def tpot_kept(self, index: int) -> float:
+        sent = self.token_sent_at[index]
+        return (sent[-1] - sent[0]) / max(len(sent) - 1, 1)
+
+    def e2e_kept(self, index: int) -> float:
+        return self.token_sent_at[index][-1] - self.arrived_at[index]
+
+    def itls_kept(self) -> list[float]:
+        return [b - a for i in self.served() for a, b in itertools.pairwise(self.token_sent_at[i])]
 
     @property
     def url(self) -> str:
@@ -143,6 +167,8 @@ class FakeOpenAI:
                     fake.started += 1
                     fake.completions.append(body)
                     fake.peers.append(self.client_address[:2])
+                    fake.arrived_at[index] = time.perf_counter()
+                    fake.token_sent_at[index] = []
                 if index in fake.fail_requests:
                     self._json(500, {"error": {"message": "boom: injected failure", "type": "InternalServerError",
                                                "code": 500}})
@@ -180,6 +206,7 @@ class FakeOpenAI:
                     self._chunk(json.dumps({"id": f"cmpl-{index}", "object": "text_completion", "model": fake.model,
                                             "choices": [{"index": 0, "text": f" t{k}", "logprobs": None,
                                                          "finish_reason": "length" if k == n - 1 else None}]}))
+                    fake.token_sent_at[index].append(time.perf_counter())
                 if fake.send_usage:
                     self._chunk(json.dumps({"id": f"cmpl-{index}", "object": "text_completion", "model": fake.model,
                                             "choices": [], "usage": {"prompt_tokens": prompt_tokens,

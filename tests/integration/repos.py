@@ -184,6 +184,17 @@ def all_repos() -> dict[str, Repo]:
         single_file("acme/tiny-llama-Instruct-FP8", {"w": ("F8_E4M3", [256, 64])}, downloads=800),
         Repo(id="TheBloke/tiny-llama-GGUF", files={"tiny-llama.Q4_K_M.gguf": gguf_bytes()}, downloads=700),
     ]
+    # an NVIDIA ModelOpt < 0.31 checkpoint: quantization only in hf_quant_config.json (published file of
+    # nvidia/Llama-3.1-70B-Instruct-FP8, aiconfigurator snapshot), FP8 weights with scalar F32 scales
+    repos.append(Repo(id="modelopt-org/small-llama-mo-fp8", files={
+        "config.json": _json(TINY_CONFIG),
+        "hf_quant_config.json": _json({"producer": {"name": "modelopt", "version": "0.23.0"},
+                                       "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8",
+                                                        "exclude_modules": ["lm_head"]}}),
+        "model.safetensors": safetensors_bytes({"model.layers.0.mlp.down_proj.weight": ("F8_E4M3", [64, 128]),
+                                                "model.layers.0.mlp.down_proj.weight_scale": ("F32", []),
+                                                "lm_head.weight": ("BF16", [256, 64])}),
+    }))
     hostile_config = {**TINY_CONFIG, "architectures": ["\x1b]0;owned\x07\x1b[2J[link=http://evil.example]Evil[/link]"],
                       "num_hidden_layers": 10**9}
     repos.append(Repo(id="acme/hostile-config", files={"config.json": _json(hostile_config)}))

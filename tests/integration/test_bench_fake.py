@@ -39,9 +39,12 @@ def _data(result) -> dict:
 
 def test_timings_follow_the_server_clock() -> None:
     """TTFT/TPOT/ITL/e2e measured against a server that waits 200 ms then 20 ms per token: bench's
-    numbers must land on the server's schedule: never below it (exact lower bounds), and above it by no
-    more than a loaded 2-core box adds (upper slack; a clock started at the wrong moment, or a TPOT
-    over the wrong token count, misses these by multiples)."""
+    numbers must land on the schedule the server kept: never below the nominal one (exact lower bounds:
+    the server sleeps at least that long), and above what the server itself recorded by no more than
+    delivery adds (a clock started at the wrong moment, or a TPOT over the wrong token count, misses by
+    multiples). Comparing with the kept schedule, not the nominal one, is what keeps this test right on
+    a loaded machine, where the server's own sleeps overshoot (TPOT 56 ms for a nominal 20 ms was seen
+    while four agents shared the two cores)."""
     server = FakeOpenAI(ttft_s=0.2, itl_s=0.02).start()
     try:
         opts = BenchOptions(target=server.url, input_len=16, output_len=11, num_prompts=5, warmup=0, store=False,
@@ -51,12 +54,16 @@ def test_timings_follow_the_server_clock() -> None:
         server.stop()
     (point,) = report.points
     assert point.completed == 5 and point.failed == 0
-    for s in point.samples:
+    assert server.served() == [0, 1, 2, 3, 4]  # one user: samples and requests in the same order
+    itl_kept = sorted(server.itls_kept())
+    for i, s in enumerate(sorted(point.samples, key=lambda x: x.start_s)):
         assert s.ok and s.output_tokens == 11 and s.input_tokens == 16
-        assert 0.2 <= s.ttft_s < 0.4
-        assert 0.02 <= s.tpot_s < 0.035
-        assert 0.4 <= s.e2e_s < 0.75
-    assert 20.0 <= point.itl_ms.p50 < 32.0
+        # delivery (connect, send, receive) adds tens of ms on a busy box; a wrong clock adds >= 200
+        assert 0.2 <= server.ttft_kept(i) <= s.ttft_s < server.ttft_kept(i) + 0.15
+        # (last - first arrival) / 10 differs from the kept spacing by the two deliveries' jitter / 10
+        assert s.tpot_s >= 0.02 and abs(s.tpot_s - server.tpot_kept(i)) < 0.01
+        assert server.e2e_kept(i) <= s.e2e_s < server.e2e_kept(i) + 0.15
+    assert point.itl_ms.p50 >= 20.0 and abs(point.itl_ms.p50 / 1e3 - itl_kept[len(itl_kept) // 2]) < 0.012
     # requests sent as vLLM's benchmark sends them: exact token ids, ignore_eos, usage in the stream
     body = server.completions[0]
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
@@ -87,7 +94,14 @@ def test_closed_loop_holds_the_concurrency_and_reads_metrics() -> None:
     assert point.verdict is not None and point.verdict.name == "compute"
     # server: 50 ms to the first token, 10 ms per token. Parsing the whole page on the event loop gave
     # TPOT p50 17-22 ms, ITL p99 ~500 ms, TTFT p99 370-610 ms here; the filtered parse 10.4 / 15 / 87.
-    assert point.tpot_ms.p50 < 14 and point.itl_ms.p99 < 150 and point.ttft_ms.p99 < 250
+    # Compared with the schedule the server kept (its sleeps overshoot on a loaded machine), the event
+    # loop may add a few ms to TPOT and ~100 ms to a tail, not the whole-page parse's 7-12 / 490 / 320+.
+    kept = sorted(server.tpot_kept(i) for i in server.served())
+    kept_ttft = sorted(server.ttft_kept(i) for i in server.served())
+    kept_itl = sorted(server.itls_kept())
+    assert point.tpot_ms.p50 / 1e3 < kept[len(kept) // 2] + 0.004
+    assert point.itl_ms.p99 / 1e3 < kept_itl[int(0.99 * (len(kept_itl) - 1))] + 0.12
+    assert point.ttft_ms.p99 / 1e3 < kept_ttft[-1] + 0.15
 
 
 def test_each_user_keeps_one_connection_alive() -> None:
@@ -273,9 +287,15 @@ def test_save_csv_and_compare(tmp_path: Path) -> None:
     cmp = _bench("--compare", str(a), str(b), "--json")
     assert cmp.exit_code == 0, cmp.stdout
     metrics = {m["metric"]: m for m in _data(cmp)["points"][0]["metrics"]}
-    # 30 ms -> 10 ms per token: TPOT a third, throughput about 2.5x, far beyond noise
+    # 30 ms -> 10 ms per token: TPOT about a third, throughput about 2.5x, far beyond noise. The change
+    # expected is the one the two servers kept (their sleeps overshoot on a loaded machine: -0.51 was
+    # measured for a nominal -0.67 with four agents on two cores)
+    def kept_p50(server: FakeOpenAI) -> float:
+        values = sorted(server.tpot_kept(i) for i in server.served())
+        return values[len(values) // 2]
+
     assert metrics["tpot_p50_ms"]["call"] == "better"
-    assert metrics["tpot_p50_ms"]["change"] == pytest.approx(-0.67, abs=0.12)
+    assert metrics["tpot_p50_ms"]["change"] == pytest.approx(kept_p50(fast) / kept_p50(slow) - 1, abs=0.08)
     assert metrics["output_tokens_per_s"]["call"] == "better", metrics["output_tokens_per_s"]
     same = _bench("--compare", str(a), str(a), "--json")
     assert all(m["call"] == "same" for m in _data(same)["points"][0]["metrics"])

@@ -206,3 +206,22 @@ def test_server_ignoring_range_still_parses(hub: HubServer, hub_env: dict[str, s
     assert meta.params_by_dtype == {"F32": 3000, "U8": 300_000}
     reads = hub.byte_reads("acme/norange", "model.safetensors")
     assert [r.status for r in reads] == [200, 200]  # first probe, then the rest of the header
+
+
+def test_modelopt_hf_quant_config_read_as_vllm_does(hub: HubServer, hub_env: dict[str, str]) -> None:
+    """config.json has no quantization_config: vLLM then loads hf_quant_config.json as it
+    (vllm/transformers_utils/config.py); the plan must see FP8 weights and the FP8 KV cache it declares."""
+    from vllmkit.arch import read_arch
+
+    meta = resolve_model("modelopt-org/small-llama-mo-fp8", env=hub_env)
+    q = meta.config["quantization_config"]
+    assert q["producer"]["name"] == "modelopt" and q["quantization"]["kv_cache_quant_algo"] == "FP8"
+    assert meta.provenance["quantization_config"].endswith("hf_quant_config.json")
+    arch = read_arch(meta.config)
+    assert arch.quantization is not None
+    assert (arch.quantization.method, arch.quantization.kv_cache_scheme) == ("modelopt", "fp8")
+    # tensor bytes from the header: 64 x 128 FP8 + one F32 scale + 256 x 64 BF16
+    assert meta.tensor_bytes == 64 * 128 + 4 + 256 * 64 * 2
+    small = sorted(r.file for r in hub.requests("modelopt-org/small-llama-mo-fp8")
+                   if r.api == "hf-resolve" and not r.file.endswith(".safetensors"))
+    assert small == ["config.json", "hf_quant_config.json"]

@@ -9,6 +9,10 @@ Published: weights ~29.4 GiB; "Available KV cache memory: 131.7 GiB"; "GPU KV ca
 2,073,046 tokens"; "Maximum concurrency ... 131072 ...: 15.83x"; encoder cache of 16384 tokens.
 
 The checkpoint's config omits `layer_types`; planning it as all full attention gave 4.36x.
+
+The checkpoint also holds one MTP layer (text_config.mtp_num_hidden_layers = 1) that vLLM does not load
+without MTP speculation (vllm 0.28.0 model_executor/models/qwen3_5.py, Qwen3_5ForConditionalGeneration.
+load_weights: AutoWeightsLoader(self, skip_prefixes=["mtp."])); the planner subtracts it.
 """
 
 from __future__ import annotations
@@ -29,19 +33,33 @@ PUBLISHED = {"weights_gib": 29.4, "kv_gib": 131.7, "tokens": 2_073_046, "concurr
 ENV = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """config.json + one sparse safetensors file whose header declares the loaded weight bytes
-    the guide reports (29.4 GiB); no real bytes are written."""
-    d = tmp_path_factory.mktemp("guide004")
+# The MTP block of this checkpoint from the config's shapes, FP8 as the other linears (block 128x128,
+# F32 scales) with BF16 norms: fc (h -> 2h), gated q (2 x 24 x 256), k/v (4 x 256), o, gate/up/down
+# (17408), five h-wide norms and the q/k norms. 424,829,184 B = 0.40 GiB.
+MTP_LINEARS = [(5120, 10240), (12288, 5120), (1024, 5120), (1024, 5120), (5120, 6144), (17408, 5120),
+               (17408, 5120), (5120, 17408)]
+MTP_BYTES = (sum(o * i for o, i in MTP_LINEARS) + 4 * sum(-(-o // 128) * -(-i // 128) for o, i in MTP_LINEARS)
+             + 2 * (5 * 5120 + 2 * 256))
+# The guide's own file total for the checkpoint (§5.2 table, ModelScope .safetensors sizes / 1e9)
+GUIDE_FILES_BYTES = int(30.9e9)
+
+
+def _sparse_checkpoint(d: Path, n: int) -> Path:
     shutil.copy(DATA / "config.json", d / "config.json")
-    n = int(PUBLISHED["weights_gib"] * GIB)
     header = json.dumps({"weights": {"dtype": "U8", "shape": [n], "data_offsets": [0, n]}}).encode()
     header += b" " * (-len(header) % 8)
     with open(d / "model.safetensors", "wb") as fh:
         fh.write(struct.pack("<Q", len(header)) + header)
         fh.truncate(8 + len(header) + n)
     return d
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """config.json + one sparse safetensors file (no real bytes written) declaring the weights vLLM
+    loaded per the guide (29.4 GiB) plus the MTP block it skipped: this isolates the non-weight terms.
+    The guide's own file total (30.9 GB) is 1.2 GiB smaller than that; see the xfail below."""
+    return _sparse_checkpoint(tmp_path_factory.mktemp("guide004"), int(PUBLISHED["weights_gib"] * GIB) + MTP_BYTES)
 
 
 def _req(model_dir: Path, **extra) -> PlanRequest:
@@ -65,7 +83,9 @@ def test_tokens_and_concurrency_from_the_published_kv_budget(model_dir: Path) ->
 
 def test_weights_and_encoder_budget(model_dir: Path) -> None:
     plan = build_plan(_req(model_dir), ENV)
+    # the MTP block is read from text_config and not counted (sized as an average layer, not by shape)
     assert _close(plan.memory.weights_bytes / GIB, PUBLISHED["weights_gib"])
+    assert plan.memory.weights_bytes < PUBLISHED["weights_gib"] * GIB + MTP_BYTES / 2
     note = plan.memory.notes.get("encoder", "")
     assert f"budget {PUBLISHED['encoder_budget']} tokens" in note  # guide §4.1: 16384-token encoder cache
     assert plan.memory.encoder_bytes > 0
@@ -85,10 +105,16 @@ def test_available_kv_within_6_percent(model_dir: Path) -> None:
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "non-KV memory of this run is 11.7 GiB (172.8 requested - 29.4 - 131.7); vLLM 0.28's profile logic "
-    "attributes only ~0.2 GiB of it to the vision encoder (one 16384-token image through the ViT; the GDN "
-    "core is skipped in the profile run), the rest is unexplained without the log's breakdown "
-    "(likely ROCm piecewise graph memory, vllm#19579)"))
+    "non-KV memory of this run is 11.7 GiB (172.8 requested - 29.4 - 131.7); the planner explains ~4.2 "
+    "(activations of the 16384-token profile run 2.2, non-torch 1.4, graphs 0.4, encoder output 0.16). "
+    "Ruled out in vLLM 0.28.0's source: the GDN core (skipped while attn_metadata is None, "
+    "qwen_gdn_linear_attn.py _forward_core_rocm), the sampler over 64 rows (triton top-k/top-p, no full "
+    "sort), the mm IPC reserve (mm_ipc_gpu_memory_gb defaults to 0), the ViT peak (~2 GiB for 65,536 "
+    "patches, below the decoder's). Most likely rest: on ROCm, vLLM 0.28 measures the CUDA-graph memory "
+    "with free-memory deltas and subtracts it (gpu_worker.determine_available_memory, "
+    "profile_cudagraph_memory), and each captured piecewise hipGraph pins memory (vllm#19579: 6.32 GiB "
+    "for Llama-2-7b on MI300X; ROCm/pytorch#2286); here 19 sizes x 65 pieces. Not modelled: no ROCm "
+    "measurement of the per-piece cost on this stack (HIP 7.2)"))
 def test_available_kv_within_1_percent(model_dir: Path) -> None:
     plan = build_plan(_req(model_dir), ENV)
     assert _close(plan.memory.kv_cache_bytes / GIB, PUBLISHED["kv_gib"])
@@ -100,3 +126,14 @@ def test_text_only_does_not_load_the_vision_tower_from_0_28(model_dir: Path) -> 
     dropped = (full.memory.weights_bytes - lm_only.memory.weights_bytes) / 1e9
     # ~0.46 B bf16 parameters: public FP8 re-quantizations list the Qwen3.5-27B visual encoder at 0.9 GB
     assert 0.8 < dropped < 1.0
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "from the guide's own file total (30.9 GB = 28.78 GiB) the planner gives 28.78 GiB less the MTP block "
+    "(~28.3 GiB) while vLLM reported ~29.4 GiB loaded: 1.1 GiB more than the files minus the MTP layer "
+    "vLLM skips. No load-time growth of that size was found in vLLM 0.28's FP8 path on ROCm "
+    "(normalize_e4m3fn_to_e4m3fnuz replaces tensors in place; 'Model loading took' is "
+    "max_memory_allocated after reset_peak_memory_stats, i.e. what stays allocated)"))
+def test_weights_from_the_guides_file_total_within_1_percent(tmp_path: Path) -> None:
+    plan = build_plan(_req(_sparse_checkpoint(tmp_path, GUIDE_FILES_BYTES)), ENV)
+    assert _close(plan.memory.weights_bytes / GIB, PUBLISHED["weights_gib"])

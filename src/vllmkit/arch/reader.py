@@ -171,14 +171,24 @@ def _quantization(cfg: dict[str, Any]) -> QuantFacts | None:
     q = cfg.get("quantization_config")
     if not isinstance(q, dict):
         return None
-    method = str(q.get("quant_method") or q.get("quantization") or "unknown").lower()
+    raw_method = q.get("quant_method") or q.get("quantization")
+    producer = q.get("producer") if isinstance(q.get("producer"), dict) else {}
+    if isinstance(raw_method, dict) or (not q.get("quant_method") and producer.get("name") == "modelopt"):
+        # a ModelOpt hf_quant_config.json: vLLM sets quant_method from quantization.quant_algo
+        # (model_arch_config_convertor._normalize_quantization_config: FP8* -> modelopt, NVFP4 -> modelopt_fp4)
+        algo = str((q.get("quantization") or {}).get("quant_algo") or "").upper()
+        raw_method = "modelopt_fp4" if algo == "NVFP4" else "modelopt"
+    method = str(raw_method or "unknown").lower()
     bits = q.get("bits") or q.get("w_bit") or q.get("weight_bits")
     group = q.get("group_size") or q.get("q_group_size")
     kv_scheme = None
     kvs = q.get("kv_cache_scheme")
     if isinstance(kvs, dict) and kvs:
         kv_scheme = "fp8" if kvs.get("type") in (None, "float") and kvs.get("num_bits", 8) == 8 else str(kvs)
-    if q.get("kv_cache_quant_algo") in ("FP8", "fp8"):  # modelopt
+    # modelopt: flat (config.json since ModelOpt 0.31) or nested under "quantization" (hf_quant_config.json),
+    # as vLLM's get_kv_cache_quant_algo_string reads it (quant_cfg.get("quantization", quant_cfg))
+    inner = q.get("quantization") if isinstance(q.get("quantization"), dict) else q
+    if inner.get("kv_cache_quant_algo") in ("FP8", "fp8") or q.get("kv_cache_quant_algo") in ("FP8", "fp8"):
         kv_scheme = "fp8"
     weight_format = q.get("format") or q.get("fmt") or q.get("version")
     if method == "compressed-tensors":

@@ -258,6 +258,12 @@ def build_request(parsed: ParsedLog, m: Measurement, text: str, inputs: CheckLog
     if (device == "cpu" and gpu_memory is not None and gpu_memory == m.total_bytes and util
             and m.requested_bytes is not None):
         gpu_memory = cpu_sized_total(m.total_bytes, m.requested_bytes, float(util), notes)
+    in_use = None
+    if device != "cpu" and facts.gpu_free_bytes_at_start is not None and facts.gpu_total_bytes:
+        # "Free memory on device (F/T GiB) on startup" (0.9.1+ refusal, 0.32+ summary): what vLLM
+        # compared with total x utilization; T - F is what was in use before it sized anything
+        in_use = max(facts.gpu_total_bytes - facts.gpu_free_bytes_at_start, 0)
+        notes.append(f"{in_use / (1 << 30):.2f} GiB in use on the GPU at start (the log's 'Free memory on device' line)")
     if model is None:
         return None, picker
     if quant is not None and str(quant).lower() in ("none", "null"):
@@ -284,6 +290,7 @@ def build_request(parsed: ParsedLog, m: Measurement, text: str, inputs: CheckLog
         enforce_eager=bool(eager),
         enable_prefix_caching=facts.enable_prefix_caching,
         profiles_dir=inputs.profiles_dir,
+        gpu_memory_in_use=in_use or None,
     )
     return req, picker
 
@@ -496,6 +503,10 @@ def check_log(path: Path, inputs: CheckLogInputs, env: Mapping[str, str], *, rec
                         enforce_eager=plan.settings.enforce_eager)
     if m.kv_tokens_note:
         notes.append(f"measured KV tokens {m.kv_tokens_note}")
+    if plan is not None and plan.startup_refusal:
+        notes.append(f"predicted: vLLM refuses to start ({plan.startup_refusal})")
+    if plan is not None and plan.graph_capture_oom:
+        notes.append(f"predicted: {plan.graph_capture_oom}")
     predicted = predicted_quantities(plan) if plan is not None else Quantities()
     measured = measured_quantities(m)
     result = CheckLogResult(

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from vllmkit.errors import UsageError
-from vllmkit.estimate.serving import WORKLOAD_PRESETS, Workload
+from vllmkit.estimate.workloads import WORKLOAD_PRESETS
+
+if TYPE_CHECKING:
+    from vllmkit.estimate.serving import Workload
 
 INPUT_LEN_OPTION = typer.Option(None, "--input-len", help="Prompt tokens per request (performance estimate).")
 OUTPUT_LEN_OPTION = typer.Option(None, "--output-len", help="Generated tokens per request.")
@@ -51,6 +54,8 @@ def workload_from_flags(*, input_len: int | None, output_len: int | None, concur
         raise UsageError("--request-rate must be a positive number of requests per second", "e.g. --request-rate 5")
     if concurrency is None and request_rate is None:
         concurrency = 1
+    from vllmkit.estimate.serving import Workload
+
     return Workload(float(input_len), float(output_len), concurrency=concurrency, request_rate=request_rate, name=name)
 
 

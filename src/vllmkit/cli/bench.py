@@ -6,21 +6,25 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from vllmkit.bench.models import BenchReport
-from vllmkit.bench.service import LoadPoint
-from vllmkit.bench.stats import Slo, parse_duration, parse_slo
 from vllmkit.cli.options import JSON_OPTION
 from vllmkit.errors import ExitCode, UsageError
 from vllmkit.output import CommandResult, to_jsonable
+
+if TYPE_CHECKING:  # the bench room (httpx, the doctor's metrics) loads only when bench runs
+    from vllmkit.bench.models import BenchReport
+    from vllmkit.bench.service import LoadPoint
+    from vllmkit.bench.stats import Slo
 
 # --- parsing --------------------------------------------------------------------------------------
 
 
 def parse_points(concurrency: str | None, request_rate: str | None) -> list[LoadPoint]:
+    from vllmkit.bench.service import LoadPoint
+
     points: list[LoadPoint] = []
     for part in (concurrency or "").split(","):
         if not part.strip():
@@ -46,6 +50,8 @@ def parse_points(concurrency: str | None, request_rate: str | None) -> list[Load
 
 
 def _slo(text: str | None) -> Slo:
+    from vllmkit.bench.stats import Slo, parse_slo
+
     if not text:
         return Slo()
     try:
@@ -139,6 +145,8 @@ def register(app: typer.Typer) -> None:
         dur = None
         if duration is not None:
             try:
+                from vllmkit.bench.stats import parse_duration
+
                 dur = parse_duration(duration)
             except ValueError:
                 raise UsageError(f"--duration {duration!r} is not a duration", "e.g. --duration 60s") from None

@@ -46,6 +46,8 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     "max_num_batched_tokens": (int | None, typer.Option(None, "--max-num-batched-tokens", help="Token budget of one scheduler step (default: vLLM's for the GPU).", rich_help_panel=_P)),
     "block_size": (int | None, typer.Option(None, "--block-size", help="KV block size in tokens (default: the backend's).", rich_help_panel=_P)),
     "enforce_eager": (bool | None, typer.Option(None, "--enforce-eager/--no-enforce-eager", help="Disable CUDA graphs (saves their memory, slower decode).", show_default=False, rich_help_panel=_P)),
+    "gpu_memory_in_use": (str | None, typer.Option(None, "--gpu-memory-in-use", help="Memory other processes already hold on each GPU, e.g. 4GiB (vLLM before 0.9.1 counts it against its budget; later ones refuse to start when it leaves too little).", rich_help_panel=_P)),
+    "flashinfer": (bool | None, typer.Option(None, "--flashinfer/--no-flashinfer", help="Whether FlashInfer is installed beside vLLM (0.8-0.11.0 sample without a large sort when it is; default: looked up for the installed vLLM, else assumed installed).", show_default=False, rich_help_panel=_P)),
     "enable_prefix_caching": (bool | None, typer.Option(None, "--enable-prefix-caching/--no-enable-prefix-caching", help="Prefix caching (default: vLLM's for the model).", show_default=False, rich_help_panel=_P)),
     # issue 14: serving features from the model-family presets (profiles/presets)
     "tools": (bool | None, typer.Option(None, "--tools/--no-tools", help="Turn on the model family's tool-call parser (default: on when it has one).", show_default=False, rich_help_panel=_P)),
@@ -175,7 +177,9 @@ def request_overrides(flags: PlanFlags) -> dict[str, Any]:
     out = flags.given()
     if "max_model_len" in out:
         out["max_model_len"] = parse_max_model_len(flags.max_model_len)
-    for name in ("gpu_memory", "kv_cache_memory_bytes"):
+    if "flashinfer" in out:
+        out["flashinfer_installed"] = out.pop("flashinfer")
+    for name in ("gpu_memory", "kv_cache_memory_bytes", "gpu_memory_in_use"):
         if name in out:
             out[name] = parse_bytes(out[name], "--" + name.replace("_", "-"))
     from vllmkit.cli._features import FEATURE_FIELDS, parse_features
@@ -193,9 +197,10 @@ def plan_request(model: str, flags: PlanFlags, **extra: Any):  # -> PlanRequest
     return PlanRequest(model=model, **request_overrides(flags), **extra)
 
 
-def make_plan(req: Any, env: dict[str, str], *, min_concurrency: float | None = None,
+def make_plan(req: Any, env: dict[str, str], endpoint: Any = None, *, min_concurrency: float | None = None,
               perf: Any = None):  # -> PlanResult
-    """Plan `req` with the local calibrations (unless VLLMKIT_NO_CALIBRATION=1) and the serve line."""
+    """Plan `req` with the local calibrations (unless VLLMKIT_NO_CALIBRATION=1) and the serve line
+    (`endpoint`: serve's host / port / name; the defaults for `plan`)."""
     from vllmkit.launch.command import attach_serve_command
     from vllmkit.plan.service import build_plan
 
@@ -205,4 +210,4 @@ def make_plan(req: Any, env: dict[str, str], *, min_concurrency: float | None = 
 
         calibration = functools.partial(lookup_terms, env=env)
     plan = build_plan(req, env, min_concurrency=min_concurrency, calibration=calibration, perf=perf)
-    return attach_serve_command(plan, req)
+    return attach_serve_command(plan, req, endpoint)

@@ -80,28 +80,29 @@ def register(app: typer.Typer) -> None:
         from vllmkit.launch.command import check_serve_flags
 
         check_serve_flags(host, port, health_timeout)
+        from vllmkit.launch.command import ServeEndpoint
+
         env = dict(os.environ)
-        overrides = {k: v for k, v in dict(
+        endpoint = ServeEndpoint(**{k: v for k, v in dict(
             host=host, port=port, served_model_name=served_model_name,
             generation_config_vllm=generation_config_vllm or None,
-        ).items() if v is not None}  # fmt: skip
+        ).items() if v is not None})  # fmt: skip
 
         def replan(model: str):  # -> (PlanRequest, PlanResult)
-            req = plan_request(model, flags, **overrides)
-            return req, make_plan(req, env)
+            req = plan_request(model, flags)
+            return req, make_plan(req, env, endpoint)
 
         # prefix caching and the serving features (issue 14) may be switched on a saved plan too
-        # (like host/port); other flags re-plan
+        # (the endpoint is never part of a plan); other flags re-plan
         switches = ("enable_prefix_caching", "tools", "reasoning")
         given = {k: v for k, v in flags.given().items() if k not in switches}
         with waiting(f"planning {target} ..."):
             req, plan = load_or_plan(target, given, replan)
-        req = req.model_copy(update=overrides)
         req = req.model_copy(update={k: v for k, v in flags.given().items() if k in switches})
         options = svc.ServeOptions(
             detach=detach, smoke=not no_smoke, health_timeout_s=health_timeout, launcher=launcher,  # type: ignore[arg-type]
             python=python, visible_devices=_parse_devices(devices), extra_args=list(vllm_arg),
-            check_flags=not no_check_flags, no_auth=no_auth, api_key_file=api_key_file,
+            check_flags=not no_check_flags, no_auth=no_auth, api_key_file=api_key_file, endpoint=endpoint,
         )  # fmt: skip
 
         if export is not None:
@@ -131,7 +132,7 @@ def register(app: typer.Typer) -> None:
             info(f"launcher: {prep.launcher.reason}; flags checked: {prep.flags_checked}")
         info(prep.command.shell())
         if prep.api_key.origin == "generated":
-            warn(f"--host {req.host} is reachable from other machines: generated an API key (use --no-auth to skip)")
+            warn(f"--host {endpoint.host} is reachable from other machines: generated an API key (use --no-auth to skip)")
 
         from vllmkit.calibration.checklog import record_startup
 

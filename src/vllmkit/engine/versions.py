@@ -49,6 +49,20 @@ class VersionRules:
     mla_cache: bool  # DeepSeek-V2/V3 cache the compressed latent (else full per-head K and V)
     mm_tower_skipped_at_zero_limit: bool  # a zero --limit-mm-per-prompt skips loading the tower
     language_model_only_flag: bool  # --language-model-only exists
+    # --kv-cache-dtype auto follows a KV scheme the checkpoint declares (else: the model dtype)
+    modelopt_kv_scheme_auto: bool = True  # ModelOpt kv_cache_quant_algo
+    ct_kv_scheme_auto: bool = True  # compressed-tensors kv_cache_scheme
+    # --- start/fail verdicts (issue 13 round 2) --------------------------------------------------
+    # memory other processes hold on the GPU is charged to this vLLM's non-torch memory (the KV
+    # budget shrinks by it) instead of being left out of the budget
+    others_charged_to_budget: bool = False
+    # the worker refuses to start when the free memory at start is below total x utilization
+    refuses_when_free_below_requested: bool = False
+    # the profile run's dummy sampler (top-k = vocab-1, top-p 0.9 over min(max_num_seqs,
+    # max_num_batched_tokens) rows) takes the sort-based PyTorch top-k/top-p path: always, or only
+    # when FlashInfer cannot be imported
+    sampler_sorts_by_default: bool = False
+    sampler_sorts_without_flashinfer: bool = False
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -87,6 +101,31 @@ def rules_for(version: str) -> VersionRules:
         mm_tower_skipped_at_zero_limit=v >= (0, 28, 0),
         # 0.28.0 engine/arg_utils.py adds --language-model-only (MultiModalConfig.language_model_only)
         language_model_only_flag=v >= (0, 28, 0),
+        # engine/arg_utils.py create_engine_config resolves "auto" with
+        # utils/torch_utils.resolve_kv_cache_dtype_string (ModelOpt kv_cache_quant_algo -> fp8_e4m3)
+        # in the 0.14.0 wheel, not in 0.13.0 (vllm#29980, "Load kv-cache dtype from hf_quant_config.json")
+        modelopt_kv_scheme_auto=v >= (0, 14, 0),
+        # attention/layer.py "llm-compressor mdls need to set cache_dtype to fp8 manually"
+        # (quant_config.kv_cache_scheme -> cache_dtype "fp8") is in the 0.15.0 wheel, not in 0.14.0
+        ct_kv_scheme_auto=v >= (0, 15, 0),
+        # 0.6.4.post1 worker/worker.py determine_num_available_blocks: total_allocated_bytes =
+        # mem_get_info total - free (the whole device), non_torch = that - torch allocated, so memory
+        # of other processes counts as this instance's (vllm#11230 reports the regression); 0.6.5
+        # measures from the free memory at init_device (memory_profiling baseline, vllm#10511).
+        # V1 0.8.5 / 0.9.0 v1/worker/gpu_worker.py determine_available_memory (lines 200-210 in
+        # 0.8.5) does the same device-wide subtraction; 0.9.1 switched to the init snapshot.
+        others_charged_to_budget=((0, 6, 4) <= v < (0, 6, 5)) or ((0, 8, 0) <= v < (0, 9, 1)),
+        # 0.9.1 v1/worker/gpu_worker.py init_device: init_snapshot, "Free memory on device (%s/%s
+        # GiB) on startup is less than desired GPU memory utilization" (ValueError); not in 0.9.0
+        refuses_when_free_below_requested=v >= (0, 9, 1),
+        # v1/worker/gpu_model_runner.py _dummy_sampler_run (0.8.2 ... 0.32) samples with
+        # top_k=vocab-1, top_p=0.9. v1/sample/ops/topk_topp_sampler.py: 0.8-0.11.0 use FlashInfer
+        # when it imports (pip wheels list flashinfer-python only under the "flashinfer" extra), else
+        # apply_top_k_top_p sorts; 0.11.1-0.16 make FlashInfer opt-in (VLLM_USE_FLASHINFER_SAMPLER=1,
+        # vllm#26859) so the sort path is the default; 0.17.0 uses the Triton top-k/top-p kernel for
+        # batches >= 8 (apply_top_k_top_p: "if HAS_TRITON and logits.shape[0] >= 8").
+        sampler_sorts_by_default=(0, 11, 1) <= v < (0, 17, 0),
+        sampler_sorts_without_flashinfer=(0, 8, 0) <= v < (0, 11, 1),
     )
 
 
@@ -135,6 +174,20 @@ def installed_vllm_version(env: Mapping[str, str] | None = None) -> tuple[str, s
         except metadata.PackageNotFoundError:
             continue
     return None
+
+
+def flashinfer_importable() -> bool | None:
+    """Whether FlashInfer is installed next to vllmkit (its distribution), without importing it;
+    None when no vLLM is installed here either (nothing to say about the serving machine)."""
+    if installed_vllm_version() is None:
+        return None
+    for dist in ("flashinfer-python", "flashinfer"):
+        try:
+            metadata.version(dist)
+            return True
+        except metadata.PackageNotFoundError:
+            continue
+    return False
 
 
 def resolve_version(requested: str | None, env: Mapping[str, str] | None = None) -> tuple[str, str]:

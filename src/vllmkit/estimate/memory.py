@@ -24,6 +24,16 @@ NON_TORCH_ROCM_EXTRA = 256 * MIB  # HIP runtime / hipBLASLt workspaces
 ACT_HIDDEN_FACTOR = 4  # live hidden-size bf16 buffers (residual, norm out, attn out …) per token
 ACT_INTER_FACTOR = 3  # gate_up output (2 x intermediate) + activation output (1 x) per token, bf16
 SAMPLER_BYTES = 6  # fp32 logits + half-size temporaries per (sequence, vocab) in the sampler dummy run
+# The sort-based PyTorch top-k/top-p path of the dummy sampler (vllm 0.11.0 v1/sample: sampler.py
+# forward, ops/topk_topp_sampler.py apply_top_k_top_p lines 183-203), live at its peak per (row,
+# vocab) element, which is inside logits.sort(): model-dtype logits 2 (compute_logits; V1
+# all-gathers the full vocabulary on every TP rank, platforms/interface.py use_all_gather) +
+# float32 copy 4 + sorted values 4 + int64 indices 8 + PyTorch's int64 reverse indices 8
+# (aten/src/ATen/native/cuda/SortStable.cu segmented_sort_pairs, the path for >= 128 rows of
+# < 1,000,000 columns) + cub's alternate key and value buffers 4 + 8 (aten/src/ATen/cuda/cub.cuh
+# calls the non-DoubleBuffer cub::DeviceSegmentedRadixSort::SortPairs) = 38 bytes. After the sort
+# the top-k / top-p masks, softmax and scatter peak lower (2 + 4 + 4 + 8 + 1 + 4 + 1 + 4 = 28).
+SAMPLER_SORT_BYTES = 38
 CUDAGRAPH_BASE = 150 * MIB
 CUDAGRAPH_PER_LAYER = 4 * MIB
 
@@ -62,9 +72,12 @@ def estimate_non_torch(tp: int, pp: int, vendor: str) -> MemoryTerm:
     return MemoryTerm(bytes=b, source="estimated", note=note)
 
 
-def estimate_activation(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int) -> MemoryTerm:
+def estimate_activation(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int,
+                        sampler_sort: bool = False) -> MemoryTerm:
     """Peak of the profile run: the larger of one forward over max_num_batched_tokens and the
-    sampler dummy run over max_num_seqs rows (they run one after the other)."""
+    sampler dummy run over min(max_num_seqs, max_num_batched_tokens) rows (they run one after the
+    other). sampler_sort: the dummy sampler takes the sort-based top-k/top-p path
+    (SAMPLER_SORT_BYTES per row x vocab element; engine/versions.py says in which releases)."""
     inter = arch.intermediate_size or 4 * arch.hidden_size
     if arch.moe is not None and arch.moe.moe_intermediate_size:
         # fused-MoE: routed tokens x top-k through the expert MLP
@@ -72,12 +85,13 @@ def estimate_activation(arch: ModelArch, *, tp: int, max_num_batched_tokens: int
     inter_rank = max(inter // tp, 1)
     hidden_part = max_num_batched_tokens * arch.hidden_size * 2 * ACT_HIDDEN_FACTOR
     inter_part = max_num_batched_tokens * inter_rank * 2 * ACT_INTER_FACTOR
-    sampler = min(max_num_seqs, max_num_batched_tokens) * arch.vocab_size * SAMPLER_BYTES
-    return MemoryTerm(
-        bytes=max(hidden_part + inter_part, sampler),
-        source="estimated",
-        note=f"profile run over {max_num_batched_tokens} batched tokens + sampler over {max_num_seqs} sequences",
-    )
+    rows = min(max_num_seqs, max_num_batched_tokens)
+    sampler = rows * arch.vocab_size * (SAMPLER_SORT_BYTES if sampler_sort else SAMPLER_BYTES)
+    note = f"profile run over {max_num_batched_tokens} batched tokens + sampler over {max_num_seqs} sequences"
+    if sampler_sort and sampler > hidden_part + inter_part:
+        note = (f"sampler dummy run: sort-based top-k/top-p over {rows} x {arch.vocab_size} logits "
+                f"({SAMPLER_SORT_BYTES} B each)")
+    return MemoryTerm(bytes=max(hidden_part + inter_part, sampler), source="estimated", note=note)
 
 
 def estimate_cudagraph(layers_on_rank: int) -> MemoryTerm:
@@ -86,6 +100,37 @@ def estimate_cudagraph(layers_on_rank: int) -> MemoryTerm:
         source="estimated",
         note="CUDA graph pool for the default capture sizes",
     )
+
+
+# CUDA graphs captured after the KV cache is allocated, in releases that do not budget them
+# (engine/versions.py cudagraph_counted False): vllm 0.8.5 v1/worker/gpu_worker.py
+# determine_available_memory (lines 165-212) has no graph term, and compile_or_warm_up_model (lines
+# 228-242) captures after initialize_from_config allocated the KV cache. The capture then has to fit
+# in what the budget leaves: total - requested, plus the profile run's activation peak, which
+# torch.cuda.empty_cache() (line 200) hands back before the KV cache is sized.
+# Capture memory per piecewise graph (one per capture size and per piece between attention /
+# mixer layers) from the public logs' "Graph capturing finished in N secs, took X GiB" (rows in
+# benchmarks/data/collected-startup-logs*.jsonl: 0.26-1.0 MiB; median of the eight V1 rows below
+# 0.20 = 0.39 MiB): Qwen2-7B 0.10.1.1 0.26/0.34, Qwen3-30B-A3B TP4 PP2 0.10.1.2 0.38, gpt-oss-120b
+# TP4 0.10.1.1 0.40, Qwen3-235B TP8 0.10.2 0.55, Qwen3-Next TP2 0.10.2 0.74, granite-4.0-micro
+# 0.11.0 0.27, Qwen3-8B 0.9.2 0.92.
+GRAPH_CAPTURE_PER_GRAPH = int(0.39 * MIB)
+V1_CAPTURE_SIZES = [1, 2, 4, *range(8, 513, 8)]  # 0.8.5 config.py _set_cudagraph_sizes (V1), <= max_num_batched_tokens
+
+
+def unbudgeted_graph_capture(*, pieces: int, max_num_batched_tokens: int) -> MemoryTerm:
+    """What capturing the default V1 piecewise CUDA graphs takes: capture sizes x pieces x the
+    per-graph median of public logs."""
+    sizes = sum(1 for s in V1_CAPTURE_SIZES if s <= max_num_batched_tokens)
+    graphs = sizes * max(pieces, 1)
+    return MemoryTerm(bytes=graphs * GRAPH_CAPTURE_PER_GRAPH, source="estimated",
+                      note=f"{sizes} capture sizes x {pieces} piecewise graphs, ~0.39 MiB each (public logs)")
+
+
+def graph_capture_headroom(budget: MemoryBudget, in_use_by_others_bytes: int = 0) -> int:
+    """Free memory when unbudgeted CUDA graphs are captured: total - requested - memory other
+    processes hold (when it was not already charged to the budget) + the released activation peak."""
+    return budget.total_bytes - budget.requested_bytes - in_use_by_others_bytes + budget.activation.bytes
 
 
 def kv_budget(

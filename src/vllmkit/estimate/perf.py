@@ -3,9 +3,16 @@
 An engine step runs `decode` sequences (one token each) and `prefill` tokens (chunked prefill) through
 the model on every rank at once. Its time is a roofline plus fixed costs:
 
-    t_step = pp * (max(gemm_memory, gemm_compute) + max(attn_memory, attn_compute)) + t_allreduce + t_overhead
+    t_step = pp * (gemm(gemm_memory, gemm_compute) + kernels + max(attn_memory, attn_compute)) + t_allreduce + t_overhead
 
 GEMMs and attention are separate kernels, so each is its own roofline and their times add.
+- gemm(m, c) = sqrt(m^2 + c^2): a GEMM does not switch sharply from streaming its weights to being
+  compute bound; between the two (M ~ 64-1024 tokens) it is slower than either roofline. Measured on
+  an H200 with Llama-3.1-8B-shaped layers (benchmarks/data/gpu-probe-h200.json), this blend matches
+  every token count from 1 to 8192 within 6 % (BF16) / 9 % (FP8); max(m, c) is 19 % / 17 % fast at
+  M = 256.
+- kernels: every GEMM kernel has a fixed cost inside a CUDA graph (GEMM_KERNEL_S, measured), and W8A8
+  layers add an activation-quantisation kernel before each GEMM (QUANT_KERNEL_S): 4 GEMMs per layer.
 - memory: bytes read per rank / (peak bandwidth x achievable fraction). Bytes = dense weights of the
   rank (read once per step whatever the batch) + routed-expert weights actually touched (a batch of B
   tokens touches E * (1 - (1 - k/E)^B) of the E experts of a layer, in expectation) + the KV cache /
@@ -27,6 +34,7 @@ precision by physically motivated priors, or "calibrated" from what `vllmkit ben
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from math import sqrt
 
 # --------------------------------------------------------------------------- inputs
 
@@ -84,6 +92,14 @@ class ModelPerf:
     weight_kernel: str = "dense"  # dense | w4a16 | w8a16 (weight-only kernels dequantise on the fly)
     moe_layers: int = 0
     expert_width: int = 0  # one expert's intermediate size on this rank (moe_intermediate_size / tp)
+    gemm_kernels: int = 0  # GEMM kernels per step on a rank of the busiest stage; 0: 4 per layer
+
+    def kernels_seconds(self, eff: Efficiency) -> float:
+        """Fixed kernel costs of the linear layers of one step on one stage: GEMMs, plus W8A8's
+        activation quantisation before each."""
+        n = self.gemm_kernels or GEMMS_PER_LAYER * self.layers
+        quant = self.weight_kernel == "dense" and self.compute_precision in ("fp8", "int8")
+        return n * (eff.gemm_kernel_s + (eff.quant_kernel_s if quant else 0.0))
 
     @property
     def is_moe(self) -> bool:
@@ -139,8 +155,16 @@ class Efficiency:
     # grouped GEMMs proportionally less efficiently: small N tiles leave the tensor cores idle
     moe_width_ref: float = 1024.0
     request_overhead_s: float = 0.01  # API server work per request before the engine sees it (serial)
+    # fixed cost per GEMM kernel and per activation-quantisation kernel in a CUDA graph (measured, not
+    # fitted: GEMM_KERNEL_S, QUANT_KERNEL_S below)
+    gemm_kernel_s: float = 3.8e-6
+    quant_kernel_s: float = 1.4e-6
     # ROCm builds of vLLM before 0.8 (no AITER kernels, V0 engine) ran far below the roofline on MI300X
     rocm_legacy: float = 0.35
+    # the V0 engine (vLLM < 0.8) processes every running sequence's output (sampling results,
+    # detokenisation, output objects; with --disable-frontend-multiprocessing the HTTP stream too)
+    # synchronously in its step loop; V1 moved that to the front-end process and overlaps it
+    v0_seq_factor: float = 1.0
     source: str = "estimated"
     note: str = ""
 
@@ -163,6 +187,26 @@ FAMILY_PRIORS: dict[str, tuple[float, float, float]] = {
 # arXiv 2408.11743, fig. 1: speedup over FP16 falls from ~3.9x at batch 16 to ~1.5x at 128 and below
 # 1x past that).
 KERNEL_COMPUTE_FACTOR = {"dense": 1.0, "w8a16": 0.8, "w4a16": 0.6}
+# FP8 GEMMs reach a lower fraction of their (doubled) peak than BF16 ones: measured on an H200 with
+# Llama-3.1-8B-shaped linear layers (benchmarks/gpu_probe.py, benchmarks/data/gpu-probe-h200.json), at
+# 1024-8192 tokens FP8 plateaus at 1189 TFLOP/s = 0.601 of 1979 against BF16's 659 TFLOP/s = 0.666 of
+# 989.5 (ratio 0.902). The fitted compute fraction is a BF16 one; this scales it. (At small M the FP8
+# weights stream as fast as BF16 ones once launches are out of the way: see GEMM_KERNEL_S.)
+PRECISION_COMPUTE_FACTOR = {"fp8": 0.902}
+# Fixed cost of one GEMM kernel inside a CUDA graph, and of the activation-quantisation kernel W8A8
+# layers run before each GEMM, measured on an H200 under CUDA graphs (benchmarks/gpu_probe_shapes.py,
+# benchmarks/data/gpu-probe-h200-shapes.json): at 1 token, BF16 layers take weights / 4.28 TB/s (the
+# copy bandwidth) plus 3.8 us per GEMM (8B TP1: 3.743 ms for 128 GEMMs of 13.96 GB -> 3.76 us each;
+# 70B TP4: 9.183 ms for 320 GEMMs of 34.2 GB -> 3.73 us; 8B TP4: 4.6 us), FP8 the same with their 1-byte
+# weights (8B: 2.088 ms -> 3.57 us), and a bf16->fp8 cast before each GEMM adds 1.4 us (8B: 2.268 ms,
+# 70B TP4: 5.531 ms vs 5.094). So FP8 decode is ~1.65x faster than BF16 here, not 2x, because of these
+# fixed costs, not a slower weight stream. (The eager probe's 2.93 TB/s for FP8 at small M was ~18 us
+# per Python launch of torch._scaled_mm, not the GPU.)
+GEMM_KERNEL_S = 3.8e-6
+QUANT_KERNEL_S = 1.4e-6
+# GEMM kernels per decoder layer: qkv, o, gate_up, down (vLLM fuses q/k/v and gate/up; a fused MoE
+# layer runs its two grouped GEMMs plus the router and, where present, the shared expert)
+GEMMS_PER_LAYER = 4
 
 
 def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
@@ -170,12 +214,15 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
     bw, comp, over = FAMILY_PRIORS.get(gpu.family, (1.0, 1.0, 1.0))
     if gpu.vendor == "amd" and vllm_version is not None and vllm_version < (0, 8, 0):
         bw, comp = bw * base.rocm_legacy, comp * base.rocm_legacy
+    seq = base.v0_seq_factor if vllm_version is not None and vllm_version < (0, 8, 0) else 1.0
+    precision = model.compute_precision if model.weight_kernel == "dense" else ""
     return replace(
         base,
         bandwidth=min(base.bandwidth * bw, 0.95),
-        compute=min(base.compute * comp * KERNEL_COMPUTE_FACTOR.get(model.weight_kernel, 1.0), 0.95),
+        compute=min(base.compute * comp * KERNEL_COMPUTE_FACTOR.get(model.weight_kernel, 1.0)
+                    * PRECISION_COMPUTE_FACTOR.get(precision, 1.0), 0.95),
         step_overhead_s=base.step_overhead_s * over,
-        per_seq_overhead_s=base.per_seq_overhead_s * over,
+        per_seq_overhead_s=base.per_seq_overhead_s * over * seq,
     )
 
 
@@ -227,7 +274,7 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
     attn_cmp = model.attn_flops_per_pair * (context_sum + prefill_pairs) / peak
     t_mem = gemm_mem + attn_mem
     t_cmp = gemm_cmp + attn_cmp
-    stage = max(gemm_mem, gemm_cmp) + max(attn_mem, attn_cmp)
+    stage = gemm_seconds(gemm_mem, gemm_cmp) + model.kernels_seconds(eff) + max(attn_mem, attn_cmp)
     comm = allreduce_seconds(model, gpu, eff, tokens)
     overhead = eff.step_overhead_s + eff.per_seq_overhead_s * (decode + (1 if prefill_tokens else 0))
     return StepCost(seconds=model.pp * stage + comm + overhead, memory_s=model.pp * t_mem,
@@ -252,6 +299,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     write_tb = float(model.kv_bytes_per_token())
     attn_pair = model.attn_flops_per_pair
     pp = model.pp
+    kernels = model.kernels_seconds(eff)
     ar = allreduce_seconds(model, gpu, eff, 1.0) if model.tp > 1 else 0.0
     ar_lat = allreduce_seconds(model, gpu, eff, 0.0) if model.tp > 1 else 0.0
     over, per_seq = eff.step_overhead_s, eff.per_seq_overhead_s
@@ -266,12 +314,18 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
             kv += tb * (min(context_sum, decode * w) if w else context_sum)
         attn_mem = (kv + write_tb * tokens) / bw
         attn_cmp = attn_pair * (context_sum + pairs) / peak
-        stage = (gemm_mem if gemm_mem > gemm_cmp else gemm_cmp) + (attn_mem if attn_mem > attn_cmp else attn_cmp)
+        stage = (sqrt(gemm_mem * gemm_mem + gemm_cmp * gemm_cmp) + kernels
+                 + (attn_mem if attn_mem > attn_cmp else attn_cmp))
         comm = ar_lat + (ar - ar_lat) * tokens
         seconds = pp * stage + comm + over + per_seq * (decode + (1 if prefill else 0))
         return seconds, (gemm_cmp + attn_cmp) > (gemm_mem + attn_mem)
 
     return fn
+
+
+def gemm_seconds(memory_s: float, compute_s: float) -> float:
+    """Time of the linear layers from their two rooflines: sqrt(m^2 + c^2) (module docstring)."""
+    return sqrt(memory_s * memory_s + compute_s * compute_s)
 
 
 def moe_efficiency(model: ModelPerf, eff: Efficiency) -> float:
@@ -309,6 +363,7 @@ __all__ = [
     "StepCost",
     "decode_floor_seconds",
     "efficiency_for",
+    "gemm_seconds",
     "make_step_fn",
     "naive_roofline_tpot",
     "step_cost",

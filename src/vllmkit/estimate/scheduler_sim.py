@@ -38,8 +38,12 @@ class SchedulerLimits:
     kv_capacity_tokens: int
     chunked_prefill: bool = True
     # V1 prefix caching (on by default): a preempted request's blocks are freed but stay cached, so its
-    # recompute is a cache hit unless they were evicted meanwhile; it only needs the KV room back
+    # recompute is a cache hit on whatever of them was not evicted meanwhile (see `simulate`)
     prefix_caching: bool = True
+    # False: the V0 engine without chunked prefill (vLLM < 0.8, vllm/core/scheduler.py
+    # `_schedule_default`): a step that admits prompts runs only prompts (the whole budget is theirs)
+    # and the running decodes wait; decodes run only in steps with no prompt to admit
+    mixed_batches: bool = True
 
 
 @dataclass
@@ -172,7 +176,10 @@ def simulate(
     decode_start_ctx = [0] * n
     epoch = [0] * n
     failed = [False] * n  # rejected: the prompt alone exceeds the KV cache
-    cached = [False] * n  # preempted with its blocks still in the prefix cache
+    cached = [False] * n  # preempted with (some of) its blocks possibly still in the prefix cache
+    cached_len = [0] * n  # tokens it had computed when preempted
+    evict_mark = [0.0] * n  # value of `allocated` at which its first freed block gets reused
+    allocated = 0.0  # tokens allocated from the free-block queue so far (the eviction clock)
     prefilling: dict[int, None] = {}  # running requests still in their prompt (scheduling order)
     running: dict[int, str] = {}  # insertion order = scheduling order; value "prefill" | "decode"
     finish_at: dict[int, list[tuple[int, int]]] = {}
@@ -182,6 +189,7 @@ def simulate(
 
     t = 0.0
     step = 0
+    dstep = 0  # steps in which the running decodes advanced (all of them unless mixed_batches=False)
     preemptions = 0
     max_running = 0
     run_time_weighted = 0.0
@@ -199,25 +207,39 @@ def simulate(
     done_tpot: list[float] = []
 
     def ctx_of(i: int) -> int:
-        return decode_start_ctx[i] + (step - decode_start_step[i])
+        return decode_start_ctx[i] + (dstep - decode_start_step[i])
 
-    def preempt_last() -> None:
+    def preempt_last(in_use: float) -> int:
+        """Preempt the newest running request (V1 `Scheduler.schedule`: `self.running.pop()`) with
+        `in_use` KV slots allocated right now; returns its index.
+
+        Its blocks go back to the free-block queue but keep their prefix-cache hashes. The queue hands
+        out blocks oldest-freed first (vllm/v1/core/block_pool.py `get_new_blocks` pops the head;
+        `free_blocks` appends at the tail, a request's blocks in reverse so its tail goes first), so
+        the request's blocks survive until the free blocks ahead of them plus its own tail have been
+        reallocated: with F slots free before it was preempted, after A more allocated slots its first
+        max(0, computed - max(0, A - F)) tokens are still a cache hit."""
         nonlocal decoders, ctx_sum, prefill_kv, preemptions
         i, state = running.popitem()
         if state == "decode":
-            made = step - decode_start_step[i]
+            made = dstep - decode_start_step[i]
             generated[i] += made
-            ctx_sum -= decode_start_ctx[i] + made
+            computed = decode_start_ctx[i] + made
+            ctx_sum -= computed
             decoders -= 1
             epoch[i] += 1
         else:
+            computed = prefill_done[i]
             prefill_kv -= prefill_done[i]
             prefilling.pop(i, None)
         prefill_target[i] = input_lens[i] + generated[i]
         prefill_done[i] = 0
-        cached[i] = limits.prefix_caching
+        cached[i] = limits.prefix_caching and computed > 0
+        cached_len[i] = computed
+        evict_mark[i] = allocated + max(cap - in_use, 0.0)
         waiting.appendleft(i)
         preemptions += 1
+        return i
 
     while completed < n:
         if step > MAX_STEPS:
@@ -234,17 +256,27 @@ def simulate(
 
         # 1. running decodes grow by one token each; preempt the newest until they fit
         while decoders and ctx_sum + decoders + prefill_kv > cap and len(running) > 1:
-            preempt_last()
-        budget = limits.max_num_batched_tokens - decoders
+            preempt_last(ctx_sum + prefill_kv)
+        budget = limits.max_num_batched_tokens - (decoders if limits.mixed_batches else 0)
         prefill_tokens = 0
         pairs = 0.0
         chunks: list[tuple[int, int]] = []
         used = ctx_sum + decoders + prefill_kv
-        # 2. partially prefilled running requests continue
-        for i in prefilling:
+        # 2. partially prefilled running requests continue; one that cannot get a single new slot
+        # preempts the newest running request (possibly itself), as V1 does for any running request
+        for i in list(prefilling):
             if budget <= 0:
                 break
+            if i not in prefilling:
+                continue  # preempted below by an older one
             rem = prefill_target[i] - prefill_done[i]
+            while cap - used < 1 and len(running) > 1:
+                victim = preempt_last(used)
+                used -= cached_len[victim]
+                if victim == i:
+                    break
+            if i not in prefilling:
+                continue
             c = min(rem, budget, max(int(cap - used), 0))
             if c <= 0:
                 continue
@@ -259,14 +291,17 @@ def simulate(
                 break
             i = waiting[0]
             if cached[i]:
-                # prefix-cache hit on its own freed blocks: only the last token is recomputed
-                if used + prefill_target[i] > cap:
+                # prefix-cache hit on those of its freed blocks not yet reallocated (full 16-token
+                # blocks; at least the last token is recomputed)
+                hit = cached_len[i] - max(allocated - evict_mark[i], 0.0)
+                hit = min(int(max(hit, 0.0)) // 16 * 16, prefill_target[i] - 1)
+                if used + hit + min(prefill_target[i] - hit, budget) > cap:
                     blocked = "kv-capacity"
                     break
                 cached[i] = False
-                prefill_done[i] = prefill_target[i] - 1
-                prefill_kv += prefill_done[i]
-                used += prefill_done[i]
+                prefill_done[i] = hit
+                prefill_kv += hit
+                used += hit
             rem = prefill_target[i] - prefill_done[i]
             if not limits.chunked_prefill and rem > budget:
                 blocked = "batched-tokens"
@@ -298,7 +333,9 @@ def simulate(
             t = max(t, pending[0][0])
             continue
 
-        seconds, compute_bound = step_fn(decoders, ctx_sum, prefill_tokens, pairs)
+        step_decodes = decoders if (limits.mixed_batches or not chunks) else 0
+        allocated += step_decodes + prefill_tokens
+        seconds, compute_bound = step_fn(step_decodes, ctx_sum if step_decodes else 0.0, prefill_tokens, pairs)
         seconds = max(seconds, 1e-7)
         run_time_weighted += len(running) * seconds
         kv_frac = min(used / cap, 1.0)
@@ -311,13 +348,15 @@ def simulate(
             limited[blocked] += seconds
         t += seconds
         step += 1
-        produced = decoders
+        produced = step_decodes
         # decodes: every decoding request made one token
-        ctx_sum += decoders
-        for i, ep in finish_at.pop(step, ()):
+        ctx_sum += step_decodes
+        if step_decodes:
+            dstep += 1
+        for i, ep in (finish_at.pop(dstep, ()) if step_decodes else ()):
             if ep != epoch[i] or running.get(i) != "decode":
                 continue
-            made = step - decode_start_step[i]
+            made = dstep - decode_start_step[i]
             generated[i] += made
             ctx_sum -= decode_start_ctx[i] + made
             decoders -= 1
@@ -362,11 +401,11 @@ def simulate(
                 continue
             running[i] = "decode"
             decoders += 1
-            decode_start_step[i] = step
+            decode_start_step[i] = dstep
             # tokens in the cache: the prompt (+ earlier outputs); the new token is written next step
             decode_start_ctx[i] = prefill_target[i]
             ctx_sum += decode_start_ctx[i]
-            finish_at.setdefault(step + remaining, []).append((i, epoch[i]))
+            finish_at.setdefault(dstep + remaining, []).append((i, epoch[i]))
         out_total += produced
         cum_t.append(t)
         cum_out.append(out_total)

@@ -15,16 +15,7 @@ from statistics import NormalDist
 
 from vllmkit.estimate.perf import Efficiency, GpuPerf, ModelPerf, efficiency_for, make_step_fn
 from vllmkit.estimate.scheduler_sim import SchedulerLimits, SimResult, percentile, simulate
-
-# Preset workloads (input tokens, output tokens). Chosen to match common serving shapes: a chat turn
-# with some history, retrieval-augmented generation (long stuffed prompt, short answer), document
-# summarisation (long in, medium out), code generation (medium prompt, long completion).
-WORKLOAD_PRESETS: dict[str, tuple[int, int]] = {
-    "chat": (1024, 256),
-    "rag": (4096, 256),
-    "summarize": (8192, 512),
-    "code": (2048, 1024),
-}
+from vllmkit.estimate.workloads import WORKLOAD_PRESETS  # re-exported
 
 # ShareGPT as vLLM's benchmark samples it (benchmarks/benchmark_dataset.py ShareGPTDataset): prompts of
 # 4..1024 tokens, prompt + completion <= 2048; means over public runs ~230 in / ~215 out (GPUStack and

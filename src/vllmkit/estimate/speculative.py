@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from vllmkit.arch.model import LayerKind, ModelArch
 
 NO_WEIGHT_METHODS = ("ngram", "suffix", "ngram_gpu")
-MTP_METHODS = ("mtp", "deepseek_mtp", "qwen3_next_mtp", "glm4_moe_mtp", "ernie_mtp", "longcat_flash_mtp", "mimo_mtp")
+MTP_METHODS = ("mtp", "deepseek_mtp", "qwen3_next_mtp", "qwen3_5_mtp", "glm4_moe_mtp", "ernie_mtp",
+               "longcat_flash_mtp", "mimo_mtp")
 EAGLE_METHODS = ("eagle", "eagle3")
 
 
@@ -66,7 +67,8 @@ def speculative_terms(
     attn_kind = LayerKind.MLA if arch.mla is not None else LayerKind.FULL
     if m in NO_WEIGHT_METHODS:
         return SpeculativeTerms(m, num_speculative_tokens, 0, [], f"{m}: proposals from the prompt, no GPU memory")
-    if m in MTP_METHODS:
+    # every MTP model type vLLM knows ends in "_mtp" (MTPModelTypes in vllm/config/speculative.py)
+    if m in MTP_METHODS or m.endswith("_mtp"):
         if mtp_layers <= 0:
             return SpeculativeTerms(m, num_speculative_tokens, 0, [], "the checkpoint declares no MTP layers")
         return SpeculativeTerms(m, num_speculative_tokens, mtp_layer_bytes // tp, [attn_kind] * mtp_layers,

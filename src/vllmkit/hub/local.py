@@ -14,10 +14,12 @@ from vllmkit.hub.weights import (
     CHAT_TEMPLATE_NAMES,
     CONFIG_NAME,
     GENERATION_CONFIG_NAME,
+    HF_QUANT_CONFIG_NAME,
     TOKENIZER_CONFIG_NAME,
     index_name_for,
     load_json_object,
     loaded_weight_files,
+    merge_hf_quant_config,
     parse_index,
     sum_headers,
 )
@@ -125,6 +127,10 @@ def read_folder(folder: Path, *, revision: str | None = None) -> ModelMetadata:
     files = list_files(folder)
     names = [f.name for f in files]
     provenance = {"config": str(config_path), "files": f"listing of {folder}"}
+    if "quantization_config" not in config and merge_hf_quant_config(
+        config, _optional_json(folder, HF_QUANT_CONFIG_NAME, notes)
+    ):
+        provenance["quantization_config"] = str(folder / HF_QUANT_CONFIG_NAME)
 
     weight_map: dict[str, str] | None = None
     index_total: int | None = None

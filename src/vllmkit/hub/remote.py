@@ -27,11 +27,13 @@ from vllmkit.hub.weights import (
     CHAT_TEMPLATE_NAMES,
     CONFIG_NAME,
     GENERATION_CONFIG_NAME,
+    HF_QUANT_CONFIG_NAME,
     TOKENIZER_CONFIG_NAME,
     header_probe_bytes,
     index_name_for,
     load_json_object,
     loaded_weight_files,
+    merge_hf_quant_config,
     parse_index,
     sum_headers,
 )
@@ -69,6 +71,10 @@ def build_metadata(repo: RemoteRepo, *, source: SourceName, repo_id: str, revisi
     provenance = {"config": repo.file_url(CONFIG_NAME), "files": f"{repo.ctx.hub} file listing of {repo_id}"}
     if commit:
         provenance["commit"] = commit
+    if "quantization_config" not in config and merge_hf_quant_config(
+        config, _optional_json(repo, names, HF_QUANT_CONFIG_NAME, repo_id, notes)
+    ):
+        provenance["quantization_config"] = repo.file_url(HF_QUANT_CONFIG_NAME)
 
     weight_map: dict[str, str] | None = None
     index_total: int | None = None

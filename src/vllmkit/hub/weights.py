@@ -29,6 +29,18 @@ _TRAINING_LEFTOVERS = ("training_args.bin", "optimizer.bin", "optimizer.pt", "sc
 CONFIG_NAME = "config.json"
 GENERATION_CONFIG_NAME = "generation_config.json"
 TOKENIZER_CONFIG_NAME = "tokenizer_config.json"
+# NVIDIA ModelOpt before 0.31 writes its quantization config here instead of into config.json; vLLM
+# reads it as config.quantization_config when config.json has none (vllm/transformers_utils/config.py,
+# "ModelOpt 0.29.0 and before saves the quantization config in a separate hf_quant_config.json")
+HF_QUANT_CONFIG_NAME = "hf_quant_config.json"
+
+
+def merge_hf_quant_config(config: dict, hf_quant_config: dict | None) -> bool:
+    """config.json without quantization_config + hf_quant_config.json -> what vLLM sees. True when merged."""
+    if hf_quant_config is None or isinstance(config.get("quantization_config"), dict):
+        return False
+    config["quantization_config"] = hf_quant_config
+    return True
 CHAT_TEMPLATE_NAMES = ("chat_template.jinja", "chat_template.json")
 
 # Bytes of a header entry beyond the tensor name: `"name":{"dtype":"F8_E4M3","shape":[a,b,c,d],

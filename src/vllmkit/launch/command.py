@@ -51,6 +51,17 @@ _DTYPE_ALIASES = {
 }
 
 
+class ServeEndpoint(BaseModel):
+    """How one `vllm serve` is reached and named: serving concerns, not planning inputs (a
+    PlanRequest holds only what changes the plan's numbers, so a saved plan serves anywhere)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    api_key: str | None = None  # never serialised in clear: the command redacts it, runs store a key file
+    served_model_name: str | None = None
+    generation_config_vllm: bool = False  # --generation-config vllm (drop the model's sampling defaults)
+
+
 class ServeCommand(BaseModel):
     argv: list[str]
     env: dict[str, str] = Field(default_factory=dict)
@@ -115,10 +126,10 @@ def model_ref(plan: PlanResult) -> str:
     return plan.model.id
 
 
-def served_model_name(plan: PlanResult, req: PlanRequest) -> str:
+def served_model_name(plan: PlanResult, endpoint: ServeEndpoint | None = None) -> str:
     """The name clients use: explicit, else a local folder's basename, else the hub id."""
-    if req.served_model_name:
-        return req.served_model_name
+    if endpoint is not None and endpoint.served_model_name:
+        return endpoint.served_model_name
     if plan.model.source == "local" and plan.model.path:
         return PurePath(plan.model.path).name or plan.model.path
     return plan.model.id
@@ -132,6 +143,7 @@ def is_aiter_gpu(plan: PlanResult) -> bool:
 def serve_flags(
     plan: PlanResult,
     req: PlanRequest,
+    endpoint: ServeEndpoint | None = None,
     *,
     host: str | None = None,
     port: int | None = None,
@@ -140,6 +152,7 @@ def serve_flags(
 ) -> list[Flag]:
     """All `vllm serve` flags for the plan (not the model argument)."""
     s = plan.settings
+    ep = endpoint or ServeEndpoint()
     flags: list[Flag] = []
 
     def add(name: str, value: object = None) -> None:
@@ -148,11 +161,11 @@ def serve_flags(
     revision = req.revision or plan.model.revision
     if revision and plan.model.source != "local" and revision != "main":
         add("--revision", revision)
-    served = served_model_name(plan, req)
+    served = served_model_name(plan, ep)
     if served != model_ref(plan):
         add("--served-model-name", served)
-    add("--host", host if host is not None else req.host)
-    add("--port", port if port is not None else req.port)
+    add("--host", host if host is not None else ep.host)
+    add("--port", port if port is not None else ep.port)
     if plan.parallel.tensor_parallel_size > 1:
         add("--tensor-parallel-size", plan.parallel.tensor_parallel_size)
     if plan.parallel.pipeline_parallel_size > 1:
@@ -184,12 +197,12 @@ def serve_flags(
         add("--enable-prefix-caching")
     elif req.enable_prefix_caching is False:
         add("--no-enable-prefix-caching")
-    if req.generation_config_vllm:
+    if ep.generation_config_vllm:
         add("--generation-config", "vllm")
     # serving features (issue 14): the model family's tool-call / reasoning parsers
     flags += feature_flags(plan, req)
-    if include_api_key and req.api_key:
-        add("--api-key", req.api_key)
+    if include_api_key and ep.api_key:
+        add("--api-key", ep.api_key)
     _feature_flags(req, add)
     return flags
 
@@ -267,6 +280,7 @@ def parse_extra_args(tokens: list[str], known: KnownFlags | None) -> list[Flag]:
 def build_serve_command(
     plan: PlanResult,
     req: PlanRequest,
+    endpoint: ServeEndpoint | None = None,
     *,
     launcher: list[str] | None = None,
     known: KnownFlags | None = None,
@@ -277,7 +291,7 @@ def build_serve_command(
     `python -m vllm.entrypoints.openai.api_server` takes the model as --model). With `known`, every
     flag is checked against the installed vLLM's parser (renamed / moved to env / dropped)."""
     prefix = list(launcher) if launcher else list(DEFAULT_LAUNCHER)
-    flags = serve_flags(plan, req) + parse_extra_args(extra_args or [], known)
+    flags = serve_flags(plan, req, endpoint) + parse_extra_args(extra_args or [], known)
     env = serve_env(plan, visible_devices=visible_devices)
     warnings: list[str] = []
     if known is not None:
@@ -399,15 +413,15 @@ def secure_launch(cmd: ServeCommand) -> tuple[list[str], dict[str, str]]:
     return argv, env
 
 
-def attach_serve_command(plan: PlanResult, req: PlanRequest) -> PlanResult:
+def attach_serve_command(plan: PlanResult, req: PlanRequest, endpoint: ServeEndpoint | None = None) -> PlanResult:
     """Fill the plan's `serve_command` / `serve_env` (the `vllm serve` line people copy, API key
     redacted). The planner does not build commands; launch does. The serving-features block
     (issue 14: model-family parsers, prefix caching, chunked prefill) is attached first: it
     decides the parser flags."""
     if plan.features is None:
-        plan.features = plan_features(plan, req)
+        plan.features = plan_features(plan, req, generation_config_vllm=bool(endpoint and endpoint.generation_config_vllm))
         plan.warnings += [w for w in plan.features.warnings if w not in plan.warnings]
-    cmd = build_serve_command(plan, req)
+    cmd = build_serve_command(plan, req, endpoint)
     plan.serve_command = list(cmd.redacted_argv)
     plan.serve_env = dict(cmd.env)
     return plan

@@ -39,6 +39,7 @@ from vllmkit.engine.flags import Flag
 from vllmkit.engine.versions import parse_version
 from vllmkit.errors import UsageError
 from vllmkit.launch.command import (
+    ServeEndpoint,
     format_shell,
     is_loopback,
     model_ref,
@@ -82,6 +83,7 @@ class ExportContext:
         plan: PlanResult,
         req: PlanRequest,
         *,
+        endpoint: ServeEndpoint | None = None,
         image: str | None = None,
         name: str | None = None,
         auth: bool = False,
@@ -98,11 +100,12 @@ class ExportContext:
         self.storage_class = storage_class
         self.download_job = download_job
         self.req = req
+        self.endpoint = endpoint or ServeEndpoint()
         self.device = plan.device
         self.auth = auth
         self.visible_devices = visible_devices
         self.health_timeout_s = health_timeout_s
-        self.served = served_model_name(plan, req)
+        self.served = served_model_name(plan, self.endpoint)
         self.name = name or dns_name("vllm-" + self.served)
         self.image = image or default_image(plan)
         self.image_warning = None if image else image_warning(plan, self.image)
@@ -117,7 +120,7 @@ class ExportContext:
 
     def flags(self, *, host: str = "0.0.0.0", port: int = CONTAINER_PORT) -> list[Flag]:
         # container/cluster form: bind every interface inside, the key comes from VLLM_API_KEY
-        return serve_flags(self.plan, self.req, host=host, port=port, include_api_key=False)
+        return serve_flags(self.plan, self.req, self.endpoint, host=host, port=port, include_api_key=False)
 
     def args(self, **kw: Any) -> list[str]:
         out: list[str] = []
@@ -129,9 +132,9 @@ class ExportContext:
         return serve_env(self.plan, visible_devices=self.visible_devices)
 
     def publish(self) -> str:
-        port = self.req.port
+        port = self.endpoint.port
         return (
-            f"127.0.0.1:{port}:{CONTAINER_PORT}" if is_loopback(self.req.host) else f"{port}:{CONTAINER_PORT}"
+            f"127.0.0.1:{port}:{CONTAINER_PORT}" if is_loopback(self.endpoint.host) else f"{port}:{CONTAINER_PORT}"
         )
 
     def volumes(self) -> list[tuple[str, str, bool]]:
@@ -233,7 +236,7 @@ def _comment(lines: list[str]) -> str:
 def export_shell(ctx: ExportContext) -> str:
     model = ctx.host_model_dir or model_ref(ctx.plan)
     argv = ["vllm", "serve", model]
-    for f in serve_flags(ctx.plan, ctx.req, include_api_key=False):
+    for f in serve_flags(ctx.plan, ctx.req, ctx.endpoint, include_api_key=False):
         argv += f.argv()
     out = [
         "#!/usr/bin/env bash",
@@ -744,7 +747,8 @@ def export_ray(ctx: ExportContext) -> str:
     model = ctx.host_model_dir or model_ref(ctx.plan)
     argv = ["vllm", "serve", model]
     # the head's API must be reachable from outside the node: bind every interface, behind the key
-    flags = serve_flags(ctx.plan, ctx.req, host="0.0.0.0", include_api_key=False, executor_backend="ray")
+    flags = serve_flags(ctx.plan, ctx.req, ctx.endpoint, host="0.0.0.0", include_api_key=False,
+                        executor_backend="ray")
     for f in flags:
         argv += f.argv()
     env = ctx.env()
@@ -768,7 +772,7 @@ def export_ray(ctx: ExportContext) -> str:
     if ctx.auth:
         lines.append(': "${VLLM_API_KEY:?set VLLM_API_KEY}"')
     else:
-        lines.append(f"# warning: no API key: anyone who reaches port {ctx.req.port} of the head can use the model")
+        lines.append(f"# warning: no API key: anyone who reaches port {ctx.endpoint.port} of the head can use the model")
     lines.append(format_shell(argv))
     text = "\n".join(lines) + "\n"
     if ctx.nodes > 1:
@@ -793,6 +797,7 @@ def export(
     req: PlanRequest,
     fmt: str,
     *,
+    endpoint: ServeEndpoint | None = None,
     image: str | None = None,
     name: str | None = None,
     auth: bool = False,
@@ -817,6 +822,7 @@ def export(
     ctx = ExportContext(
         plan,
         req,
+        endpoint=endpoint,
         image=image,
         name=name,
         auth=auth,

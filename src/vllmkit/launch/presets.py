@@ -139,7 +139,8 @@ def _structured_note(plan: PlanResult) -> FeatureNote:
 
 
 def plan_features(
-    plan: PlanResult, req: PlanRequest, *, registry: Any = _AUTO, presets: Iterable[Preset] | None = None
+    plan: PlanResult, req: PlanRequest, *, registry: Any = _AUTO, presets: Iterable[Preset] | None = None,
+    generation_config_vllm: bool = False,
 ) -> FeaturesInfo:
     """The features block of a plan. `registry`: a ParserRegistry, None (do not check), or the
     default (the installed vLLM's, when it is the planned version)."""
@@ -181,7 +182,7 @@ def plan_features(
             "source tree at the matching release tag; the wheel does not ship examples/): pass it with "
             "--vllm-arg if the model's own template does not render tools"
         )
-    if req.generation_config_vllm and preset.generation_config:
+    if generation_config_vllm and preset.generation_config:
         warnings.append(
             "--generation-config vllm drops the sampling defaults the model ships: " + preset.generation_config
         )

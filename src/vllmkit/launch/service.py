@@ -21,6 +21,7 @@ from vllmkit.errors import LaunchError, UsageError
 from vllmkit.launch import runs
 from vllmkit.launch.command import (
     ServeCommand,
+    ServeEndpoint,
     build_serve_command,
     is_loopback,
     redact_text,
@@ -65,6 +66,7 @@ class ServeOptions(BaseModel):
     no_auth: bool = False
     api_key_file: str | None = None
     stop_grace_s: float = STOP_GRACE_S  # vLLM's own shutdown before the group is signalled
+    endpoint: ServeEndpoint = Field(default_factory=ServeEndpoint)  # host, port, name, key
 
 
 class ApiKey(BaseModel):
@@ -148,6 +150,7 @@ class Prepared(BaseModel):
 
     plan: PlanResult
     request: PlanRequest
+    endpoint: ServeEndpoint  # with the resolved API key
     command: ServeCommand
     launcher: Launcher | None
     vllm: str | None
@@ -164,8 +167,8 @@ def prepare(
     require_vllm: bool = True,
 ) -> Prepared:
     """Resolve the API key, the launcher and the installed vLLM's flags; build the command."""
-    key = resolve_api_key(req.host, env, api_key_file=options.api_key_file, no_auth=options.no_auth)
-    req = req.model_copy(update={"api_key": key.key})
+    key = resolve_api_key(options.endpoint.host, env, api_key_file=options.api_key_file, no_auth=options.no_auth)
+    endpoint = options.endpoint.model_copy(update={"api_key": key.key})
     launcher: Launcher | None = None
     known: KnownFlags | None = None
     vllm_desc: str | None = None
@@ -201,6 +204,7 @@ def prepare(
     cmd = build_serve_command(
         plan,
         req,
+        endpoint,
         launcher=launcher.argv if launcher else None,
         known=known,
         visible_devices=options.visible_devices,
@@ -210,6 +214,7 @@ def prepare(
     return Prepared(
         plan=plan,
         request=req,
+        endpoint=endpoint,
         command=cmd,
         launcher=launcher,
         vllm=vllm_desc,
@@ -249,8 +254,8 @@ def connect_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def base_url(req: PlanRequest) -> str:
-    return f"http://{connect_host(req.host)}:{req.port}"
+def base_url(endpoint: ServeEndpoint) -> str:
+    return f"http://{connect_host(endpoint.host)}:{endpoint.port}"
 
 
 def usage_examples(url: str, served: str, with_key: bool) -> dict[str, str]:
@@ -271,11 +276,10 @@ def usage_examples(url: str, served: str, with_key: bool) -> dict[str, str]:
 
 
 def dry_run_result(prep: Prepared) -> ServeResult:
-    req = prep.request
     return ServeResult(
         status="dry-run",
-        url=base_url(req),
-        served_model_name=served_model_name(prep.plan, req),
+        url=base_url(prep.endpoint),
+        served_model_name=served_model_name(prep.plan, prep.endpoint),
         command=prep.command.redacted_argv,
         env=prep.command.redacted_env,
         shell=prep.command.shell(),
@@ -384,18 +388,18 @@ def serve(
     Raises ServeFailed (exit 6) when vLLM exits or never becomes healthy, KeyboardInterrupt when
     interrupted during startup (exit 130); always leaves no process behind unless detached healthy."""
     rep = reporter or Reporter()
-    req, plan, cmd = prep.request, prep.plan, prep.command
+    req, ep, plan, cmd = prep.request, prep.endpoint, prep.plan, prep.command
     if prep.launcher is None:
         raise LaunchError("no vLLM launcher", "install vLLM or set VLLMKIT_VLLM_PYTHON", code="vllm-missing")
-    served = served_model_name(plan, req)
-    url = base_url(req)
-    if not is_port_free(req.host, req.port):
+    served = served_model_name(plan, ep)
+    url = base_url(ep)
+    if not is_port_free(ep.host, ep.port):
         raise LaunchError(
-            f"port {req.port} on {req.host} is already in use",
+            f"port {ep.port} on {ep.host} is already in use",
             "choose another --port, or stop what holds it (`vllmkit ps`, `vllmkit stop`)",
             code="port-in-use",
         )
-    run_id, folder = runs.new_run_folder(env, served, req.port)
+    run_id, folder = runs.new_run_folder(env, served, ep.port)
     timeout = options.health_timeout_s or health_timeout_s(
         plan.model.weight_files_bytes or plan.memory.weights_bytes, remote=plan.model.source not in ("local",)
     )
@@ -406,8 +410,8 @@ def serve(
         model=plan.model.path or plan.model.id,
         served_model_name=served,
         device=plan.device,
-        host=req.host,
-        port=req.port,
+        host=ep.host,
+        port=ep.port,
         url=url,
         argv=cmd.redacted_argv,
         env=cmd.redacted_env,
@@ -421,7 +425,8 @@ def serve(
         yaml.safe_dump(
             {
                 "vllmkit_plan_version": 1,
-                "request": req.model_dump(mode="json", exclude={"api_key"}),
+                "request": req.model_dump(mode="json"),
+                "endpoint": ep.model_dump(mode="json", exclude={"api_key"}),
                 "plan": plan.model_dump(mode="json"),
             },
             sort_keys=False,
@@ -653,12 +658,12 @@ def export_plan(plan: PlanResult, req: PlanRequest, fmt: str, options: ServeOpti
     if fmt not in FORMATS:
         raise UsageError(f"unknown --export {fmt!r}", "use " + ", ".join(FORMATS))
     scaling, metric = parse_scaling(replicas, scale_on)
-    key = resolve_api_key(req.host, env, api_key_file=options.api_key_file, no_auth=options.no_auth)
+    key = resolve_api_key(options.endpoint.host, env, api_key_file=options.api_key_file, no_auth=options.no_auth)
     auth = not options.no_auth and (key.key is not None or fmt in ("k8s", "ray"))
     timeout = options.health_timeout_s or health_timeout_s(
         plan.model.weight_files_bytes or plan.memory.weights_bytes, remote=plan.model.source != "local"
     )
-    text = export(plan, req, fmt, image=image, name=name, auth=auth, visible_devices=options.visible_devices,
+    text = export(plan, req, fmt, endpoint=options.endpoint, image=image, name=name, auth=auth, visible_devices=options.visible_devices,
                   health_timeout_s=timeout, replicas=scaling, scale_metric=metric,  # type: ignore[arg-type]
                   storage_class=storage_class)  # fmt: skip
     if output is not None:

@@ -94,6 +94,8 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         speculative=req.speculative_config or None,
         data_parallel_size=max(req.data_parallel_size or 1, 1),
         expert_parallel=req.enable_expert_parallel,
+        gpu_memory_in_use_bytes=req.gpu_memory_in_use or 0,
+        flashinfer_installed=req.flashinfer_installed,
     )
 
 

@@ -17,7 +17,9 @@ from vllmkit.estimate.memory import (
     estimate_activation,
     estimate_cudagraph,
     estimate_non_torch,
+    graph_capture_headroom,
     kv_budget,
+    unbudgeted_graph_capture,
 )
 from vllmkit.estimate.multimodal import encoder_extra_bytes, encoder_profile
 from vllmkit.estimate.specs import ModelSpecs, build_specs, pp_layer_ranges
@@ -53,6 +55,9 @@ class EngineSettings:
     speculative: dict | None = field(default=None, hash=False)  # --speculative-config
     data_parallel_size: int = 1  # --data-parallel-size (replicas of this TP x PP group)
     expert_parallel: bool = False  # --enable-expert-parallel
+    # --- issue 13 round 2: start/fail verdicts ---------------------------------------------------
+    gpu_memory_in_use_bytes: int = 0  # held on each GPU by other processes when vLLM starts
+    flashinfer_installed: bool | None = None  # None: unknown (0.8-0.11.0 then assume it is, as in the image)
 
 
 @dataclass
@@ -72,9 +77,45 @@ class Evaluation:
     def budget(self) -> MemoryBudget:
         return self.budgets[self.tightest_stage]
 
+    startup_refusal: str | None = None  # vLLM refuses to start before sizing the KV cache
+    graph_capture_oom: str | None = None  # the unbudgeted CUDA-graph capture will likely run out of memory
+
     @property
     def fits(self) -> bool:
-        return self.capacity.fits and self.capacity.num_blocks > 0
+        return self.capacity.fits and self.capacity.num_blocks > 0 and self.startup_refusal is None
+
+
+def startup_refusal(budget: MemoryBudget, settings: EngineSettings, rules: VersionRules) -> str | None:
+    """vllm >= 0.9.1 v1/worker/gpu_worker.py init_device: ValueError when the free memory at start is
+    below requested = ceil(total x utilization) ("Free memory on device ... on startup is less than
+    desired GPU memory utilization"). --kv-cache-memory-bytes skips it only from 0.11 (not modelled)."""
+    if not rules.refuses_when_free_below_requested or settings.gpu_memory_in_use_bytes <= 0:
+        return None
+    free = budget.total_bytes - settings.gpu_memory_in_use_bytes
+    if free >= budget.requested_bytes:
+        return None
+    return (f"free memory at start {free / GIB:.2f}/{budget.total_bytes / GIB:.2f} GiB is less than the "
+            f"{budget.requested_bytes / GIB:.2f} GiB asked for (other processes hold "
+            f"{settings.gpu_memory_in_use_bytes / GIB:.2f} GiB)")
+
+
+def graph_capture_check(arch: ModelArch, budget: MemoryBudget, layers_on_stage: int, settings: EngineSettings,
+                        rules: VersionRules) -> str | None:
+    """Releases that capture CUDA graphs after sizing the KV cache without budgeting them (V1 < 0.20)
+    must fit the capture in what the budget leaves (estimate/memory.py graph_capture_headroom)."""
+    if (settings.enforce_eager or rules.cudagraph_counted or settings.device != "cuda"
+            or not rules.v1_engine or settings.kv_cache_memory_bytes is not None):
+        return None
+    # pieces: one graph per stretch between splitting ops (attention / mamba / linear-attention)
+    splitting = sum(1 for k in arch.layer_kinds if k is not LayerKind.NONE) * layers_on_stage // max(arch.num_hidden_layers, 1)
+    capture = unbudgeted_graph_capture(pieces=splitting + 1, max_num_batched_tokens=settings.max_num_batched_tokens)
+    others = 0 if rules.others_charged_to_budget else settings.gpu_memory_in_use_bytes
+    headroom = graph_capture_headroom(budget, others)
+    if capture.bytes <= headroom:
+        return None
+    return (f"vLLM {rules.version} captures CUDA graphs after sizing the KV cache without budgeting them: "
+            f"~{capture.bytes / GIB:.2f} GiB of capture vs {headroom / GIB:.2f} GiB left "
+            f"(lower --gpu-memory-utilization or use --enforce-eager)")
 
 
 def valid_tp_sizes(arch: ModelArch, limit: int) -> list[int]:
@@ -126,6 +167,8 @@ class Prepared:
     tightest_stage: int
     in_flight_tokens: int
     tokens_from_concurrency: bool
+    startup_refusal: str | None = None
+    graph_capture_oom: str | None = None
 
 
 def prepare(
@@ -184,6 +227,9 @@ def prepare(
         budgets.append(budget)
         worker_avail.append(budget.kv_cache.bytes)
     tightest = min(range(len(budgets)), key=lambda i: budgets[i].kv_cache.bytes)
+    refusal = startup_refusal(budgets[tightest], settings, rules)
+    graph_oom = next((g for s, layers in enumerate(stages)
+                      if (g := graph_capture_check(arch, budgets[s], len(layers), settings, rules))), None)
     return Prepared(
         tp=tp,
         pp=pp,
@@ -196,6 +242,8 @@ def prepare(
         tightest_stage=tightest,
         in_flight_tokens=in_flight_tokens(rules, settings, pp),
         tokens_from_concurrency=rules.tokens_from_concurrency,
+        startup_refusal=refusal,
+        graph_capture_oom=graph_oom,
     )
 
 
@@ -221,6 +269,8 @@ def at_length(prep: Prepared, max_model_len: int, auto_fit: bool = False) -> Eva
         capacity=cap,
         tightest_stage=prep.tightest_stage,
         in_flight_tokens=prep.in_flight_tokens,
+        startup_refusal=prep.startup_refusal,
+        graph_capture_oom=prep.graph_capture_oom,
     )
 
 
@@ -267,9 +317,14 @@ def stage_budget(
         )
     non_torch = settings.calibrated.get("non_torch") or estimate_non_torch(tp, pp, settings.vendor)
     activation = settings.calibrated.get("activation") or estimate_activation(
-        arch, tp=tp, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs
+        arch, tp=tp, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs,
+        sampler_sort=sampler_sorts(settings, rules),
     )
     extra = dict(extra_terms or {})
+    if rules.others_charged_to_budget and settings.gpu_memory_in_use_bytes > 0:
+        extra["other_processes"] = MemoryTerm(
+            bytes=settings.gpu_memory_in_use_bytes, source="given",
+            note=f"vLLM {rules.version} counts memory held by other processes as its own non-torch memory")
     if arch.vision is not None and first_stage:
         enc = encoder_term(arch, settings, activation.bytes, settings.mm_max_model_len or arch.native_max_model_len, tp)
         if enc is not None:
@@ -294,6 +349,18 @@ def stage_budget(
         kv_cache_memory_bytes=settings.kv_cache_memory_bytes,
         extra=extra,
     )
+
+
+def sampler_sorts(settings: EngineSettings, rules: VersionRules) -> bool:
+    """Whether the profile's dummy sampler takes the sort-based top-k/top-p path (versions.py)."""
+    if settings.device == "rocm":
+        # topk_topp_sampler.py takes the FlashInfer branch only under current_platform.is_cuda()
+        return rules.sampler_sorts_by_default or rules.sampler_sorts_without_flashinfer
+    if settings.device != "cuda":
+        return False
+    if rules.sampler_sorts_by_default:
+        return True
+    return rules.sampler_sorts_without_flashinfer and settings.flashinfer_installed is False
 
 
 def encoder_term(arch: ModelArch, settings: EngineSettings, lm_activation_bytes: int,

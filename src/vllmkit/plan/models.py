@@ -36,11 +36,6 @@ class PlanRequest(BaseModel):
     block_size: int | None = None
     enforce_eager: bool = False
     enable_prefix_caching: bool | None = None
-    served_model_name: str | None = None
-    host: str = "127.0.0.1"
-    port: int = 8000
-    api_key: str | None = None  # never serialised in clear (see launch.command)
-    generation_config_vllm: bool = False
     profiles_dir: str | None = None
     # serving features (issue 14): the model family's tool-call / reasoning parsers, on by default
     tools: bool = True
@@ -55,6 +50,9 @@ class PlanRequest(BaseModel):
     speculative_config: dict | None = None  # --speculative-config JSON: method, model, num_speculative_tokens
     data_parallel_size: int | None = None  # --data-parallel-size (replicas)
     enable_expert_parallel: bool = False  # --enable-expert-parallel
+    # --- issue 13 round 2: start/fail verdicts (engine/versions.py says where each matters) -----
+    gpu_memory_in_use: int | None = None  # bytes other processes hold on each GPU at start
+    flashinfer_installed: bool | None = None  # None: unknown (FlashInfer decides the sampler path)
 
 
 class PlanOverrides(BaseModel):
@@ -234,6 +232,8 @@ class PlanResult(BaseModel):
     kv_cache: KVCacheInfo
     fits: bool
     estimated_max_model_len: int | None = None
+    startup_refusal: str | None = None  # why vLLM refuses to start before sizing the KV cache
+    graph_capture_oom: str | None = None  # why the CUDA-graph capture after KV sizing will likely OOM
     serve_command: list[str] = Field(default_factory=list)
     serve_env: dict[str, str] = Field(default_factory=dict)
     alternatives: list[Alternative] = Field(default_factory=list)

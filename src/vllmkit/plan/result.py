@@ -161,10 +161,12 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
         kv_cache=kv_info,
         fits=ev.fits,
         estimated_max_model_len=None if ev.fits else cap.estimated_max_model_len,
+        startup_refusal=ev.startup_refusal,
+        graph_capture_oom=ev.graph_capture_oom,
         alternatives=[alternative(c, chosen) for c in candidates if c.listed or c is chosen],
         reasons=_reasons(chosen, profile, candidates),
         calibration=settings.calibration_source,
-        warnings=warnings + _kv_dtype_note(kv_dtype, arch),
+        warnings=warnings + _kv_dtype_note(kv_dtype, arch) + ([ev.graph_capture_oom] if ev.graph_capture_oom else []),
     )
     _data_parallel_option(result, req, chosen, candidates)  # issue 13
     return result
@@ -225,6 +227,9 @@ def does_not_fit_error(plan: PlanResult) -> DoesNotFitError | None:
     """The exit-3 error for a plan vLLM would refuse (None when it fits)."""
     if plan.fits:
         return None
+    if plan.startup_refusal:
+        return DoesNotFitError(f"{plan.model.id}: vLLM {plan.vllm_version} will refuse to start: {plan.startup_refusal}",
+                               "stop the other processes on the GPU or lower --gpu-memory-utilization")
     est = plan.estimated_max_model_len
     if est:
         hint = f"use --max-model-len {est} (vLLM's estimate), a quantized variant, --kv-cache-dtype fp8 or more GPUs"

@@ -63,6 +63,11 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
 
     version, version_src = resolve_version(req.vllm_version, env)
     rules = rules_for(version)
+    if req.flashinfer_installed is None and version_src.startswith("installed") and rules.sampler_sorts_without_flashinfer:
+        # the installed vLLM serves: whether FlashInfer sits next to it decides the dummy sampler's peak
+        from vllmkit.engine.versions import flashinfer_importable
+
+        req = req.model_copy(update={"flashinfer_installed": flashinfer_importable()})
     profile = resolve_gpu_profile(req, env)
     meta = resolve_model(req.model, source=req.source, revision=req.revision, refresh=req.refresh, env=env)
     base = make_variant(meta, rules)

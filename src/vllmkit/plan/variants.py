@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from vllmkit.arch import ModelArch, read_arch
+from vllmkit.arch.reader import text_config
 from vllmkit.engine.versions import VersionRules
 from vllmkit.estimate.weights import estimate_param_bytes
 from vllmkit.hub.base import ModelMetadata
@@ -30,6 +31,10 @@ def variant_label(meta: ModelMetadata, arch: ModelArch) -> str:
         method == "compressed-tensors" and q.bits == 8 and (q.weight_format or "").startswith("float")
     ):
         return "fp8"
+    if method == "modelopt":  # NVIDIA ModelOpt FP8 family (quant_algo FP8 / FP8_PB_WO / FP8_PER_CHANNEL_PER_TOKEN)
+        return "fp8"
+    if method == "modelopt_fp4":
+        return "nvfp4"
     if method in ("awq", "awq_marlin"):
         return "awq"
     if method in ("gptq", "gptq_marlin"):
@@ -46,9 +51,23 @@ def _weights(meta: ModelMetadata, arch: ModelArch) -> tuple[int, str]:
         return files, "measured"
     return estimate_param_bytes(arch), "estimated"
 
+def kv_scheme_followed(arch: ModelArch, rules: VersionRules) -> ModelArch:
+    """Drop a checkpoint-declared KV scheme that this vLLM release does not apply under
+    --kv-cache-dtype auto (older releases keep the model dtype; see engine/versions.py)."""
+    q = arch.quantization
+    if q is None or not q.kv_cache_scheme:
+        return arch
+    followed = (rules.modelopt_kv_scheme_auto if q.method.startswith("modelopt")
+                else rules.ct_kv_scheme_auto if q.method == "compressed-tensors" else True)
+    if followed:
+        return arch
+    return arch.model_copy(update={"quantization": q.model_copy(update={"kv_cache_scheme": None})})
+
+
 def make_variant(meta: ModelMetadata, rules: VersionRules) -> Variant:
     arch = read_arch(meta.config, tokenizer_config=meta.tokenizer_config, yarn_scaled_max_len=rules.yarn_scales_max_len,
                      mla_cache=rules.mla_cache)
+    arch = kv_scheme_followed(arch, rules)
     total, src = _weights(meta, arch)
     return Variant(variant_label(meta, arch), meta, arch, total, src)
 
@@ -104,25 +123,40 @@ def sibling_variants(meta: ModelMetadata, rules: VersionRules, base: Variant | N
             continue
     return out
 
+
+_MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
+
+
+def _mtp_config(meta: ModelMetadata) -> dict:
+    """The config part that declares MTP layers: the top level (DeepSeek-V3, GLM-4.5, Qwen3-Next) or the
+    language-model part of a multimodal config (Qwen3.5: text_config.mtp_num_hidden_layers). vLLM reads
+    it from hf_text_config too (vllm/config/speculative.py, the qwen3_5 branch: `mtp_num_hidden_layers`
+    from hf_config, else from get_hf_text_config(hf_config); Qwen3_5MTPModelArchConfigConvertor)."""
+    top = meta.config
+    if any(k in top for k in _MTP_KEYS):
+        return top
+    nested, _ = text_config(top)
+    return nested
+
+
 def mtp_layers(arch: ModelArch, meta: ModelMetadata) -> int:
     """Multi-token-prediction layers in the checkpoint that vLLM loads only for speculative decoding
-    (DeepSeek-V3/GLM-4.5 num_nextn_predict_layers, Qwen3-Next mtp_num_hidden_layers)."""
-    for key in ("num_nextn_predict_layers", "mtp_num_hidden_layers"):
-        n = meta.config.get(key)
-        if isinstance(n, int) and n > 0:
+    (DeepSeek-V3/GLM-4.5 num_nextn_predict_layers, Qwen3-Next mtp_num_hidden_layers, Qwen3.5
+    text_config.mtp_num_hidden_layers: Qwen3_5ForConditionalGeneration drops the "mtp." weights,
+    hf_to_vllm_mapper orig_to_new_prefix {"mtp.": None} in vllm/model_executor/models/qwen3_5.py)."""
+    cfg = _mtp_config(meta)
+    for key in _MTP_KEYS:
+        n = cfg.get(key)
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
             return n
     return 0
 
+
 def mtp_own_embeddings(meta: ModelMetadata) -> bool:
-    """DeepSeek/GLM MTP layers carry their own embed_tokens + shared_head; Qwen3-Next's share the
-    main ones (mtp_use_dedicated_embeddings false)."""
-    return "mtp_num_hidden_layers" not in meta.config or bool(meta.config.get("mtp_use_dedicated_embeddings"))
-
-
-# MXFP4 expert weights are repacked for the GPU MoE kernels at load: vLLM's "Model loading took"
-# is 6-9 % above the checkpoint bytes (gpt-oss-120b on H100: 65.97 GiB in vllm#23278 (0.10.1), 64.38 GiB
-# in vllm#33155 (0.14.1) vs 60.77 GiB of files; gpt-oss-20b on A100: 13.72 vs 12.82 GiB, public log).
-MXFP4_GPU_LOAD_FACTOR = 1.07
+    """DeepSeek/GLM MTP layers carry their own embed_tokens + shared_head; Qwen3-Next's and Qwen3.5's
+    share the main ones (mtp_use_dedicated_embeddings false)."""
+    cfg = _mtp_config(meta)
+    return "mtp_num_hidden_layers" not in cfg or bool(cfg.get("mtp_use_dedicated_embeddings"))
 
 
 # MXFP4 expert weights are repacked for the GPU MoE kernels at load: vLLM's "Model loading took"

@@ -29,6 +29,8 @@ PART3_IDS: tuple[str, ...] = (
     "Qwen/Qwen3.5-35B-A3B",
     "Qwen/Qwen3.5-122B-A10B",
     "Qwen/Qwen3.5-397B-A17B",
+    "deepseek-ai/DeepSeek-R1-0528",
+    "nvidia/Llama-3.3-70B-Instruct-FP8",
 )
 
 REQUIRED_KEYS = frozenset(
@@ -400,3 +402,63 @@ def test_qwen35_397b_inventory_parts() -> None:
     assert _qwen35_text_params(text) - _qwen35_text_params(text, mtp=False) == 6_595_568_128
     assert _qwen3_vl_vision_params(config["vision_config"]) == 456_010_480
     assert _load("Qwen/Qwen3.5-397B-A17B")["weights_bytes"] - 2 * 403_397_928_944 == 17_280
+
+
+# --------------------------------------------------------------------------- DeepSeek-R1-0528 (issue 13, round 2)
+
+
+def test_deepseek_r1_0528_has_r1_shapes_and_the_v3_split() -> None:
+    r0528, r1 = _load("deepseek-ai/DeepSeek-R1-0528"), _load("deepseek-ai/DeepSeek-R1")
+    assert r0528["config"] == r1["config"]  # rebuilt from R1's (see config_source): same shapes, same FP8 format
+    assert r0528["config"]["max_position_embeddings"] == 163_840  # what vLLM reported serving R1-0528 (llm-d guide)
+    # the V3-layout formula, checked above against V3's HF split, gives the split from the config ...
+    assert _deepseek_v3_split(r0528["config"]) == r0528["params_by_dtype"]
+    # ... whose total rounds to the "685B params" Hugging Face shows for R1-0528
+    assert round(sum(r0528["params_by_dtype"].values()) / 1e9) == 685
+
+
+# --------------------------------------------------------------------------- nvidia Llama-3.3-70B FP8 (ModelOpt)
+
+
+def test_nvidia_llama33_fp8_split_follows_from_the_config() -> None:
+    entry = _load("nvidia/Llama-3.3-70B-Instruct-FP8")
+    c = entry["config"]
+    h, inter, layers = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"]
+    kv = c["num_key_value_heads"] * (h // c["num_attention_heads"])
+    fp8 = layers * (2 * h * h + 2 * kv * h + 3 * inter * h)
+    # the FP8 linears are the ones the RedHatAI entry counts, there confirmed by a published HF split
+    assert fp8 == _load("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic")["params_by_dtype"]["F8_E4M3"]
+    params = entry["params_by_dtype"]
+    assert params["F8_E4M3"] == fp8
+    # per-tensor scales: no per-channel BF16 scales (unlike compressed-tensors "channel"), only embeddings, head, norms
+    assert params["BF16"] == 2 * c["vocab_size"] * h + (2 * layers + 1) * h
+    assert params["F32"] * 4 < 10_000  # a few thousand scalar scales
+    # HF shows "70.6B params" for 70B Llama FP8 checkpoints of this layout; the BF16 base has 70,553,706,496
+    assert round(sum(params.values()) / 1e8) == 706
+    assert sum(params.values()) - 70_553_706_496 == params["F32"]
+    q = c["quantization_config"]
+    assert q["quantization"] == {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8", "exclude_modules": ["lm_head"]}
+
+
+def test_modelopt_hf_quant_config_reads_as_fp8_weights_and_fp8_kv() -> None:
+    from vllmkit.arch import read_arch
+    from vllmkit.estimate.specs import kv_dtype_bytes
+    from vllmkit.hub.catalog import entry_to_metadata, find_entry
+    from vllmkit.plan.variants import variant_label
+
+    found = find_entry("nvidia/Llama-3.3-70B-Instruct-FP8")
+    assert found is not None
+    arch = read_arch(found.config)
+    assert arch.quantization is not None and arch.quantization.method == "modelopt"
+    assert arch.quantization.kv_cache_scheme == "fp8"
+    assert kv_dtype_bytes("auto", arch) == 1 and kv_dtype_bytes("bfloat16", arch) == 2
+    assert variant_label(entry_to_metadata(found), arch) == "fp8"
+    # the file as published, before vLLM adds quant_method (producer modelopt + quant_algo FP8 -> "modelopt")
+    raw = dict(found.config)
+    raw["quantization_config"] = {k: v for k, v in raw["quantization_config"].items() if k != "quant_method"}
+    arch_raw = read_arch(raw)
+    assert arch_raw.quantization is not None
+    assert (arch_raw.quantization.method, arch_raw.quantization.kv_cache_scheme) == ("modelopt", "fp8")
+    nvfp4 = dict(raw, quantization_config={"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "NVFP4"}})
+    nvfp4_arch = read_arch(nvfp4)
+    assert nvfp4_arch.quantization is not None and nvfp4_arch.quantization.method == "modelopt_fp4"

@@ -35,17 +35,19 @@ def test_single_decode_step_by_hand() -> None:
     # weights 16e9 B / (3.35e12 x 0.8) = 5.9701 ms (GEMM compute 2 x 8e9 / (989.5e12 x 0.5) = 0.032 ms: memory wins)
     # KV read 1000 ctx x 36 x 4096 = 147.456 MB + write 147,456 B -> 147.604 MB / 2.68e12 = 0.05508 ms
     # attention FLOPs 4 x 32 x 128 x 36 x 1000 = 0.59 GFLOP / 494.75e12 = 0.0012 ms (memory wins)
+    # GEMM kernels: 36 layers x 4 x 3.8 us = 0.5472 ms
     cost = step_cost(DENSE, H100, EFF, decode=1, context_sum=1000)
-    assert cost.seconds == pytest.approx(5.9701e-3 + 0.05508e-3, rel=1e-3)
+    assert cost.seconds == pytest.approx(5.9701e-3 + 0.05508e-3 + 0.5472e-3, rel=1e-3)
     assert cost.bound == "bandwidth"
 
 
 def test_prefill_step_by_hand_is_compute_bound() -> None:
-    # 4096 prompt tokens: GEMM 2 x 8e9 x 4096 = 65.54 TFLOP / 494.75 TFLOP/s = 132.47 ms (> 5.97 ms of weights)
+    # 4096 prompt tokens: GEMM 2 x 8e9 x 4096 = 65.54 TFLOP / 494.75 TFLOP/s = 132.47 ms (> 5.97 ms of weights),
+    # blended with the weight stream: sqrt(132.47^2 + 5.97^2) = 132.60 ms, + 144 GEMM kernels x 3.8 us = 0.55 ms
     # attention pairs 4096 x 2048 = 8.39e6 x 4 x 32 x 128 x 36 = 4.95 TFLOP / 494.75e12 = 10.0 ms
     # (its memory side, the 4096 new tokens' KV = 0.60 GB / 2.68e12 = 0.23 ms, is smaller)
     cost = step_cost(DENSE, H100, EFF, decode=0, context_sum=0, prefill_tokens=4096, prefill_pairs=4096 * 2048)
-    assert cost.seconds == pytest.approx(132.47e-3 + 10.0e-3, rel=2e-3)
+    assert cost.seconds == pytest.approx(132.60e-3 + 0.5472e-3 + 10.0e-3, rel=1e-3)
     assert cost.bound == "compute"
 
 
@@ -127,6 +129,17 @@ def test_family_priors_and_legacy_rocm() -> None:
     assert efficiency_for(base, H100, DENSE).bandwidth == pytest.approx(0.8)  # Hopper is the baseline
     awq = ModelPerf(**{**DENSE.__dict__, "weight_kernel": "w4a16"})
     assert efficiency_for(base, H100, awq).compute < efficiency_for(base, H100, DENSE).compute
+
+
+def test_v0_engines_pay_more_per_running_sequence() -> None:
+    # vLLM < 0.8 (V0) processes every sequence's output in its step loop: the per-sequence cost is
+    # v0_seq_factor x V1's. 64 decodes, 20 us x 5 = 100 us each: 6.4 ms instead of 1.28 ms
+    base = Efficiency(bandwidth=0.8, compute=0.5, step_overhead_s=0.0, per_seq_overhead_s=20e-6, v0_seq_factor=5.0)
+    v1 = step_cost(DENSE, H100, efficiency_for(base, H100, DENSE, (0, 11, 0)), decode=64, context_sum=0)
+    v0 = step_cost(DENSE, H100, efficiency_for(base, H100, DENSE, (0, 6, 3)), decode=64, context_sum=0)
+    assert v1.overhead_s == pytest.approx(64 * 20e-6)
+    assert v0.overhead_s == pytest.approx(64 * 100e-6)
+    assert v0.seconds - v1.seconds == pytest.approx(64 * 80e-6)
 
 
 models = st.builds(

@@ -3,6 +3,8 @@ with a step cost that is easy to reason about (mocked: the real one needs a GPU 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -54,6 +56,47 @@ def test_full_kv_cache_preempts_and_still_finishes() -> None:
     limits = SchedulerLimits(max_num_seqs=8, max_num_batched_tokens=8192, kv_capacity_tokens=350)
     r = simulate([100] * 3, [100] * 3, limits, flat)
     assert r.completed == 3 and r.preemptions >= 1 and r.peak_kv_usage <= 1.0
+
+
+def _prefill_tokens(lengths_in, lengths_out, limits) -> tuple[int, int]:
+    seen: list[int] = []
+
+    def fn(decode: int, ctx: float, prefill: int, pairs: float) -> tuple[float, bool]:
+        seen.append(prefill)
+        return 0.010, False
+
+    r = simulate(lengths_in, lengths_out, limits, fn)
+    assert r.completed == len(lengths_in)
+    return sum(seen), r.preemptions
+
+
+def test_a_preempted_requests_cache_hit_is_what_was_not_reallocated() -> None:
+    # 300 KV slots, two prompts of 100 (200 prefill tokens in step 1). After 50 decode steps the two
+    # contexts are 150 + 150 = 300: B (the newest) is preempted with 150 tokens computed and no free
+    # slot ahead of its blocks in the free queue. V1 hands out the oldest-freed blocks first, so every
+    # token A allocates afterwards takes one of B's (vllm/v1/core/block_pool.py).
+    limits = SchedulerLimits(max_num_seqs=8, max_num_batched_tokens=8192, kv_capacity_tokens=300)
+    # A outputs 200: B cannot come back before A ends (151 + A's context > 300); A allocates 149 more
+    # slots, B keeps 150 - 149 = 1 token, no full 16-token block: B recomputes 100 + 51 = 151 tokens
+    assert _prefill_tokens([100, 100], [200, 200], limits) == (200 + 151, 1)
+    # A outputs 60: it ends 9 steps after the preemption; B keeps 150 - 9 = 141 tokens = 8 full blocks
+    # (128), recomputes 151 - 128 = 23
+    assert _prefill_tokens([100, 100], [60, 200], limits) == (200 + 23, 1)
+    # without prefix caching it recomputes all 151
+    assert _prefill_tokens([100, 100], [60, 200], replace(limits, prefix_caching=False)) == (200 + 151, 1)
+
+
+def test_v0_without_chunked_prefill_runs_prompts_and_decodes_in_separate_steps() -> None:
+    # two prompts of 10 tokens, 5 outputs each, a budget of 11 tokens, 10 ms steps. Step 1: A's prompt
+    # (B's 10 tokens do not fit beside it). V1 / chunked: step 2 runs A's decode and B's prompt together,
+    # A's 4 decodes end at step 5 (50 ms). V0 without chunked prefill: step 2 is B's prompt only, A
+    # waits; both decode in steps 3-6 and end at 60 ms.
+    base = SchedulerLimits(max_num_seqs=8, max_num_batched_tokens=11, kv_capacity_tokens=10**6, chunked_prefill=False)
+    mixed = simulate([10, 10], [5, 5], base, flat)
+    v0 = simulate([10, 10], [5, 5], replace(base, mixed_batches=False), flat)
+    assert mixed.ttft_s == pytest.approx([0.01, 0.02]) == v0.ttft_s
+    assert mixed.e2e_s == pytest.approx([0.05, 0.06])
+    assert v0.e2e_s == pytest.approx([0.06, 0.06])
 
 
 def test_a_prompt_larger_than_the_cache_is_rejected_not_counted() -> None:

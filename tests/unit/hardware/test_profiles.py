@@ -80,6 +80,7 @@ REQUIRED = [
     "mi300x",
     "mi325x",
     "mi355x",
+    "mi300a",
     "cpu",
 ]
 
@@ -281,6 +282,8 @@ def test_resolve(packaged: list[GpuProfile], query: str, expected: str) -> None:
         ("NVIDIA H20", "h20"),
         ("NVIDIA GeForce RTX 5090", "rtx-5090"),
         ("NVIDIA A30", "a30"),
+        ("AMD Instinct MI300A", "mi300a"),  # rocminfo "Marketing Name: AMD Instinct MI300A"
+        ("AMD Instinct MI300X", "mi300x"),  # the APU does not capture its GPU-only sibling
     ],
 )
 def test_new_gpus_resolve_by_product_name(packaged: list[GpuProfile], product_name: str, expected: str) -> None:
@@ -541,3 +544,16 @@ def test_gpu_memory_required_except_for_cpu() -> None:
             memory_source="test",
             supports=Supports(bf16=True, fp8=False),
         )
+
+
+def test_mi300a_is_an_mi300x_with_228_of_304_cus_and_a_96_gib_device_pool(packaged: list[GpuProfile]) -> None:
+    p = by_name(packaged)
+    a, x = p["mi300a"], p["mi300x"]
+    # same CDNA3 CU and clock (2100 MHz), 228 CUs (rocminfo) vs 304: the datasheet's 980.6 / 1961.2 TFLOPS
+    assert a.tflops_bf16 == pytest.approx(x.tflops_bf16 * 228 / 304, rel=1e-3)
+    assert a.tflops_fp8 == pytest.approx(x.tflops_fp8 * 228 / 304, rel=1e-3)
+    assert a.memory_bandwidth_gbps == x.memory_bandwidth_gbps == 5300  # same 8 HBM3 stacks
+    assert a.gfx_target == x.gfx_target == "gfx942" and a.supports.fp8_format == "e4m3fnuz"
+    # nominal: the default HIP device-allocation limit (96 GiB of the 128 GiB unified pool), not a torch reading
+    assert a.memory_bytes == 96 * 2**30
+    assert "NOMINAL" in a.memory_source

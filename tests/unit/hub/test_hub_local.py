@@ -136,3 +136,46 @@ def test_fuzz_garbage_config_and_weights(tmp_path: Path, config: bytes, header: 
         assert exc.exit_code == 4
         return
     assert isinstance(meta.config, dict)
+
+
+# NVIDIA ModelOpt < 0.31 checkpoints (e.g. nvidia/Llama-3.1-70B-Instruct-FP8) keep the quantization in
+# hf_quant_config.json; vLLM reads it as config.quantization_config (vllm/transformers_utils/config.py).
+# The document below is the published file of that release (aiconfigurator snapshot, see the catalog).
+MODELOPT_FP8 = {"producer": {"name": "modelopt", "version": "0.23.0"},
+                "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8", "exclude_modules": ["lm_head"]}}
+
+
+def test_hf_quant_config_becomes_the_quantization_config(tmp_path: Path) -> None:
+    from vllmkit.arch import read_arch
+
+    folder = make_model(tmp_path / "m")
+    (folder / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256,
+        "torch_dtype": "bfloat16"}))
+    (folder / "hf_quant_config.json").write_text(json.dumps(MODELOPT_FP8))
+    meta = LocalSource().fetch(str(folder))
+    assert meta.config["quantization_config"] == MODELOPT_FP8
+    assert meta.provenance["quantization_config"].endswith("hf_quant_config.json")
+    q = read_arch(meta.config).quantization
+    assert q is not None and (q.method, q.kv_cache_scheme) == ("modelopt", "fp8")
+
+
+def test_config_json_quantization_wins_over_hf_quant_config(tmp_path: Path) -> None:
+    # ModelOpt >= 0.31 writes config.json's quantization_config; vLLM then ignores hf_quant_config.json
+    folder = make_model(tmp_path / "m")
+    inline = {"quant_method": "fp8", "weight_block_size": [128, 128]}
+    (folder / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 8,
+                                                   "quantization_config": inline}))
+    (folder / "hf_quant_config.json").write_text(json.dumps(MODELOPT_FP8))
+    meta = LocalSource().fetch(str(folder))
+    assert meta.config["quantization_config"] == inline
+    assert "quantization_config" not in meta.provenance
+
+
+def test_broken_hf_quant_config_is_a_note_not_a_failure(tmp_path: Path) -> None:
+    folder = make_model(tmp_path / "m")
+    (folder / "hf_quant_config.json").write_text("{oops")
+    meta = LocalSource().fetch(str(folder))
+    assert "quantization_config" not in meta.config
+    assert any("hf_quant_config.json ignored" in n for n in meta.notes)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vllmkit.launch.command import ServeEndpoint
 from vllmkit.plan.models import (
     GpuInfo,
     KVCacheInfo,
@@ -75,14 +76,15 @@ def make_plan(
     )
 
 
+# serve's endpoint for cuda_plan (serving concerns are not part of a PlanRequest)
+CUDA_ENDPOINT = ServeEndpoint(served_model_name="qwen32b", api_key="sk-secret-123", generation_config_vllm=True)
+
+
 def cuda_plan() -> tuple[PlanRequest, PlanResult]:
     """Qwen3-32B (bf16 checkpoint) on 2 x H100 SXM, FP8 weights (online) and FP8 KV cache."""
     req = PlanRequest(
         model="Qwen/Qwen3-32B",
         gpu="h100-sxm",
-        served_model_name="qwen32b",
-        api_key="sk-secret-123",
-        generation_config_vllm=True,
     )
     plan = make_plan(
         model={

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.launch.plans import cpu_plan, cuda_plan, multinode_plan, rocm_plan
+from tests.unit.launch.plans import CUDA_ENDPOINT, cpu_plan, cuda_plan, multinode_plan, rocm_plan
 from vllmkit.engine.flags import KnownFlags
 from vllmkit.launch.command import (
     build_serve_command,
@@ -24,7 +24,7 @@ MODULE = ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
 
 def test_cuda_golden() -> None:
     req, plan = cuda_plan()
-    cmd = build_serve_command(plan, req)
+    cmd = build_serve_command(plan, req, CUDA_ENDPOINT)
     assert cmd.argv == [
         "vllm", "serve", "Qwen/Qwen3-32B",
         "--served-model-name", "qwen32b",
@@ -47,7 +47,7 @@ def test_cuda_golden() -> None:
 
 def test_cuda_visible_devices() -> None:
     req, plan = cuda_plan()
-    cmd = build_serve_command(plan, req, visible_devices=[2, 3])
+    cmd = build_serve_command(plan, req, CUDA_ENDPOINT, visible_devices=[2, 3])
     assert cmd.env == {"CUDA_VISIBLE_DEVICES": "2,3"}
 
 
@@ -119,30 +119,30 @@ def test_cpu_golden_module_launcher() -> None:
 def test_dtype_only_when_it_differs() -> None:
     req, plan = cuda_plan()
     plan.settings.dtype = "half"  # e.g. V100: no bf16
-    argv = build_serve_command(plan, req).argv
+    argv = build_serve_command(plan, req, CUDA_ENDPOINT).argv
     assert argv[argv.index("--dtype") + 1] == "float16"
     plan.settings.dtype = "bf16"  # alias of the checkpoint dtype
-    assert "--dtype" not in build_serve_command(plan, req).argv
+    assert "--dtype" not in build_serve_command(plan, req, CUDA_ENDPOINT).argv
 
 
 def test_quantization_not_repeated_for_quantized_checkpoints() -> None:
     req, plan = cuda_plan()
     plan.model.quantization = "awq"
     plan.settings.quantization = "awq_marlin"  # vLLM upgrades awq to awq_marlin by itself
-    assert "--quantization" not in build_serve_command(plan, req).argv
+    assert "--quantization" not in build_serve_command(plan, req, CUDA_ENDPOINT).argv
 
 
 def test_prefix_caching_and_revision() -> None:
     req, plan = cuda_plan()
     req = req.model_copy(update={"enable_prefix_caching": False, "revision": "abc123"})
-    argv = build_serve_command(plan, req).argv
+    argv = build_serve_command(plan, req, CUDA_ENDPOINT).argv
     assert "--no-enable-prefix-caching" in argv
     assert argv[argv.index("--revision") + 1] == "abc123"
 
 
 def test_api_key_is_redacted_everywhere() -> None:
     req, plan = cuda_plan()
-    cmd = build_serve_command(plan, req)
+    cmd = build_serve_command(plan, req, CUDA_ENDPOINT)
     assert "sk-secret-123" in cmd.argv
     assert "sk-secret-123" not in " ".join(cmd.redacted_argv)
     assert cmd.redacted_argv[cmd.redacted_argv.index("--api-key") + 1] == "***"
@@ -162,7 +162,7 @@ def test_api_key_is_redacted_everywhere() -> None:
 
 def test_secure_launch_moves_key_to_env() -> None:
     req, plan = cuda_plan()
-    argv, env = secure_launch(build_serve_command(plan, req))
+    argv, env = secure_launch(build_serve_command(plan, req, CUDA_ENDPOINT))
     assert "--api-key" not in argv and "sk-secret-123" not in argv
     assert env["VLLM_API_KEY"] == "sk-secret-123"
 
@@ -170,9 +170,9 @@ def test_secure_launch_moves_key_to_env() -> None:
 def test_flags_checked_against_known_parser() -> None:
     req, plan = cuda_plan()
     # an older vLLM without --generation-config
-    names = {t for t in build_serve_command(plan, req).argv if t.startswith("--")} - {"--generation-config"}
+    names = {t for t in build_serve_command(plan, req, CUDA_ENDPOINT).argv if t.startswith("--")} - {"--generation-config"}
     known = KnownFlags(version="0.6.6", options={n: True for n in names})
-    cmd = build_serve_command(plan, req, known=known)
+    cmd = build_serve_command(plan, req, CUDA_ENDPOINT, known=known)
     assert "--generation-config" not in cmd.argv
     assert any("--generation-config" in w and "dropped" in w for w in cmd.warnings)
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from tests.unit.launch.plans import cpu_plan, cuda_plan, multinode_plan, rocm_plan
+from tests.unit.launch.plans import CUDA_ENDPOINT, cpu_plan, cuda_plan, multinode_plan, rocm_plan
 from vllmkit.launch.exporters import dns_name, export
 
 SCHEMA = json.loads(
@@ -35,6 +35,8 @@ def _validate(obj: dict[str, Any], definition: str) -> None:
 
 def _k8s_docs(plan_fn, **kw: Any) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
     req, plan = plan_fn()
+    if plan_fn is cuda_plan:
+        kw.setdefault("endpoint", CUDA_ENDPOINT)
     return [d for d in yaml.safe_load_all(export(plan, req, "k8s", **kw)) if d]
 
 
@@ -116,7 +118,7 @@ def test_k8s_multinode_is_a_leaderworkerset() -> None:
 
 def test_docker_cuda() -> None:
     req, plan = cuda_plan()
-    text = export(plan, req, "docker", auth=True)
+    text = export(plan, req, "docker", endpoint=CUDA_ENDPOINT, auth=True)
     argv = shlex.split(
         "\n".join(ln for ln in text.splitlines() if not ln.startswith("#")).replace("\\\n", " ")
     )
@@ -154,7 +156,7 @@ def test_docker_local_model_is_mounted_read_only() -> None:
 
 def test_compose_cuda_and_rocm() -> None:
     req, plan = cuda_plan()
-    doc = yaml.safe_load(export(plan, req, "compose", auth=True))
+    doc = yaml.safe_load(export(plan, req, "compose", endpoint=CUDA_ENDPOINT, auth=True))
     ((name, svc),) = doc["services"].items()
     assert name == "vllm-qwen32b"
     assert svc["entrypoint"] == ["vllm", "serve"] and svc["command"][0] == "Qwen/Qwen3-32B"
@@ -164,7 +166,7 @@ def test_compose_cuda_and_rocm() -> None:
     assert svc["environment"]["VLLM_API_KEY"].startswith("${VLLM_API_KEY")
     assert svc["healthcheck"]["test"][0] == "CMD"
     req, plan = rocm_plan()
-    svc = next(iter(yaml.safe_load(export(plan, req, "compose"))["services"].values()))
+    svc = next(iter(yaml.safe_load(export(plan, req, "compose", endpoint=CUDA_ENDPOINT))["services"].values()))
     assert svc["devices"] == ["/dev/kfd", "/dev/dri"] and svc["group_add"] == ["video"]
     assert svc["security_opt"] == ["seccomp=unconfined"]
 

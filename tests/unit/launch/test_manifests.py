@@ -22,8 +22,9 @@ import pytest
 import yaml
 from jsonschema import Draft7Validator, Draft202012Validator
 
-from tests.unit.launch.plans import cpu_plan, cuda_plan, multinode_plan, rocm_plan
+from tests.unit.launch.plans import CUDA_ENDPOINT, cpu_plan, cuda_plan, multinode_plan, rocm_plan
 from vllmkit.errors import UsageError
+from vllmkit.launch.command import ServeEndpoint
 from vllmkit.launch.exporters import FORMATS, export
 from vllmkit.launch.monitoring import hpa_manifest, prometheus_adapter_rules
 
@@ -122,7 +123,7 @@ def test_every_export_is_valid_or_refused(fmt: str, plan_name: str, tmp_path: Pa
         assert not errs, "\n".join(errs)
         ((_, svc),) = doc["services"].items()  # one service: one machine
         host_port, container_port = svc["ports"][0].rsplit(":", 1)[0], svc["ports"][0].rsplit(":", 1)[1]
-        assert container_port == "8000" and host_port.endswith(str(req.port))
+        assert container_port == "8000" and host_port.endswith(str(ServeEndpoint().port))
         assert svc["command"][svc["command"].index("--host") + 1] == "0.0.0.0"
     elif fmt in ("shell", "ray"):
         if shutil.which("bash"):
@@ -163,7 +164,7 @@ def test_model_cache_is_a_pvc_sized_from_the_weights() -> None:
 
 def test_shared_cache_and_hpa_for_several_replicas() -> None:
     req, plan = cuda_plan()
-    docs = _docs(export(plan, req, "k8s", replicas=(2, 6), scale_metric="kv"))
+    docs = _docs(export(plan, req, "k8s", endpoint=CUDA_ENDPOINT, replicas=(2, 6), scale_metric="kv"))
     pvc = next(d for d in docs if d["kind"] == "PersistentVolumeClaim")
     assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]
     hpa = next(d for d in docs if d["kind"] == "HorizontalPodAutoscaler")
@@ -226,7 +227,7 @@ def test_images_are_pinned() -> None:
 
 def test_ray_head_binds_every_interface_behind_the_key() -> None:
     req, plan = multinode_plan()
-    assert req.host == "127.0.0.1"
+    assert ServeEndpoint().host == "127.0.0.1"  # the default endpoint binds loopback
     ray = export(plan, req, "ray", auth=True)
     assert "--host 0.0.0.0" in ray and "--host 127.0.0.1" not in ray
     assert '${VLLM_API_KEY:?' in ray

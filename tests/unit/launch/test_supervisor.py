@@ -16,6 +16,7 @@ import pytest
 from tests.unit.launch.fakevllm import fake_env, install_fake_vllm
 from tests.unit.launch.plans import cpu_plan
 from vllmkit.launch import runs
+from vllmkit.launch.command import ServeEndpoint
 from vllmkit.launch.service import (
     Reporter,
     ServeFailed,
@@ -45,10 +46,9 @@ def fake(tmp_path: Path) -> dict[str, str]:
 
 def _plan(port: int, **settings: object):
     req, plan = cpu_plan()
-    req = req.model_copy(update={"port": port})
     for k, v in settings.items():
         setattr(plan.settings, k, v)
-    return req, plan
+    return req, plan, ServeEndpoint(port=port)
 
 
 def _engine_pid(log: str) -> int:
@@ -64,8 +64,8 @@ def _assert_group_gone(pgid: int, *pids: int) -> None:
 
 
 def test_detach_smoke_stop(fake: dict[str, str]) -> None:
-    req, plan = _plan(_free_port())
-    options = ServeOptions(detach=True, stop_grace_s=5)
+    req, plan, ep = _plan(_free_port())
+    options = ServeOptions(endpoint=ep, detach=True, stop_grace_s=5)
     prep = prepare(plan, req, options, fake)
     assert prep.launcher is not None and prep.launcher.kind == "module"
     phases: list[str] = []
@@ -98,8 +98,8 @@ def test_detach_smoke_stop(fake: dict[str, str]) -> None:
 
 
 def test_failed_start_is_diagnosed(fake: dict[str, str]) -> None:
-    req, plan = _plan(_free_port(), max_model_len=2048, kv_cache_memory_bytes=500000)
-    options = ServeOptions(stop_grace_s=5)
+    req, plan, ep = _plan(_free_port(), max_model_len=2048, kv_cache_memory_bytes=500000)
+    options = ServeOptions(endpoint=ep, stop_grace_s=5)
     from vllmkit.doctor import diagnose_log  # what the CLI hands serve (launch does not import the doctor)
 
     with pytest.raises(ServeFailed) as info:
@@ -117,8 +117,8 @@ def test_failed_start_is_diagnosed(fake: dict[str, str]) -> None:
 
 def test_interrupt_during_startup_leaves_nothing(fake: dict[str, str]) -> None:
     env = dict(fake, FAKE_VLLM_MODE="hang")
-    req, plan = _plan(_free_port())
-    options = ServeOptions(stop_grace_s=5)
+    req, plan, ep = _plan(_free_port())
+    options = ServeOptions(endpoint=ep, stop_grace_s=5)
     prep = prepare(plan, req, options, env)
     started: list[int] = []
 
@@ -138,8 +138,8 @@ def test_interrupt_during_startup_leaves_nothing(fake: dict[str, str]) -> None:
 
 def test_health_timeout(fake: dict[str, str]) -> None:
     env = dict(fake, FAKE_VLLM_MODE="hang")
-    req, plan = _plan(_free_port())
-    options = ServeOptions(health_timeout_s=2, stop_grace_s=5)
+    req, plan, ep = _plan(_free_port())
+    options = ServeOptions(endpoint=ep, health_timeout_s=2, stop_grace_s=5)
     with pytest.raises(ServeFailed) as info:
         serve(prepare(plan, req, options, env), options, env)
     assert "did not become healthy within 2 s" in info.value.message
@@ -148,8 +148,8 @@ def test_health_timeout(fake: dict[str, str]) -> None:
 
 
 def test_sigterm_after_ready_stops_cleanly(fake: dict[str, str]) -> None:
-    req, plan = _plan(_free_port())
-    options = ServeOptions(smoke=False, stop_grace_s=5)
+    req, plan, ep = _plan(_free_port())
+    options = ServeOptions(endpoint=ep, smoke=False, stop_grace_s=5)
     prep = prepare(plan, req, options, fake)
     result = serve(
         prep, options, fake, reporter=Reporter(ready=lambda r: os.kill(os.getpid(), signal.SIGTERM))
@@ -162,8 +162,8 @@ def test_sigterm_after_ready_stops_cleanly(fake: dict[str, str]) -> None:
 def test_orphaned_engine_is_reaped_by_group_signal(fake: dict[str, str]) -> None:
     # the server exits on SIGTERM without stopping its engine: only the group signal removes it
     env = dict(fake, FAKE_VLLM_MODE="orphan")
-    req, plan = _plan(_free_port())
-    options = ServeOptions(detach=True, smoke=False, stop_grace_s=1)
+    req, plan, ep = _plan(_free_port())
+    options = ServeOptions(endpoint=ep, detach=True, smoke=False, stop_grace_s=1)
     result = serve(prepare(plan, req, options, env), options, env)
     engine = _engine_pid(Path(result.log or "").read_text())
     assert stop_runs(env, [result.run_id or ""], grace_s=1).stopped == [result.run_id]
@@ -173,8 +173,8 @@ def test_orphaned_engine_is_reaped_by_group_signal(fake: dict[str, str]) -> None
 
 def test_api_key_reaches_child_by_env_not_argv(fake: dict[str, str]) -> None:
     env = dict(fake, VLLM_API_KEY="k-123-secret")
-    req, plan = _plan(_free_port())
-    options = ServeOptions(detach=True, stop_grace_s=5)
+    req, plan, ep = _plan(_free_port())
+    options = ServeOptions(endpoint=ep, detach=True, stop_grace_s=5)
     prep = prepare(plan, req, options, env)
     assert prep.api_key.origin == "env"
     result = serve(prep, options, env)
@@ -196,8 +196,8 @@ def test_port_in_use_is_refused_before_launch(fake: dict[str, str]) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        req, plan = _plan(busy.getsockname()[1])
-        options = ServeOptions()
+        req, plan, ep = _plan(busy.getsockname()[1])
+        options = ServeOptions(endpoint=ep)
         with pytest.raises(Exception) as info:
             serve(prepare(plan, req, options, fake), options, fake)
     assert getattr(info.value, "code", "") == "port-in-use"
@@ -231,8 +231,8 @@ def test_health_timeout_scales_with_size() -> None:
 
 
 def test_external_stop_of_a_foreground_server_is_a_clean_end(fake: dict[str, str]) -> None:
-    req, plan = _plan(_free_port())
-    options = ServeOptions(smoke=False, stop_grace_s=5)
+    req, plan, ep = _plan(_free_port())
+    options = ServeOptions(endpoint=ep, smoke=False, stop_grace_s=5)
     prep = prepare(plan, req, options, fake)
 
     def stop_from_outside(result) -> None:  # type: ignore[no-untyped-def]
@@ -247,8 +247,8 @@ def test_external_stop_of_a_foreground_server_is_a_clean_end(fake: dict[str, str
 
 
 def test_server_dying_after_startup_is_a_failure(fake: dict[str, str]) -> None:
-    req, plan = _plan(_free_port())
-    options = ServeOptions(smoke=False, stop_grace_s=5)
+    req, plan, ep = _plan(_free_port())
+    options = ServeOptions(endpoint=ep, smoke=False, stop_grace_s=5)
     prep = prepare(plan, req, options, fake)
     killed: list[int] = []
 

@@ -115,12 +115,11 @@ def test_glm46_fits_eight_h200_not_eight_h100() -> None:
 def test_qwen35_27b_one_h100_not_one_rtx4090() -> None:
     # 55,562,855,904 B = 51.75 GiB < 0.92 x 79.19 = 72.85 GiB (H100), > 0.92 x 23.64 = 21.75 GiB (RTX 4090).
     # The checkpoint includes the MTP block (text_config.mtp_num_hidden_layers = 1: 424,699,392 params =
-    # 849,398,784 B) that vLLM loads only for qwen3_5_mtp speculation; the planner reads
-    # mtp_num_hidden_layers at the top level of config.json only (plan/variants.mtp_layers), so for
-    # Qwen3.5 it keeps the block: at most 1.6 % more than vLLM loads (conservative).
+    # 849,398,784 B) that vLLM loads only for qwen3_5_mtp speculation; the planner reads it from
+    # text_config and subtracts an average-sized layer + fc (tests/unit/plan/test_mtp_text_config.py)
     plan = _plan("Qwen/Qwen3.5-27B", "h100", 1)
     assert plan.fits
-    assert 55_562_855_904 - 849_398_784 <= plan.memory.weights_bytes <= 55_562_855_904
+    assert plan.memory.weights_bytes == pytest.approx(55_562_855_904 - 849_398_784, rel=0.002)
     assert not _plan("Qwen/Qwen3.5-27B", "rtx-4090", 1).fits
 
 
@@ -139,3 +138,55 @@ def test_qwen35_397b_fits_eight_h200_not_eight_h100() -> None:
     # lower bound: the text model split 8 ways; upper: the whole checkpoint split 8 ways plus the vision
     # tower (912,020,960 B in the inventory) kept whole on every rank
     assert (806_795_875_168 - 13_191_136_256) / 8 * 0.999 <= per_gpu <= 806_795_875_168 / 8 + 912_020_960
+
+
+def test_deepseek_r1_0528_plans_like_r1() -> None:
+    # same config and bytes as DeepSeek-R1: 626.9 GiB served (MTP layer skipped) > 0.92 x 8 x 79.19 GiB
+    # (H100), 78.4 GiB per H200 at TP=8
+    assert not _plan("deepseek-ai/DeepSeek-R1-0528", "h100", 8).fits
+    plan = _plan("deepseek-ai/DeepSeek-R1-0528", "h200", 8)
+    assert plan.fits
+    assert plan.memory.weights_bytes == pytest.approx(673_150_611_808 / 8, rel=0.01)
+
+
+def test_nvidia_llama33_fp8_one_h100_not_one_l40s_and_fp8_kv() -> None:
+    # 72,656,376,832 B = 67.67 GiB < 0.92 x 79.19 = 72.85 GiB (H100); > the 44.4 GiB an L40S has in all
+    assert _plan("nvidia/Llama-3.3-70B-Instruct-FP8", "h100", 1).fits
+    assert not _plan("nvidia/Llama-3.3-70B-Instruct-FP8", "l40s", 1).fits
+    # the checkpoint declares an FP8 KV cache (kv_cache_quant_algo FP8), which vLLM uses under
+    # --kv-cache-dtype auto: 80 layers x (K + V) x 4 KV heads per rank x 128 x 1 B at TP=2; the RedHatAI
+    # FP8-dynamic checkpoint declares none, so its KV cache stays BF16 (2 B)
+    nv = build_plan(PlanRequest(model="nvidia/Llama-3.3-70B-Instruct-FP8", source="catalog", gpu="h100",
+                                tensor_parallel_size=2), ENV)
+    rh = build_plan(PlanRequest(model="RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", source="catalog", gpu="h100",
+                                tensor_parallel_size=2), ENV)
+    assert nv.kv_cache.bytes_per_token == 80 * 2 * 4 * 128 * 1
+    assert rh.kv_cache.bytes_per_token == 80 * 2 * 4 * 128 * 2
+    assert nv.memory.weights_bytes == pytest.approx(72_656_376_832 / 2, rel=0.001)
+
+
+@pytest.mark.parametrize(("version", "kv_bytes"), [("0.13.0", 2), ("0.14.0", 1), ("0.28.0", 1)])
+def test_modelopt_fp8_kv_follows_auto_from_0_14(version: str, kv_bytes: int) -> None:
+    # vLLM 0.13.0's arg_utils keeps "auto" = the model dtype; 0.14.0 resolves it from the checkpoint's
+    # kv_cache_quant_algo (utils/torch_utils.resolve_kv_cache_dtype_string), read from the wheels
+    plan = build_plan(PlanRequest(model="nvidia/Llama-3.3-70B-Instruct-FP8", source="catalog", gpu="h100",
+                                  tensor_parallel_size=2, vllm_version=version), ENV)
+    assert plan.kv_cache.bytes_per_token == 80 * 2 * 4 * 128 * kv_bytes
+
+
+@pytest.mark.parametrize(("version", "scheme"), [("0.14.0", None), ("0.15.0", "fp8")])
+def test_compressed_tensors_kv_scheme_applies_from_0_15(version: str, scheme: str | None) -> None:
+    # the llm-compressor FP8-KV layout (RedHatAI/*-FP8-KV: kv_cache_scheme float 8-bit, per tensor, static);
+    # vLLM 0.15.0's attention layer sets cache_dtype "fp8" for it, 0.14.0 does not
+    from vllmkit.engine.versions import rules_for
+    from vllmkit.hub.catalog import entry_to_metadata, find_entry
+    from vllmkit.plan.variants import make_variant
+
+    entry = find_entry("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic")
+    assert entry is not None
+    meta = entry_to_metadata(entry)
+    qc = dict(meta.config["quantization_config"])
+    qc["kv_cache_scheme"] = {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": False, "symmetric": True}
+    meta = meta.model_copy(update={"config": {**meta.config, "quantization_config": qc}})
+    q = make_variant(meta, rules_for(version)).arch.quantization
+    assert q is not None and q.kv_cache_scheme == scheme
