@@ -108,10 +108,22 @@ class HubContext:
     mirror_hint: str  # e.g. "set HF_ENDPOINT to a mirror"
 
 
+def limit_failure(exc: BaseException) -> Failure | None:
+    """Our own bounds on what a hub can make us do (docs/limits.md), the same for every hub client."""
+    if isinstance(exc, HubDeadlineExceeded):
+        return Failure("too_slow", detail=str(exc))
+    if isinstance(exc, HubBodyTooLarge):
+        return Failure("bad_response", detail=str(exc))
+    if isinstance(exc, RecursionError):
+        return Failure("bad_response", detail="JSON nested too deeply")
+    return None
+
+
 def retrying(call: Callable[[], T], classify: Callable[[BaseException], Failure | None], *,
              settings: HubSettings, ctx: HubContext, what: str,
              suggest: Callable[[], list[str]] | None = None) -> T:
-    """Run `call`, retrying transient failures with exponential backoff (bounded)."""
+    """Run `call`, retrying transient failures with exponential backoff (bounded). `classify` maps the
+    hub client's own exceptions; our limits (limit_failure) are classified here for every hub."""
     attempt = 0
     while True:
         try:
@@ -119,7 +131,7 @@ def retrying(call: Callable[[], T], classify: Callable[[BaseException], Failure 
         except ModelSourceError:
             raise
         except Exception as exc:
-            failure = classify(exc)
+            failure = limit_failure(exc) or classify(exc)
             if failure is None:
                 raise
             attempt += 1

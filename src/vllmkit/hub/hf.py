@@ -42,9 +42,7 @@ from vllmkit.hub.errors import (
     MAX_ERROR_BODY_BYTES,
     MAX_JSON_BODY_BYTES,
     Failure,
-    HubBodyTooLarge,
     HubContext,
-    HubDeadlineExceeded,
     HubUnreachableError,
     read_capped,
     retry_after_seconds,
@@ -63,12 +61,6 @@ def classify(exc: BaseException) -> Failure | None:
     """huggingface_hub / httpx2 exceptions -> Failure. Order matters: subclasses first."""
     if isinstance(exc, OfflineModeIsEnabled):
         return Failure("offline", detail="HF_HUB_OFFLINE is set")
-    if isinstance(exc, HubDeadlineExceeded):
-        return Failure("too_slow", detail=str(exc))
-    if isinstance(exc, HubBodyTooLarge):
-        return Failure("bad_response", detail=str(exc))
-    if isinstance(exc, RecursionError):
-        return Failure("bad_response", detail="JSON nested too deeply")
     if isinstance(exc, GatedRepoError):
         return Failure("gated", status=_status(exc))
     if isinstance(exc, RevisionNotFoundError):

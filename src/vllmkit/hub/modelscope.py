@@ -34,9 +34,7 @@ import urllib3
 from vllmkit.hub.base import FileInfo, ModelMetadata
 from vllmkit.hub.errors import (
     Failure,
-    HubBodyTooLarge,
     HubContext,
-    HubDeadlineExceeded,
     HubUnreachableError,
     read_capped,
     retry_after_seconds,
@@ -108,12 +106,6 @@ class _StatusError(Exception):
 
 
 def classify(exc: BaseException) -> Failure | None:
-    if isinstance(exc, HubDeadlineExceeded):
-        return Failure("too_slow", detail=str(exc))
-    if isinstance(exc, HubBodyTooLarge):
-        return Failure("bad_response", detail=str(exc))
-    if isinstance(exc, RecursionError):
-        return Failure("bad_response", detail="JSON nested too deeply")
     if type(exc).__module__.startswith("modelscope_hub"):
         return _sdk_failure(exc)
     if isinstance(exc, _StatusError):
