@@ -81,6 +81,13 @@ class FakeOpenAI:
     def itls_kept(self) -> list[float]:
         return [b - a for i in self.served() for a, b in itertools.pairwise(self.token_sent_at[i])]
 
+    def kept_sorted(self, metric: str) -> list[float]:
+        """Sorted kept values of one metric over the completed requests: ttft | tpot | itl."""
+        if metric == "itl":
+            return sorted(self.itls_kept())
+        per_request = {"ttft": self.ttft_kept, "tpot": self.tpot_kept}[metric]
+        return sorted(per_request(i) for i in self.served())
+
     @property
     def url(self) -> str:
         assert self._server is not None

@@ -55,7 +55,7 @@ def test_timings_follow_the_server_clock() -> None:
     (point,) = report.points
     assert point.completed == 5 and point.failed == 0
     assert server.served() == [0, 1, 2, 3, 4]  # one user: samples and requests in the same order
-    itl_kept = sorted(server.itls_kept())
+    itl_kept = server.kept_sorted("itl")
     for i, s in enumerate(sorted(point.samples, key=lambda x: x.start_s)):
         assert s.ok and s.output_tokens == 11 and s.input_tokens == 16
         # delivery (connect, send, receive) adds tens of ms on a busy box; a wrong clock adds >= 200
@@ -96,9 +96,7 @@ def test_closed_loop_holds_the_concurrency_and_reads_metrics() -> None:
     # TPOT p50 17-22 ms, ITL p99 ~500 ms, TTFT p99 370-610 ms here; the filtered parse 10.4 / 15 / 87.
     # Compared with the schedule the server kept (its sleeps overshoot on a loaded machine), the event
     # loop may add a few ms to TPOT and ~100 ms to a tail, not the whole-page parse's 7-12 / 490 / 320+.
-    kept = sorted(server.tpot_kept(i) for i in server.served())
-    kept_ttft = sorted(server.ttft_kept(i) for i in server.served())
-    kept_itl = sorted(server.itls_kept())
+    kept, kept_ttft, kept_itl = (server.kept_sorted(m) for m in ("tpot", "ttft", "itl"))
     assert point.tpot_ms.p50 / 1e3 < kept[len(kept) // 2] + 0.004
     assert point.itl_ms.p99 / 1e3 < kept_itl[int(0.99 * (len(kept_itl) - 1))] + 0.12
     assert point.ttft_ms.p99 / 1e3 < kept_ttft[-1] + 0.15
@@ -291,7 +289,7 @@ def test_save_csv_and_compare(tmp_path: Path) -> None:
     # expected is the one the two servers kept (their sleeps overshoot on a loaded machine: -0.51 was
     # measured for a nominal -0.67 with four agents on two cores)
     def kept_p50(server: FakeOpenAI) -> float:
-        values = sorted(server.tpot_kept(i) for i in server.served())
+        values = server.kept_sorted("tpot")
         return values[len(values) // 2]
 
     assert metrics["tpot_p50_ms"]["call"] == "better"
