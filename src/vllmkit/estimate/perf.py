@@ -141,6 +141,19 @@ class ModelPerf:
 # --------------------------------------------------------------------------- efficiency
 
 
+# Fixed cost of one GEMM kernel inside a CUDA graph, and of the activation-quantisation kernel W8A8
+# layers run before each GEMM, measured on an H200 under CUDA graphs (benchmarks/gpu_probe_shapes.py,
+# benchmarks/data/gpu-probe-h200-shapes.json): at 1 token, BF16 layers take weights / 4.28 TB/s (the
+# copy bandwidth) plus 3.8 us per GEMM (8B TP1: 3.743 ms for 128 GEMMs of 13.96 GB -> 3.76 us each;
+# 70B TP4: 9.183 ms for 320 GEMMs of 34.2 GB -> 3.73 us; 8B TP4: 4.6 us), FP8 the same with their 1-byte
+# weights (8B: 2.088 ms -> 3.57 us), and a bf16->fp8 cast before each GEMM adds 1.4 us (8B: 2.268 ms,
+# 70B TP4: 5.531 ms vs 5.094). So FP8 decode is ~1.65x faster than BF16 here, not 2x, because of these
+# fixed costs, not a slower weight stream. (The eager probe's 2.93 TB/s for FP8 at small M was ~18 us
+# per Python launch of torch._scaled_mm, not the GPU.)
+GEMM_KERNEL_S = 3.8e-6
+QUANT_KERNEL_S = 1.4e-6
+
+
 @dataclass(frozen=True)
 class Efficiency:
     """Achievable fractions of the datasheet peaks and fixed costs, for one GPU + precision."""
@@ -156,9 +169,9 @@ class Efficiency:
     moe_width_ref: float = 1024.0
     request_overhead_s: float = 0.01  # API server work per request before the engine sees it (serial)
     # fixed cost per GEMM kernel and per activation-quantisation kernel in a CUDA graph (measured, not
-    # fitted: GEMM_KERNEL_S, QUANT_KERNEL_S below)
-    gemm_kernel_s: float = 3.8e-6
-    quant_kernel_s: float = 1.4e-6
+    # fitted: GEMM_KERNEL_S, QUANT_KERNEL_S above)
+    gemm_kernel_s: float = GEMM_KERNEL_S
+    quant_kernel_s: float = QUANT_KERNEL_S
     # ROCm builds of vLLM before 0.8 (no AITER kernels, V0 engine) ran far below the roofline on MI300X
     rocm_legacy: float = 0.35
     # the V0 engine (vLLM < 0.8) processes every running sequence's output (sampling results,
@@ -193,17 +206,6 @@ KERNEL_COMPUTE_FACTOR = {"dense": 1.0, "w8a16": 0.8, "w4a16": 0.6}
 # 989.5 (ratio 0.902). The fitted compute fraction is a BF16 one; this scales it. (At small M the FP8
 # weights stream as fast as BF16 ones once launches are out of the way: see GEMM_KERNEL_S.)
 PRECISION_COMPUTE_FACTOR = {"fp8": 0.902}
-# Fixed cost of one GEMM kernel inside a CUDA graph, and of the activation-quantisation kernel W8A8
-# layers run before each GEMM, measured on an H200 under CUDA graphs (benchmarks/gpu_probe_shapes.py,
-# benchmarks/data/gpu-probe-h200-shapes.json): at 1 token, BF16 layers take weights / 4.28 TB/s (the
-# copy bandwidth) plus 3.8 us per GEMM (8B TP1: 3.743 ms for 128 GEMMs of 13.96 GB -> 3.76 us each;
-# 70B TP4: 9.183 ms for 320 GEMMs of 34.2 GB -> 3.73 us; 8B TP4: 4.6 us), FP8 the same with their 1-byte
-# weights (8B: 2.088 ms -> 3.57 us), and a bf16->fp8 cast before each GEMM adds 1.4 us (8B: 2.268 ms,
-# 70B TP4: 5.531 ms vs 5.094). So FP8 decode is ~1.65x faster than BF16 here, not 2x, because of these
-# fixed costs, not a slower weight stream. (The eager probe's 2.93 TB/s for FP8 at small M was ~18 us
-# per Python launch of torch._scaled_mm, not the GPU.)
-GEMM_KERNEL_S = 3.8e-6
-QUANT_KERNEL_S = 1.4e-6
 # GEMM kernels per decoder layer: qkv, o, gate_up, down (vLLM fuses q/k/v and gate/up; a fused MoE
 # layer runs its two grouped GEMMs plus the router and, where present, the shared expert)
 GEMMS_PER_LAYER = 4
