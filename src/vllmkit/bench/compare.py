@@ -11,7 +11,6 @@ A change is called only when its whole interval lies on one side of zero *and* b
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Literal
 
@@ -20,6 +19,7 @@ from pydantic import BaseModel, Field, ValidationError
 from vllmkit.bench.aggregate import throughput_windows
 from vllmkit.bench.models import BenchReport, PointResult
 from vllmkit.bench.stats import bootstrap_ci, mean, median
+from vllmkit.bench.workload import read_json_file
 from vllmkit.errors import UsageError
 
 Better = Literal["lower", "higher"]
@@ -56,12 +56,7 @@ class Comparison(BaseModel):
 
 
 def load_report(path: Path) -> BenchReport:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}", "check the path") from None
-    except ValueError as exc:
-        raise UsageError(f"{path} is not JSON: {exc}", "give files written by `vllmkit bench --save`") from None
+    doc = read_json_file(path, "", "give files written by `vllmkit bench --save`")
     if isinstance(doc, dict) and doc.get("command") == "bench" and isinstance(doc.get("data"), dict):
         doc = doc["data"]  # a `bench --json` envelope
     try:

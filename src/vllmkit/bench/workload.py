@@ -21,6 +21,17 @@ from pydantic import BaseModel
 from vllmkit.errors import UsageError
 
 
+def read_json_file(path: Path, label: str, hint: str) -> Any:
+    """A user's JSON file (`label` names the flag in messages, e.g. "--dataset "): unreadable or not
+    JSON is a usage error (exit 2) with `hint`."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read {label}{path}: {exc.strerror}", "check the path") from None
+    except ValueError as exc:
+        raise UsageError(f"{label}{path} is not JSON: {exc}", hint) from None
+
+
 class Prompt(BaseModel):
     prompt: list[int] | str
     input_len: int | None = None  # exact, when known before sending
@@ -126,12 +137,7 @@ def sharegpt_prompts(
     """ShareGPT JSON: [{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", ...}]}].
     Like vLLM's ShareGPT sampler: the first turn is the prompt; the output length is --output-len,
     else the token length of the second turn (needs a tokenizer: `count_tokens(text) -> int`)."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"cannot read --dataset {path}: {exc.strerror}", "check the path") from None
-    except ValueError as exc:
-        raise UsageError(f"--dataset {path} is not JSON: {exc}", "give a ShareGPT-format JSON file") from None
+    doc = read_json_file(path, "--dataset ", "give a ShareGPT-format JSON file")
     if not isinstance(doc, list):
         raise UsageError(f"--dataset {path} is not a JSON list", "give a ShareGPT-format JSON file")
     pairs = [t for t in (_conversation_turns(item) for item in doc) if len(t) >= 2 and t[0].strip()]
