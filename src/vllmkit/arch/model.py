@@ -112,6 +112,7 @@ class ModelArch(BaseModel):
     # head size the attention layers really use when the model code ignores config.head_dim
     # (vLLM sizes hybrid block alignment with head_dim but the layers' pages with this)
     layer_head_dim: int | None = None
+    attn_output_gate: bool = False  # Qwen3-Next / Qwen3.5: q_proj also emits a sigmoid gate (2x rows)
     layer_kinds: list[LayerKind]
     sliding_window: int | None = None
     attention_chunk_size: int | None = None

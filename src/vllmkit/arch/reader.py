@@ -658,8 +658,11 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
     if model_type == "granitemoehybrid" and heads and hidden // heads != head_dim:
         # vllm/model_executor/models/granitemoehybrid.py: head_dim = hidden_size // num_heads
         layer_head_dim = hidden // heads
+    # vllm qwen3_next.py / qwen3_5.py: self.attn_output_gate = getattr(config, "attn_output_gate", True)
+    gated = cfg.get("attn_output_gate", str(cfg.get("model_type", model_type)).startswith(("qwen3_next", "qwen3_5")))
     return ModelArch(
         layer_head_dim=layer_head_dim,
+        attn_output_gate=bool(gated),
         model_type=model_type,
         architectures=architectures,
         text_model_type=str(cfg.get("model_type")) if where else None,

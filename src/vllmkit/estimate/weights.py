@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from vllmkit.arch.model import ModelArch
+from vllmkit.arch.model import LayerKind, ModelArch
 from vllmkit.estimate.specs import pp_layer_ranges
 
 # bytes per parameter for the non-quantized parts of a checkpoint
@@ -51,8 +51,10 @@ def estimate_param_bytes(arch: ModelArch) -> int:
 
 
 def split_weights(
-    arch: ModelArch, total_bytes: int, *, tp: int, pp: int, mtp_layers: int = 0, mtp_own_embeddings: bool = True
+    arch: ModelArch, total_bytes: int, *, tp: int, pp: int, mtp_layers: int = 0, mtp_own_embeddings: bool = True,
+    pad_per_layer: list[int] | None = None,
 ) -> WeightSplit:
+    """pad_per_layer: bytes one rank of each decoder layer grows by at load (rocm_fp8_padding)."""
     embed = arch.vocab_size * arch.hidden_size * _EMBED_BYTES
     lm_head = 0 if arch.tie_word_embeddings else embed
     if embed + lm_head >= total_bytes:
@@ -78,6 +80,8 @@ def split_weights(
     per_stage: list[int] = []
     for i, layers in enumerate(stages):
         b = body * len(layers) // max(n + mtp_layers, 1) // tp + len(layers) * replicated_extra
+        if pad_per_layer:
+            b += sum(pad_per_layer[i] for i in layers if i < len(pad_per_layer))
         if i == 0:
             b += embed // tp
         if i == len(stages) - 1:
@@ -85,13 +89,81 @@ def split_weights(
             b += (lm_head if lm_head else (embed if pp > 1 else 0)) // tp
         per_stage.append(b)
     return WeightSplit(
-        total_bytes=total_bytes - skipped,
+        total_bytes=total_bytes - skipped + tp * sum(pad_per_layer or ()),
         embedding_bytes=embed,
         lm_head_bytes=lm_head,
         per_layer_bytes=per_layer,
         skipped_bytes=skipped,
         per_stage_bytes=per_stage,
     )
+
+
+def rocm_fp8_padding(arch: ModelArch, tp: int) -> list[int]:
+    """Bytes one TP rank of each decoder layer gains when vLLM pads its FP8 linear weights on ROCm.
+
+    `_maybe_pad_fp8_weight`: a weight [N, K] (1 byte per element) whose row length K is a multiple of
+    512 bytes becomes F.pad(weight, (0, 256))[..., :-256] - the same values in a buffer of N x (K + 256)
+    bytes, "so that tensors sit far enough apart in memory". Each padded weight grows by N x 256 bytes
+    per rank: N is the rank's output rows (column-parallel layers split N by TP, row-parallel layers
+    split K, so their K/TP decides). Counted here: attention (QKV with Qwen3-Next/3.5's output gate
+    doubling Q, O), MLA projections, gated-delta-net in/out projections and the dense / shared-expert
+    MLPs. Routed experts go through the fused-MoE path, which does not pad; mamba-1/2 mixers are not
+    counted (no FP8 checkpoint of them seen)."""
+    h = arch.hidden_size
+
+    def pad(rows: float, k: float) -> int:
+        k_int = int(k)
+        return int(rows) * 256 if rows >= 1 and k_int > 0 and k_int == k and k_int % 512 == 0 else 0
+
+    def attention() -> int:
+        if arch.mla is not None:
+            m = arch.mla
+            nope = m.qk_nope_head_dim or 0
+            v = m.v_head_dim or 0
+            heads = arch.num_attention_heads / tp
+            total = pad(m.kv_lora_rank + m.qk_rope_head_dim, h)  # kv_a_proj_with_mqa (replicated)
+            if m.q_lora_rank:
+                total += pad(m.q_lora_rank, h) + pad(heads * (nope + m.qk_rope_head_dim), m.q_lora_rank)
+            else:
+                total += pad(heads * (nope + m.qk_rope_head_dim), h)
+            total += pad(heads * (nope + v), m.kv_lora_rank)  # kv_b_proj
+            return total + pad(h, arch.num_attention_heads * v / tp)  # o_proj
+        hd = arch.layer_head_dim or arch.head_dim
+        q_rows = arch.num_attention_heads * hd * (2 if arch.attn_output_gate else 1) / tp
+        kv_rows = 2 * hd * max(arch.num_kv_heads / tp, 1)  # replicated when kv heads < TP
+        return pad(q_rows + kv_rows, h) + pad(h, arch.num_attention_heads * hd / tp)
+
+    def gdn() -> int:
+        m = arch.mamba
+        if m is None or not (m.num_k_heads and m.num_v_heads and m.k_head_dim and m.v_head_dim):
+            return 0
+        key, value = m.num_k_heads * m.k_head_dim, m.num_v_heads * m.v_head_dim
+        # in_proj_qkvz (q, k, v, z) and in_proj_ba (b, a: one row per value head each), out_proj
+        return pad((2 * key + 2 * value) / tp, h) + pad(2 * m.num_v_heads / tp, h) + pad(h, value / tp)
+
+    def mlp(inter: int) -> int:
+        return pad(2 * inter / tp, h) + pad(h, inter / tp) if inter else 0
+
+    moe = arch.moe
+    dense_inter = arch.intermediate_size or 0
+    shared_inter = 0
+    if moe is not None and moe.num_shared_experts:
+        shared_inter = (moe.shared_expert_intermediate_size
+                        or (moe.moe_intermediate_size or dense_inter) * moe.num_shared_experts)
+    out = []
+    for i, kind in enumerate(arch.layer_kinds):
+        if kind in (LayerKind.FULL, LayerKind.SLIDING, LayerKind.CHUNKED, LayerKind.MLA):
+            mixer = attention()
+        elif kind == LayerKind.MAMBA and arch.mamba is not None and arch.mamba.variant == "gdn":
+            mixer = gdn()
+        else:
+            mixer = 0
+        if moe is None or i < moe.dense_layers:
+            ffn = mlp(dense_inter)
+        else:
+            ffn = mlp(shared_inter)
+        out.append(mixer + ffn)
+    return out
 
 
 def expert_fraction(arch: ModelArch) -> float:

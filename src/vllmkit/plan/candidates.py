@@ -10,11 +10,18 @@ from dataclasses import dataclass
 from vllmkit.arch import ModelArch
 from vllmkit.engine.versions import VersionRules, engine_is_v1, v0_batch_defaults
 from vllmkit.estimate.memory import MemoryTerm
+from vllmkit.estimate.weights import rocm_fp8_padding
 from vllmkit.hardware.host import cpu_has_amx, cpu_has_avx512_bf16
 from vllmkit.plan.evaluate import EngineSettings, Evaluation, Prepared, at_length, prepare, valid_tp_sizes
 from vllmkit.plan.models import PlanRequest
 from vllmkit.plan.ranking import precision_allowed, rank
-from vllmkit.plan.variants import Variant, loaded_weight_bytes, mtp_layers, mtp_own_embeddings
+from vllmkit.plan.variants import (
+    Variant,
+    fp8_linears_padded,
+    loaded_weight_bytes,
+    mtp_layers,
+    mtp_own_embeddings,
+)
 from vllmkit.units import GIB
 
 CONTEXT_FLOOR = 16384  # a recommended context shorter than this (or the native one) is a last resort
@@ -96,6 +103,7 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         expert_parallel=req.enable_expert_parallel,
         gpu_memory_in_use_bytes=req.gpu_memory_in_use or 0,
         flashinfer_installed=req.flashinfer_installed,
+        rocm_fp8_padding=(env or {}).get("VLLM_ROCM_FP8_PADDING", "1").strip() != "0",
     )
 
 
@@ -156,10 +164,13 @@ def prepare_candidate(variant: Variant, tp: int, pp: int, settings: EngineSettin
 
         weight_bytes = max(weight_bytes - vision_param_bytes(variant.arch.vision), 0)
         weight_source = "estimated"
+    pad = None
+    if settings.rocm_fp8_padding and fp8_linears_padded(variant.arch, rules, settings.device):
+        pad = rocm_fp8_padding(variant.arch, tp)
     return prepare(variant.arch, weight_bytes, weight_source, tp=tp, pp=pp, settings=settings, rules=rules,
                    mtp_layers=mtp_layers(variant.arch, variant.meta),
                    mtp_own_embeddings=mtp_own_embeddings(variant.meta),
-                   extra_terms=every, last_stage_terms=last, extra_kv_layers=spec_kv)
+                   extra_terms=every, last_stage_terms=last, extra_kv_layers=spec_kv, weight_pad_per_layer=pad)
 
 
 def fit_context(prep: Prepared, native: int, min_conc: float) -> Evaluation:

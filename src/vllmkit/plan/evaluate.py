@@ -58,6 +58,7 @@ class EngineSettings:
     # --- issue 13 round 2: start/fail verdicts ---------------------------------------------------
     gpu_memory_in_use_bytes: int = 0  # held on each GPU by other processes when vLLM starts
     flashinfer_installed: bool | None = None  # None: unknown (0.8-0.11.0 then assume it is, as in the image)
+    rocm_fp8_padding: bool = True  # VLLM_ROCM_FP8_PADDING (default 1)
 
 
 @dataclass
@@ -185,6 +186,7 @@ def prepare(
     extra_terms: dict[str, MemoryTerm] | None = None,
     last_stage_terms: dict[str, MemoryTerm] | None = None,
     extra_kv_layers: list[LayerKind] | None = None,
+    weight_pad_per_layer: list[int] | None = None,
 ) -> Prepared:
     """extra_terms: further per-GPU memory on every stage (LoRA stacks); last_stage_terms: on the
     last PP stage only (speculative-decoding drafter); extra_kv_layers: the drafter's attention
@@ -207,7 +209,7 @@ def prepare(
     )
     groups = group_layers(list(specs.specs))
     split = split_weights(arch, weight_total_bytes, tp=tp, pp=pp, mtp_layers=mtp_layers,
-                          mtp_own_embeddings=mtp_own_embeddings)
+                          mtp_own_embeddings=mtp_own_embeddings, pad_per_layer=weight_pad_per_layer)
     stages = pp_layer_ranges(arch.num_hidden_layers, pp)
     budgets: list[MemoryBudget] = []
     worker_groups: list[list[KVGroup]] = []
@@ -222,8 +224,9 @@ def prepare(
         terms = dict(extra_terms or {})
         if last:
             terms.update(last_stage_terms or {})
+        pad = sum(weight_pad_per_layer[i] for i in layers) if weight_pad_per_layer else 0
         budget = stage_budget(arch, split.per_stage_bytes[s], weights_source, len(layers), tp, pp, settings, rules,
-                              first_stage=s == 0, extra_terms=terms)
+                              first_stage=s == 0, extra_terms=terms, weight_padding=pad)
         budgets.append(budget)
         worker_avail.append(budget.kv_cache.bytes)
     tightest = min(range(len(budgets)), key=lambda i: budgets[i].kv_cache.bytes)
@@ -286,12 +289,15 @@ def stage_budget(
     *,
     first_stage: bool = True,
     extra_terms: dict[str, MemoryTerm] | None = None,
+    weight_padding: int = 0,
 ) -> MemoryBudget:
-    weights = MemoryTerm(
-        bytes=weight_bytes,
-        source=weights_source if (tp == 1 and pp == 1) else ("derived" if weights_source == "measured" else weights_source),
-        note="repository weight bytes" + (f" split over TP={tp} PP={pp}" if tp * pp > 1 else ""),
-    )
+    """weight_padding: bytes of weight_bytes that are vLLM's ROCm FP8 row padding (for the note)."""
+    source = weights_source if (tp == 1 and pp == 1) else ("derived" if weights_source == "measured" else weights_source)
+    note = "repository weight bytes" + (f" split over TP={tp} PP={pp}" if tp * pp > 1 else "")
+    if weight_padding:
+        source = "derived" if source == "measured" else source
+        note += f", plus {weight_padding / (1 << 30):.2f} GiB of ROCm FP8 row padding (VLLM_ROCM_FP8_PADDING=1)"
+    weights = MemoryTerm(bytes=weight_bytes, source=source, note=note)
     zero = MemoryTerm(bytes=0, source="derived", note="")
     if settings.device == "cpu":
         non_torch = MemoryTerm(bytes=CPU_RUNTIME_OVERHEAD, source="estimated", note="CPU worker runtime (RSS besides weights)")

@@ -165,6 +165,29 @@ def mtp_own_embeddings(meta: ModelMetadata) -> bool:
 MXFP4_GPU_LOAD_FACTOR = 1.07
 
 
+def fp8_linears_padded(arch: ModelArch, rules: VersionRules, device: str) -> bool:
+    """Whether vLLM pads this checkpoint's FP8 linear weights at load (ROCm only).
+
+    `_maybe_pad_fp8_weight` (quantization/utils/fp8_utils.py from 0.11.0; Fp8LinearMethod.
+    add_padding_to_weight / _maybe_pad_weight in 0.8.0-0.10.x; absent in 0.7.3) runs when
+    VLLM_ROCM_FP8_PADDING (default 1) is set on ROCm, for serialized FP8 checkpoints (quant_method
+    "fp8", per-tensor and block scales; not the online `--quantization fp8` path) and, from 0.11.0,
+    compressed-tensors FP8 weights with tensor or block strategy (not channel). Quark checkpoints
+    (AMD's own FP8 format) are not padded in 0.28."""
+    q = arch.quantization
+    if device != "rocm" or q is None or not rules.rocm_fp8_padding:
+        return False
+    if q.method == "fp8":
+        return True
+    if q.method == "compressed-tensors" and rules.rocm_ct_fp8_padding:
+        for group in (q.raw.get("config_groups") or {}).values():
+            w = group.get("weights") if isinstance(group, dict) else None
+            if (isinstance(w, dict) and w.get("type") == "float" and w.get("num_bits") == 8
+                    and w.get("strategy") in ("tensor", "block")):
+                return True
+    return False
+
+
 def loaded_weight_bytes(variant: Variant, settings: EngineSettings,
                         version: tuple[int, int, int] | None = None) -> tuple[int, str]:
     q = variant.arch.quantization
