@@ -149,10 +149,20 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
     expert_rank = expert_total / tp * layers_stage / max(arch.num_hidden_layers, 1)
     # the input embedding is a gather (a few rows per step), not a full read
     dense_rank = max(rank_bytes - expert_rank - (split.embedding_bytes / tp if pp == 1 else 0), 1.0)
-    active_bytes = body_total - expert_total
-    if arch.moe is not None and arch.moe.num_experts:
-        active_bytes += expert_total * arch.moe.experts_per_token / arch.moe.num_experts
-    active_params = active_bytes / bpw + (split.lm_head_bytes or split.embedding_bytes) / 2.0
+    if label == "mxfp4" and arch.moe is not None and arch.moe.num_experts:
+        # MXFP4 checkpoints (gpt-oss) quantize only the routed experts; attention and router stay 16-bit
+        # (quantization_config.modules_to_not_convert), and the loaded bytes include the experts'
+        # repacking, so count parameters from the config's shapes
+        h, hd = arch.hidden_size, arch.head_dim
+        attn = arch.num_hidden_layers * (2 * h * arch.num_attention_heads * hd + 2 * h * arch.num_kv_heads * hd
+                                         + h * arch.moe.num_experts)
+        active_params = attn + expert_params * arch.moe.experts_per_token / arch.moe.num_experts
+    else:
+        active_bytes = body_total - expert_total
+        if arch.moe is not None and arch.moe.num_experts:
+            active_bytes += expert_total * arch.moe.experts_per_token / arch.moe.num_experts
+        active_params = active_bytes / bpw
+    active_params += (split.lm_head_bytes or split.embedding_bytes) / 2.0  # the LM head (16-bit)
     attn_layers = sum(1 for k in arch.layer_kinds if k in (LayerKind.FULL, LayerKind.SLIDING, LayerKind.CHUNKED,
                                                             LayerKind.MLA))
     q_heads_rank = max(arch.num_attention_heads // tp, 1)
