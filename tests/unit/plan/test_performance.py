@@ -83,14 +83,20 @@ def test_cli_reads_the_store_unless_disabled(disabled, monkeypatch, tmp_path) ->
     assert (perf["source"], perf["output_tokens_per_s"] == 777.0) == (("estimated", False) if disabled else ("measured", True))
 
 
-@pytest.mark.parametrize(("model", "gpu", "tp", "active_b"), [
+@pytest.mark.parametrize(("model", "gpu", "tp", "active_b", "rel"), [
     # OpenAI's gpt-oss model card: 3.61 B and 5.13 B active parameters per token (attention, the 4 routed
     # experts of each layer, router and unembedding); the checkpoints keep attention in BF16 and only the
     # experts in MXFP4, so dividing all non-embedding bytes by MXFP4's 0.53 B/param doubled the FLOPs
-    ("openai/gpt-oss-20b", "a100-80gb-sxm", 1, 3.61),
-    ("openai/gpt-oss-120b", "h100", 4, 5.13),
+    ("openai/gpt-oss-20b", "a100-80gb-sxm", 1, 3.61, 0.01),
+    ("openai/gpt-oss-120b", "h100", 4, 5.13, 0.01),
+    # model cards, rounded to the billion: DeepSeek-V3/R1 "37B activated", Kimi K2 "32 billion activated";
+    # routed experts are 97.6 % / 99.1 % of their bodies, which a fixed 97 % cap on the expert share
+    # turned into 41 B and 53 B (the surplus read as dense weights every step)
+    ("deepseek-ai/DeepSeek-R1", "h200", 8, 37.0, 0.03),
+    ("moonshotai/Kimi-K2-Instruct", "h200", 8, 32.0, 0.03),
 ])
-def test_mxfp4_moe_active_parameters_match_the_model_card(model: str, gpu: str, tp: int, active_b: float) -> None:
+def test_moe_active_parameters_match_the_model_card(model: str, gpu: str, tp: int, active_b: float,
+                                                    rel: float) -> None:
     from vllmkit.engine.versions import rules_for
     from vllmkit.hardware.profiles import load_profiles, resolve_gpu
     from vllmkit.hub.catalog import entry_to_metadata, find_entry
@@ -101,10 +107,9 @@ def test_mxfp4_moe_active_parameters_match_the_model_card(model: str, gpu: str, 
 
     rules = rules_for("0.11.0")
     variant = make_variant(entry_to_metadata(find_entry(model)), rules)
-    assert variant.label == "mxfp4"
     profile = resolve_gpu(gpu, profiles=load_profiles())
     req = PlanRequest(model=model, gpu=gpu, tensor_parallel_size=tp)
     settings = engine_settings(req, profile, rules, "auto", variant.arch, tp, 1, None)
     ev = at_length(prepare_candidate(variant, tp, 1, settings, rules), 32768)
     perf = model_perf(variant.arch, ev, variant.label, profile)
-    assert perf.active_params / 1e9 == pytest.approx(active_b, rel=0.01)
+    assert perf.active_params / 1e9 == pytest.approx(active_b, rel=rel)
