@@ -39,15 +39,15 @@ from vllmkit.estimate.serving import ServingPrediction, Workload, predict
 # the fit put bandwidth at its bound. The per-kernel GEMM / quantisation costs are measured, not fitted.
 FITTED_EFFICIENCY = Efficiency(
     bandwidth=0.8917,
-    compute=0.5679,
+    compute=0.568,
     step_overhead_s=2.315e-3,
-    per_seq_overhead_s=5.509e-5,
+    per_seq_overhead_s=5.51e-5,
     allreduce_latency_s=1.2e-5,
-    moe_compute=1.0,
-    moe_width_ref=880.0,
+    moe_compute=0.9929,
+    moe_width_ref=883.3,
     request_overhead_s=0.01298,
-    rocm_legacy=0.3071,
-    v0_seq_factor=5.332,
+    rocm_legacy=0.3064,
+    v0_seq_factor=5.042,
     source="estimated",
     note="fitted on public vLLM runs of 8 publishers (benchmarks/perf_accuracy.py --fit-all), bounded by the "
          "GEMM ceilings measured on an H200",
