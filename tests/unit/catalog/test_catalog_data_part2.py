@@ -40,6 +40,7 @@ PART2_IDS: tuple[str, ...] = (
     "Qwen/Qwen3-235B-A22B-FP8",
     "Qwen/Qwen3-Coder-30B-A3B-Instruct",
     "Qwen/Qwen3-Next-80B-A3B-Instruct",
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B",
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
