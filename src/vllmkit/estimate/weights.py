@@ -25,6 +25,7 @@ class WeightSplit(BaseModel):
     per_layer_bytes: int
     skipped_bytes: int  # e.g. MTP layers vLLM does not load without speculative decoding
     per_stage_bytes: list[int]  # one rank of each PP stage (after TP split)
+    per_stage_padding: list[int]  # of which vLLM's ROCm FP8 row padding (rocm_fp8_padding)
 
     @property
     def max_rank_bytes(self) -> int:
@@ -78,10 +79,11 @@ def split_weights(
         replicated_extra = max(per_rank_kv - kv_proj // tp, 0)
     stages = pp_layer_ranges(n, pp)
     per_stage: list[int] = []
+    per_stage_pad: list[int] = []
     for i, layers in enumerate(stages):
-        b = body * len(layers) // max(n + mtp_layers, 1) // tp + len(layers) * replicated_extra
-        if pad_per_layer:
-            b += sum(pad_per_layer[i] for i in layers if i < len(pad_per_layer))
+        pad = sum(pad_per_layer[j] for j in layers) if pad_per_layer else 0
+        per_stage_pad.append(pad)
+        b = body * len(layers) // max(n + mtp_layers, 1) // tp + len(layers) * replicated_extra + pad
         if i == 0:
             b += embed // tp
         if i == len(stages) - 1:
@@ -89,12 +91,13 @@ def split_weights(
             b += (lm_head if lm_head else (embed if pp > 1 else 0)) // tp
         per_stage.append(b)
     return WeightSplit(
-        total_bytes=total_bytes - skipped + tp * sum(pad_per_layer or ()),
+        total_bytes=total_bytes - skipped + tp * sum(per_stage_pad),
         embedding_bytes=embed,
         lm_head_bytes=lm_head,
         per_layer_bytes=per_layer,
         skipped_bytes=skipped,
         per_stage_bytes=per_stage,
+        per_stage_padding=per_stage_pad,
     )
 
 
@@ -166,6 +169,12 @@ def rocm_fp8_padding(arch: ModelArch, tp: int) -> list[int]:
     return out
 
 
+def attention_params(arch: ModelArch) -> int:
+    """Q, K, V and O projection parameters of all decoder layers (grouped-query attention shapes)."""
+    return arch.num_hidden_layers * 2 * arch.hidden_size * arch.head_dim * (arch.num_attention_heads
+                                                                            + arch.num_kv_heads)
+
+
 def expert_fraction(arch: ModelArch) -> float:
     """Share of the checkpoint held by routed experts (from the config's shapes): what
     --enable-expert-parallel distributes over TP x DP ranks instead of splitting by TP only."""
@@ -176,8 +185,7 @@ def expert_fraction(arch: ModelArch) -> float:
     moe_layers = max(arch.num_hidden_layers - arch.moe.dense_layers, 0)
     experts = moe_layers * arch.moe.num_experts * 3 * h * moe_inter
     inter = arch.intermediate_size or 4 * h
-    attn = arch.num_hidden_layers * (h * arch.num_attention_heads * arch.head_dim * 2
-                                     + h * arch.num_kv_heads * arch.head_dim * 2)
+    attn = attention_params(arch)
     shared = moe_layers * 3 * h * (arch.moe.shared_expert_intermediate_size or moe_inter) * arch.moe.num_shared_experts
     dense = arch.moe.dense_layers * 3 * h * inter
     embed = arch.vocab_size * h * (1 if arch.tie_word_embeddings else 2)

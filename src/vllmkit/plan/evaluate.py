@@ -224,9 +224,8 @@ def prepare(
         terms = dict(extra_terms or {})
         if last:
             terms.update(last_stage_terms or {})
-        pad = sum(weight_pad_per_layer[i] for i in layers) if weight_pad_per_layer else 0
         budget = stage_budget(arch, split.per_stage_bytes[s], weights_source, len(layers), tp, pp, settings, rules,
-                              first_stage=s == 0, extra_terms=terms, weight_padding=pad)
+                              first_stage=s == 0, extra_terms=terms, weight_padding=split.per_stage_padding[s])
         budgets.append(budget)
         worker_avail.append(budget.kv_cache.bytes)
     tightest = min(range(len(budgets)), key=lambda i: budgets[i].kv_cache.bytes)
@@ -296,7 +295,7 @@ def stage_budget(
     note = "repository weight bytes" + (f" split over TP={tp} PP={pp}" if tp * pp > 1 else "")
     if weight_padding:
         source = "derived" if source == "measured" else source
-        note += f", plus {weight_padding / (1 << 30):.2f} GiB of ROCm FP8 row padding (VLLM_ROCM_FP8_PADDING=1)"
+        note += f", plus {weight_padding / GIB:.2f} GiB of ROCm FP8 row padding (VLLM_ROCM_FP8_PADDING=1)"
     weights = MemoryTerm(bytes=weight_bytes, source=source, note=note)
     zero = MemoryTerm(bytes=0, source="derived", note="")
     if settings.device == "cpu":

@@ -29,6 +29,7 @@ from vllmkit.estimate.perf import (
 )
 from vllmkit.estimate.scheduler_sim import SchedulerLimits
 from vllmkit.estimate.serving import ServingPrediction, Workload, predict
+from vllmkit.estimate.weights import attention_params
 
 # Efficiencies fitted on the public vLLM runs in benchmarks/data (benchmarks/perf_accuracy.py --fit-all,
 # 2026-11-30: 120 Nelder-Mead iterations with two restarts, at most 12 runs per publisher; its
@@ -154,10 +155,9 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
         # MXFP4 checkpoints (gpt-oss) quantize only the routed experts; attention and router stay 16-bit
         # (quantization_config.modules_to_not_convert), and the loaded bytes include the experts'
         # repacking, so count parameters from the config's shapes
-        h, hd = arch.hidden_size, arch.head_dim
-        attn = arch.num_hidden_layers * (2 * h * arch.num_attention_heads * hd + 2 * h * arch.num_kv_heads * hd
-                                         + h * arch.moe.num_experts)
-        active_params = attn + expert_params * arch.moe.experts_per_token / arch.moe.num_experts
+        router = arch.num_hidden_layers * arch.hidden_size * arch.moe.num_experts
+        active_params = (attention_params(arch) + router
+                         + expert_params * arch.moe.experts_per_token / arch.moe.num_experts)
     else:
         active_bytes = body_total - expert_total
         if arch.moe is not None and arch.moe.num_experts:
