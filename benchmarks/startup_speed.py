@@ -50,7 +50,12 @@ def main() -> int:
         ("plan (catalog)", [exe, "plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--source", "catalog", "--json"], env),
         ("plan (HF_HUB_OFFLINE=1)", [exe, "plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--json"], offline),
     ]
+    # the floor under the offline-plan goal: the standard-library modules any planner written without
+    # pydantic and typer would still import (a dataclass model, a JSON catalog, paths, a flag parser)
+    floor = best_of([py, "-c", "import argparse, dataclasses, json, pathlib"], env, args.runs)
     print(f"python -c pass: {base:.3f} s (min of {args.runs})")
+    print(f"python -c 'import argparse, dataclasses, json, pathlib' (stdlib floor of a plan): {floor:.3f} s "
+          f"= {floor / base:.1f}x")
     print("| command | min wall | x python -c pass | target |")
     print("|---|---|---|---|")
     ok = True
