@@ -32,26 +32,29 @@ from vllmkit.estimate.serving import ServingPrediction, Workload, predict
 from vllmkit.estimate.weights import attention_params
 
 # Efficiencies fitted on the public vLLM runs in benchmarks/data (benchmarks/perf_accuracy.py --fit-all,
-# 2026-11-30: 120 Nelder-Mead iterations with two restarts, at most 12 runs per publisher; its
+# 2026-12-01: 120 Nelder-Mead iterations with two restarts, at most 12 runs per publisher; its
 # leave-one-source-out report is the accuracy on runs not fitted on). NVIDIA datacenter baseline;
 # estimate/perf.py FAMILY_PRIORS adjusts other families. bandwidth and compute are bounded by what an
 # H200 measured (benchmarks/data/gpu-probe-h200*.json): the 4.28 TB/s copy rate (0.892 of 4.8 TB/s; the
 # GEMMs' per-kernel cost is modelled apart) and the best BF16 GEMM plateau (688 TFLOP/s, 0.695 of 989.5);
-# the fit put bandwidth at its bound. The per-kernel GEMM / quantisation costs are measured, not fitted.
+# the fit put bandwidth at its bound. The per-request API-server cost is bounded by what a real vLLM's
+# API server costs (benchmarks/frontend_overhead.py, benchmarks/data/frontend-overhead-cpu.json: 8.1 ms
+# on the chat endpoint of the CPU build on two shared cores). The per-kernel GEMM / quantisation costs are
+# measured, not fitted.
 FITTED_EFFICIENCY = Efficiency(
     bandwidth=0.8917,
-    compute=0.568,
-    step_overhead_s=2.315e-3,
-    per_seq_overhead_s=5.51e-5,
+    compute=0.4717,
+    step_overhead_s=1.995e-3,
+    per_seq_overhead_s=5.135e-5,
     allreduce_latency_s=1.2e-5,
-    moe_compute=0.9929,
-    moe_width_ref=883.3,
-    request_overhead_s=0.01298,
-    rocm_legacy=0.3064,
-    v0_seq_factor=5.042,
+    moe_compute=1.0,
+    moe_width_ref=719.6,
+    request_overhead_s=0.007183,
+    rocm_legacy=0.3262,
+    v0_seq_factor=4.221,
     source="estimated",
     note="fitted on public vLLM runs of 8 publishers (benchmarks/perf_accuracy.py --fit-all), bounded by the "
-         "GEMM ceilings measured on an H200",
+         "GEMM ceilings measured on an H200 and the API-server cost measured on a real vLLM",
 )
 
 BYTES_PER_WEIGHT = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "gptq-int8": 1.0, "awq": 0.53,

@@ -113,3 +113,22 @@ def test_moe_active_parameters_match_the_model_card(model: str, gpu: str, tp: in
     ev = at_length(prepare_candidate(variant, tp, 1, settings, rules), 32768)
     perf = model_perf(variant.arch, ev, variant.label, profile)
     assert perf.active_params / 1e9 == pytest.approx(active_b, rel=rel)
+
+
+def test_shipped_front_end_cost_is_no_more_than_a_real_vllm_costs() -> None:
+    # the per-request API-server cost the model ships must not exceed what the real vLLM CPU build's API
+    # server measured on a two-core machine shared with the benchmark client
+    # (benchmarks/frontend_overhead.py; median TTFT - median TPOT at one request at a time, per endpoint):
+    # a GPU host's front end is not slower. The fit once put it at 13 ms from one publisher's setup.
+    from pathlib import Path
+
+    from vllmkit.plan.performance import FITTED_EFFICIENCY
+
+    data = json.loads((Path(__file__).resolve().parents[3] / "benchmarks" / "data" / "frontend-overhead-cpu.json")
+                      .read_text(encoding="utf-8"))
+    by_endpoint = data["overhead_ms_by_endpoint"]
+    assert set(by_endpoint) == {"/v1/completions", "/v1/chat/completions"}
+    assert all(1.0 < ms < 20.0 for ms in by_endpoint.values())  # a sane measurement, not a failed run
+    bound_s = max(by_endpoint.values()) / 1000.0
+    assert data["request_overhead_upper_bound_s"] == pytest.approx(bound_s, abs=1e-6)
+    assert FITTED_EFFICIENCY.request_overhead_s <= bound_s
