@@ -27,6 +27,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from vllmkit.output import safe_text  # what the server printed reaches the terminal escaped
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).parent / "data" / "frontend-overhead-cpu.json"
 KEY = "frontend-overhead"
@@ -40,7 +42,7 @@ def bench(url: str, model: Path, backend: str, endpoint: str, n: int, cwd: Path)
     result, tail = run_vllm_bench(url, model, key=KEY, n=n, conc=1, inp=200, out=16, cwd=cwd,
                                   backend=backend, endpoint=endpoint, timeout=900)
     if result is None:
-        raise SystemExit(f"vLLM's benchmark failed ({backend}):\n{tail}")
+        raise SystemExit(f"vLLM's benchmark failed ({backend}):\n{safe_text(tail, newlines=True)}")
     if result["failed"]:
         raise SystemExit(f"{result['failed']} requests failed ({backend})")
     return result
@@ -72,7 +74,7 @@ def main() -> int:
         with start_vllm(model, SERVER_ARGS) as server:
             server.wait("healthy", timeout=600)
             if not server.healthy():
-                raise SystemExit("vLLM did not start:\n" + server.log_text()[-3000:])
+                raise SystemExit("vLLM did not start:\n" + safe_text(server.log_text()[-3000:], newlines=True))
             bench(server.url, model, "openai", "/v1/completions", 10, root)  # warm-up (compile caches)
             for _ in range(args.repeats):
                 for backend, endpoint in ENDPOINTS:
