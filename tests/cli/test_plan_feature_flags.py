@@ -51,3 +51,22 @@ def test_serve_refuses_feature_flags_on_a_saved_plan(tmp_path) -> None:
     assert run("--save", str(saved)).exit_code == 0
     r = invoke(["serve", str(saved), "--enable-lora", "--dry-run"], env=ENV)
     assert r.exit_code == 2 and "saved plan" in r.stderr
+
+
+def test_speculative_methods_vllm_refuses_are_refused() -> None:
+    """vLLM 0.32 SpeculativeConfig: method is a Literal (an unknown one fails validation), EAGLE /
+    draft-model methods load the checkpoint named by "model", num_speculative_tokens is Field(gt=0)."""
+    eagle = run("--speculative-config", '{"method": "eagle3", "num_speculative_tokens": 3}')
+    assert eagle.exit_code == 2 and 'needs "model"' in eagle.stderr
+    unknown = run("--speculative-config", '{"method": "lookahead", "num_speculative_tokens": 3}')
+    assert unknown.exit_code == 2 and "unknown method 'lookahead'" in unknown.stderr
+    zero = run("--speculative-config", '{"method": "ngram", "num_speculative_tokens": 0}')
+    assert zero.exit_code == 2 and "num_speculative_tokens must be a positive integer" in zero.stderr
+    for r in (eagle, unknown, zero):
+        assert "Traceback" not in r.stderr and r.stderr.count("error:") == 1
+
+
+def test_model_specific_mtp_method_is_accepted() -> None:
+    # every MTP model type vLLM lists ends in "_mtp" (MTPModelTypes)
+    r = run("--speculative-config", '{"method": "qwen3_next_mtp", "num_speculative_tokens": 1}', "--json")
+    assert r.exit_code == 0, r.stderr

@@ -25,6 +25,34 @@ def _json_object(text: str | None, flag: str, example: str) -> dict[str, Any] | 
     return value
 
 
+# vLLM's SpeculativeMethod (vllm/config/speculative.py, 0.8 - 0.32) and the methods that load a
+# separate checkpoint named by "model" (EAGLE heads, draft models, Medusa / MLP speculators, DFlash)
+SPECULATIVE_METHODS = ("ngram", "ngram_gpu", "suffix", "medusa", "mlp_speculator", "draft_model", "eagle", "eagle3",
+                       "mtp", "dflash", "dspark", "custom_class", "extract_hidden_states")
+METHODS_WITH_A_MODEL = ("eagle", "eagle3", "draft_model", "medusa", "mlp_speculator", "dflash")
+_SPEC_EXAMPLE = '{"method": "ngram", "num_speculative_tokens": 3}'
+
+
+def check_speculative(spec: dict[str, Any]) -> None:
+    """Refuse what vLLM's SpeculativeConfig refuses at start-up: no method and no model, a method it
+    does not know, a model-based method without its checkpoint, a token count that is not >= 1."""
+    method, model = spec.get("method"), spec.get("model")
+    if not (method or model):
+        raise UsageError("--speculative-config needs a method (ngram, eagle, eagle3, mtp, draft_model) or a model",
+                         _SPEC_EXAMPLE)
+    if method is not None and (not isinstance(method, str) or
+                               not (method in SPECULATIVE_METHODS or method.endswith("_mtp"))):
+        raise UsageError(f"--speculative-config: unknown method {str(method)!r}",
+                         "use one of: " + ", ".join(SPECULATIVE_METHODS) + " (or a model's *_mtp)")
+    if method in METHODS_WITH_A_MODEL and not model:
+        raise UsageError(f"--speculative-config: method {method!r} needs \"model\", the repository of its "
+                         "draft / head checkpoint",
+                         '\'{"method": "eagle3", "model": "org/eagle3-head", "num_speculative_tokens": 3}\'')
+    n = spec.get("num_speculative_tokens")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise UsageError("--speculative-config: num_speculative_tokens must be a positive integer", _SPEC_EXAMPLE)
+
+
 def parse_features(*, limit_mm_per_prompt: str | None = None, language_model_only: bool | None = None,
                    enable_lora: bool | None = None, max_loras: int | None = None, max_lora_rank: int | None = None,
                    max_cpu_loras: int | None = None, speculative_config: str | None = None,
@@ -40,9 +68,7 @@ def parse_features(*, limit_mm_per_prompt: str | None = None, language_model_onl
         out["limit_mm_per_prompt"] = {k: (v if isinstance(v, int) else int(v.get("count", 999))) for k, v in limits.items()}
     spec = _json_object(speculative_config, "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3}')
     if spec is not None:
-        if not (spec.get("method") or spec.get("model")):
-            raise UsageError("--speculative-config needs a method (ngram, eagle, eagle3, mtp, draft_model) or a model",
-                             '{"method": "ngram", "num_speculative_tokens": 3}')
+        check_speculative(spec)
         out["speculative_config"] = spec
     for flag, name, value in (("--max-loras", "max_loras", max_loras), ("--max-lora-rank", "max_lora_rank", max_lora_rank),
                               ("--max-cpu-loras", "max_cpu_loras", max_cpu_loras),

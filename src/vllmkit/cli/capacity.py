@@ -4,6 +4,7 @@ load under latency SLOs (plan/capacity.py)."""
 from __future__ import annotations
 
 import functools
+import math
 import os
 
 import typer
@@ -37,7 +38,7 @@ def register(app: typer.Typer) -> None:
         """How many replicas and GPUs serve QPS within the TTFT / TPOT SLOs: searches precision x TP/PP x
         --max-num-seqs with the performance model, then sizes the fleet with headroom and spares."""
         from vllmkit.cli._workload import perf_records
-        from vllmkit.cli.options import make_plan
+        from vllmkit.cli.options import check_kv_cache_dtype, make_plan
         from vllmkit.plan.capacity import (
             CapacityRequest,
             parse_duration_ms,
@@ -46,13 +47,14 @@ def register(app: typer.Typer) -> None:
             replica_request,
         )
 
-        if qps <= 0:
-            raise UsageError("--qps must be positive", "e.g. --qps 20")
+        if not (math.isfinite(qps) and qps > 0):
+            raise UsageError("--qps must be a positive number of requests per second", "e.g. --qps 20")
         if input_len <= 0 or output_len <= 0:
             raise UsageError("--input-len and --output-len must be positive integers", "e.g. --input-len 1024")
         if not 0 <= headroom < 1:
             raise UsageError("--headroom must be in [0, 1)", "e.g. --headroom 0.3")
-        if gpu_price is not None and gpu_price <= 0:
+        check_kv_cache_dtype(kv_cache_dtype)
+        if gpu_price is not None and not (math.isfinite(gpu_price) and gpu_price > 0):
             raise UsageError("--gpu-price must be positive", "e.g. --gpu-price 2.50")
         if max_gpus is not None and max_gpus <= 0:
             raise UsageError("--max-gpus must be a positive integer", "e.g. --max-gpus 16")

@@ -155,8 +155,25 @@ def parse_bytes(text: str | None, flag: str) -> int | None:
 _SOURCES = ("auto", "hf", "modelscope", "local", "catalog")
 
 
+# the KV-cache dtypes the planner sizes (vLLM's CacheDType, vllm/config/cache.py); the newer packed
+# formats vLLM 0.32 also accepts (nvfp4, int4 / int8 per token-head, turboquant, ultraquant) store scales
+# beside the values in layouts vllmkit does not model yet
+KV_CACHE_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla")
+_KV_UNMODELLED = ("nvfp4", "int4_", "int8_", "fp8_per_token_head", "turboquant", "ultraquant")
+
+
+def check_kv_cache_dtype(value: str | None) -> None:
+    if value is None or value in KV_CACHE_DTYPES:
+        return
+    if value.startswith(_KV_UNMODELLED):
+        raise UsageError(f"vllmkit cannot size --kv-cache-dtype {value!r} yet (a packed format with scales)",
+                         "plan with fp8 for a lower bound of its KV capacity, or measure it: vllmkit serve / check-log")
+    raise UsageError(f"unknown --kv-cache-dtype {value!r}", "use one of: " + ", ".join(KV_CACHE_DTYPES))
+
+
 def check_flags(flags: PlanFlags) -> None:
     """Range checks shared by every planning command (usage errors, exit 2)."""
+    check_kv_cache_dtype(flags.kv_cache_dtype)
     if flags.device not in (None, "cuda", "rocm", "cpu"):
         raise UsageError(f"unknown --device {flags.device!r}", "use cuda, rocm or cpu")
     if flags.source not in (None, *_SOURCES):

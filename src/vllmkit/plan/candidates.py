@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from vllmkit.arch import ModelArch
 from vllmkit.engine.versions import VersionRules, engine_is_v1, v0_batch_defaults
+from vllmkit.errors import UsageError
 from vllmkit.estimate.memory import MemoryTerm
 from vllmkit.estimate.weights import rocm_fp8_padding
 from vllmkit.hardware.host import cpu_has_amx, cpu_has_avx512_bf16
@@ -54,6 +55,22 @@ def batch_defaults(profile, rules: VersionRules, world_size: int) -> tuple[int, 
     return 2048, 256
 
 
+def scheduler_max_num_seqs(given: int | None, default: int, max_num_batched_tokens: int, *, v1: bool) -> int:
+    """max_num_seqs as vLLM's scheduler gets it. The V1 engine's default is capped at
+    max_num_batched_tokens (EngineArgs._set_default_args_v1, 0.10: min(default, max_num_batched_tokens);
+    0.28 / 0.32 the same when --max-num-seqs is not given); SchedulerConfig refuses more sequences
+    than batched tokens ("max_num_batched_tokens (N) must be greater than or equal to max_num_seqs",
+    vllm/config.py 0.6.4 and config/scheduler.py 0.32), which the V0 default of 256 can hit."""
+    seqs = given or default
+    if given is None and v1:
+        seqs = min(seqs, max_num_batched_tokens)
+    if seqs > max_num_batched_tokens:
+        raise UsageError(f"vLLM refuses --max-num-batched-tokens {max_num_batched_tokens} below max_num_seqs {seqs}: "
+                         "each scheduled sequence needs at least one token of the step",
+                         f"use --max-num-batched-tokens {seqs} or more, or --max-num-seqs {max_num_batched_tokens}")
+    return seqs
+
+
 def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: str, arch: ModelArch,
                     tp: int, pp: int, calibration: CalibrationLookup | None,
                     env: dict[str, str] | None = None) -> EngineSettings:
@@ -66,6 +83,7 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
             device="cuda" if profile.vendor == "nvidia" else profile.runtime,
             lora=req.enable_lora, speculative=bool(req.speculative_config))
     mnbt = req.max_num_batched_tokens or mnbt
+    seqs = scheduler_max_num_seqs(req.max_num_seqs, seqs, mnbt, v1=engine_is_v1(rules, env or {}))
     cc = float(profile.compute_capability) if profile.compute_capability else None
     calibrated, calibration_source = {}, None
     if calibration is not None:
@@ -80,7 +98,7 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         total_bytes=int(profile.memory_bytes or 0),
         gpu_memory_utilization=req.gpu_memory_utilization or rules.gpu_memory_utilization,
         max_num_batched_tokens=mnbt,
-        max_num_seqs=req.max_num_seqs or seqs,
+        max_num_seqs=seqs,
         kv_cache_dtype=kv_dtype,
         block_size=req.block_size,
         enforce_eager=req.enforce_eager,
@@ -173,9 +191,19 @@ def prepare_candidate(variant: Variant, tp: int, pp: int, settings: EngineSettin
                    extra_terms=every, last_stage_terms=last, extra_kv_layers=spec_kv, weight_pad_per_layer=pad)
 
 
-def fit_context(prep: Prepared, native: int, min_conc: float) -> Evaluation:
-    """Largest context (<= native) that keeps min_conc requests of that length in the KV cache.
+def fit_context(prep: Prepared, native: int, min_conc: float, min_len: int = 0) -> Evaluation:
+    """Largest context (<= native) that keeps min_conc requests of that length in the KV cache, and
+    at least min_len (one request of the workload) when the KV cache holds that.
     Only the KV capacity is searched: the candidate's budget is computed once (`prep`)."""
+    best = _fit_context(prep, native, min_conc)
+    if min_len and best.max_model_len < min_len <= native:
+        trial = at_length(prep, min_len)
+        if trial.fits:
+            return trial
+    return best
+
+
+def _fit_context(prep: Prepared, native: int, min_conc: float) -> Evaluation:
     ev = at_length(prep, native)
     if ev.fits and ev.capacity.max_concurrency >= min_conc:
         return ev
@@ -214,7 +242,9 @@ def gpu_options(arch: ModelArch, profile, req: PlanRequest) -> list[tuple[int, i
 
 def evaluate_candidates(req: PlanRequest, variants: list[Variant], base: Variant, profile, rules: VersionRules,
                         kv_dtype: str, *, target_len: int, auto_fit: bool, min_conc_for_fit: float,
-                        calibration: CalibrationLookup | None, env: dict[str, str] | None = None) -> list[Candidate]:
+                        calibration: CalibrationLookup | None, env: dict[str, str] | None = None,
+                        min_len: int = 0) -> list[Candidate]:
+    """min_len: the context one request of the workload needs (0 without a workload)."""
     candidates: list[Candidate] = []
     for variant in variants:
         allowed, why = precision_allowed(variant.label, profile)
@@ -232,7 +262,7 @@ def evaluate_candidates(req: PlanRequest, variants: list[Variant], base: Variant
             if auto_fit:
                 ev = at_length(prep, min(target_len, native), True)
             elif min_conc_for_fit > 0:
-                ev = fit_context(prep, native, min_conc_for_fit)
+                ev = fit_context(prep, native, min_conc_for_fit, min_len)
             else:
                 ev = at_length(prep, target_len)
             # useful: fits, and when the planner chooses the context, a context of at least

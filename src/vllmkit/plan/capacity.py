@@ -23,7 +23,7 @@ from vllmkit.errors import DoesNotFitError, UsageError
 from vllmkit.estimate.perf import decode_floor_seconds
 from vllmkit.estimate.serving import Workload
 from vllmkit.plan.models import PlanRequest
-from vllmkit.plan.performance import CandidatePerf, PerfOptions
+from vllmkit.plan.performance import CandidatePerf, PerfOptions, request_tokens
 
 DEFAULT_TTFT_P99_MS = 2000.0
 DEFAULT_TPOT_P99_MS = 100.0
@@ -240,8 +240,9 @@ def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
         plan_req.gpu_count = max(resolve_gpu_profile(plan_req, env).gpus_per_node, 1)
     if req.max_gpus:
         plan_req.gpu_count = min(plan_req.gpu_count, req.max_gpus)
+    need = request_tokens(req.input_len, req.output_len)
     base = build_plan(plan_req, env, calibration=calibration,
-                      perf=PerfOptions(workload=None, records=records, match=match, collect=True))
+                      perf=PerfOptions(workload=None, records=records, match=match, collect=True, min_context=need))
     pairs: list[tuple[Any, CandidatePerf]] = base._perf_candidates
     if not pairs:
         raise DoesNotFitError(f"{req.model} does not fit on up to {plan_req.gpu_count} x {base.gpu.display_name}",
@@ -253,6 +254,15 @@ def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
     for alt, cp in sorted(pairs, key=lambda p: (p[1].gpus, p[0].precision not in ("fp8", "bf16"))):
         gpr = alt.tensor_parallel_size * alt.pipeline_parallel_size
         default_seqs = cp.limits.max_num_seqs
+        if alt.max_model_len < need:  # the KV cache cannot hold one request of the workload
+            rows.append((CapacityCandidate(precision=alt.precision, model_id=alt.model_id,
+                                           tensor_parallel_size=alt.tensor_parallel_size,
+                                           pipeline_parallel_size=alt.pipeline_parallel_size,
+                                           max_num_seqs=default_seqs, gpus_per_replica=gpr, goodput_rps=0.0,
+                                           replicas=None, gpus_total=None,
+                                           note=f"context {alt.max_model_len:,} < {need:,} tokens per request"),
+                         cp, (alt, None)))
+            continue
         sat = saturation_rps(cp, req, default_seqs)
         floor_total = replicas_needed(req.qps, sat * 1.02, req.headroom, req.redundancy) * gpr
         if floor_total > best_total:
@@ -362,6 +372,12 @@ def _no_config_error(req: CapacityRequest, rows: list, base: Any) -> DoesNotFitE
                                code="slo-impossible")
     # which SLO is out of reach, and its floor on this GPU
     preds = [r[2][1] for r in rows if r[2][1] is not None]
+    if not preds:
+        longest = max(r[2][0].max_model_len for r in rows)
+        return DoesNotFitError(f"no configuration of up to {base.gpu.count} x {base.gpu.display_name} holds a request "
+                               f"of {req.input_len + req.output_len:,} tokens (longest context {longest:,})",
+                               "raise --max-gpus, use --kv-cache-dtype fp8, or shorten the requests",
+                               code="does-not-fit")
     best_tpot = min(p.tpot_ms.p99 for p in preds)
     best_ttft = min(p.ttft_ms.p99 for p in preds)
     floor_tpot = min(decode_floor_seconds(r[1].model, r[1].gpu) for r in rows) * 1000.0

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from vllmkit.arch.model import LayerKind, ModelArch
 from vllmkit.engine.versions import parse_version
+from vllmkit.errors import DoesNotFitError, UsageError
 from vllmkit.estimate.perf import (
     Efficiency,
     GpuPerf,
@@ -363,6 +364,29 @@ __all__ = ["FITTED_EFFICIENCY", "CandidatePerf", "PerformanceInfo", "candidate_p
            "measured_info", "model_perf", "performance_info", "scheduler_limits"]
 
 
+# --------------------------------------------------------------------------- request length
+
+
+def request_tokens(input_len: float, output_len: float) -> int:
+    """Context one request of the workload occupies (prompt + generated tokens)."""
+    return math.ceil(input_len + output_len)
+
+
+def check_request_length(need: int, native: int, user_len: int | None) -> None:
+    """A workload whose requests exceed the context cannot be served as asked: vLLM answers HTTP 400
+    to a prompt longer than max_model_len and rejects (older releases) or truncates (0.32
+    entrypoints/serve/utils/api_utils.py get_max_tokens) the output of one that ends past it."""
+    limit = user_len or native
+    if need <= limit:
+        return
+    where = f"--max-model-len {user_len:,}" if user_len else f"the model's context ({native:,})"
+    hint = (f"raise --max-model-len to {need} (native {native:,}) or shorten the requests" if user_len and need <= native
+            else "shorten --input-len / --output-len (a RoPE-scaled context needs --max-model-len and "
+                 "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)")
+    raise UsageError(f"requests of {need:,} tokens (input + output) are longer than {where}: vLLM rejects or cuts "
+                     "them short", hint)
+
+
 # --------------------------------------------------------------------------- plan hook
 
 
@@ -378,6 +402,7 @@ class PerfOptions:
     match: Callable[..., Any] | None = None
     collect: bool = False
     alternatives: bool = True  # tokens/s for every listed fitting alternative too
+    min_context: int = 0  # tokens one request takes when only candidates are collected (capacity)
 
 
 # requests simulated for the alternatives' tokens/s column (cheaper than the chosen one's run)
@@ -406,6 +431,12 @@ def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], prof
         if wl is None or alt is None:
             continue
         if cand is chosen:
+            need = request_tokens(wl.input_len, wl.output_len)
+            if need > ev.max_model_len:  # memory, not the flags, shortened the context below one request
+                raise DoesNotFitError(
+                    f"{result.model.id}: this plan's KV cache holds a context of {ev.max_model_len:,} tokens, "
+                    f"shorter than one request of the workload ({need:,})",
+                    "use --kv-cache-dtype fp8, a quantized variant or more GPUs (--tensor-parallel-size)")
             rec = opts.match(
                 opts.records, gpu=profile.name, model=cand.variant.meta.id, precision=cand.variant.label,
                 tp=ev.tp, pp=ev.pp, vllm_version=rules.version, input_len=wl.input_len, output_len=wl.output_len,

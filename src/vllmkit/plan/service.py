@@ -16,7 +16,7 @@ from vllmkit.errors import UsageError
 from vllmkit.hardware.host import host_memory_bytes
 from vllmkit.plan.candidates import CalibrationLookup, choose, evaluate_candidates
 from vllmkit.plan.models import PlanRequest, PlanResult
-from vllmkit.plan.performance import PerfOptions, attach_performance
+from vllmkit.plan.performance import PerfOptions, attach_performance, check_request_length, request_tokens
 from vllmkit.plan.result import does_not_fit_error, plan_result
 from vllmkit.plan.validate import validate_parallelism
 from vllmkit.plan.variants import make_variant, online_fp8, sibling_variants
@@ -89,6 +89,11 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
             f"use --max-model-len {native} or less (or set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 for RoPE-scaled use)",
             code="max-model-len-exceeds-native",
         )
+    need = perf.min_context if perf is not None else 0
+    if perf is not None and perf.workload is not None:
+        need = request_tokens(perf.workload.input_len, perf.workload.output_len)
+    if need:
+        check_request_length(need, native, user_len)
     min_conc = DEFAULT_MIN_CONCURRENCY if min_concurrency is None else min_concurrency
     if req.kv_cache_memory_bytes is not None or user_len is not None or auto_fit:
         min_conc_for_fit = 0.0  # the user fixed the context: report it as is
@@ -100,7 +105,7 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
     kv_dtype = req.kv_cache_dtype or "auto"
     candidates = evaluate_candidates(req, variants, base, profile, rules, kv_dtype, target_len=user_len or native,
                                      auto_fit=auto_fit, min_conc_for_fit=min_conc_for_fit, calibration=calibration,
-                                     env=env)
+                                     env=env, min_len=need)
     chosen = choose(candidates)
     result = plan_result(req, chosen, candidates, profile, rules, version, version_src, meta, warnings, kv_dtype)
     if perf is not None:  # --- performance model (issue 11): plan/performance.py ---

@@ -1,0 +1,89 @@
+"""Inputs vLLM refuses (or cannot serve) are refused by vllmkit before it plans: one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+
+from tests.clirun import invoke
+
+ENV = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
+
+
+def plan(*args: str):
+    return invoke(["plan", "Qwen/Qwen3-8B", "--source", "catalog", "--gpu", "h100", *args], env=ENV)
+
+
+def capacity(*args: str):
+    return invoke(["capacity", "Qwen/Qwen3-8B", "--source", "catalog", "--gpu", "h100", "--qps", "2",
+                   "--input-len", "512", "--output-len", "128", *args], env=ENV)
+
+
+def _one_line_usage_error(r, needle: str) -> None:
+    assert r.exit_code == 2, (r.exit_code, r.stdout, r.stderr)
+    assert needle in r.stderr and "Traceback" not in r.stderr and r.stderr.count("error:") == 1
+
+
+def test_unknown_kv_cache_dtype_is_refused_with_the_choices() -> None:
+    # vLLM's --kv-cache-dtype is a Literal (vllm/config/cache.py CacheDType): "fp9" fails its validation
+    r = plan("--kv-cache-dtype", "fp9")
+    _one_line_usage_error(r, "unknown --kv-cache-dtype 'fp9'")
+    assert "fp8_e5m2" in r.stderr
+    _one_line_usage_error(capacity("--kv-cache-dtype", "fp9"), "unknown --kv-cache-dtype")
+
+
+def test_packed_kv_formats_vllm_has_but_vllmkit_does_not_size_are_said_so() -> None:
+    _one_line_usage_error(plan("--kv-cache-dtype", "nvfp4"), "cannot size --kv-cache-dtype 'nvfp4'")
+
+
+def test_known_kv_dtypes_still_plan() -> None:
+    for dtype in ("fp8", "fp8_e5m2", "bfloat16"):
+        assert plan("--kv-cache-dtype", dtype, "--json").exit_code == 0
+
+
+def test_non_finite_numbers_are_refused_by_capacity() -> None:
+    _one_line_usage_error(capacity("--qps", "nan"), "--qps must be a positive number")
+    _one_line_usage_error(capacity("--qps", "inf"), "--qps must be a positive number")
+    _one_line_usage_error(capacity("--gpu-price", "nan"), "--gpu-price must be positive")
+
+
+def test_more_sequences_than_batched_tokens_is_refused() -> None:
+    """SchedulerConfig: "max_num_batched_tokens (100) must be greater than or equal to max_num_seqs (200)"
+    (checked against the real vLLM in tests/e2e/test_engine_args_e2e.py)."""
+    r = plan("--max-num-batched-tokens", "100", "--max-num-seqs", "200")
+    _one_line_usage_error(r, "below max_num_seqs 200")
+    assert "--max-num-batched-tokens 200 or more" in r.stderr
+
+
+def test_v0_default_of_256_sequences_is_not_capped() -> None:
+    """The V0 engine sets max_num_seqs = 256 without the V1 cap (0.10.1 arg_utils _set_default_args_v0),
+    so 100 batched tokens under vLLM 0.6.4 is refused; the V1 engine caps the default instead."""
+    _one_line_usage_error(plan("--max-num-batched-tokens", "100", "--vllm-version", "0.6.4"), "below max_num_seqs 256")
+    r = plan("--max-num-batched-tokens", "100", "--vllm-version", "0.10.1", "--json")
+    assert r.exit_code == 0
+    assert json.loads(r.stdout)["data"]["settings"]["max_num_seqs"] == 100
+
+
+def test_workload_longer_than_the_context_is_refused() -> None:
+    # Qwen3-8B config.json: max_position_embeddings 40960
+    r = plan("--input-len", "40000", "--output-len", "1000")
+    _one_line_usage_error(r, "requests of 41,000 tokens (input + output) are longer than the model's context (40,960)")
+    r = plan("--input-len", "5000", "--output-len", "1000", "--max-model-len", "4096")
+    _one_line_usage_error(r, "longer than --max-model-len 4,096")
+    assert "raise --max-model-len to 6000" in r.stderr
+    _one_line_usage_error(invoke(["capacity", "Qwen/Qwen3-8B", "--source", "catalog", "--gpu", "h100", "--qps", "1",
+                                  "--input-len", "100000", "--output-len", "100"], env=ENV), "longer than the model's context")
+
+
+def test_a_long_workload_gets_a_context_that_holds_one_request() -> None:
+    """Llama-3.1-8B on a 24 GB L4: the planner's own context choice keeps 4 requests of that length
+    (44K); a workload of 100,100-token requests needs max_model_len >= 100,100, which the KV cache
+    still holds once (about 180K tokens), so the plan serves it instead of shrinking below it."""
+    r = invoke(["plan", "meta-llama/Llama-3.1-8B-Instruct", "--source", "catalog", "--gpu", "l4",
+                "--input-len", "100000", "--output-len", "100", "--json"], env=ENV)
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)["data"]
+    assert data["settings"]["max_model_len"] >= 100_100
+    assert data["kv_cache"]["tokens"] >= 100_100
+    assert data["performance"]["output_tokens_per_s"] > 0
+    argv = data["serve_command"]
+    assert int(argv[argv.index("--max-model-len") + 1]) >= 100_100
