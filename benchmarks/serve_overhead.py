@@ -90,7 +90,9 @@ def via_vllmkit(model: Path, env: dict[str, str], timeout: float) -> float:
     elapsed = time.monotonic() - t0
     try:
         if proc.returncode != 0:
-            raise RuntimeError(f"vllmkit serve exited {proc.returncode}: {proc.stderr[-2000:]}")
+            from vllmkit.output import safe_text  # what vllmkit relayed from vLLM reaches the terminal escaped
+
+            raise RuntimeError(f"vllmkit serve exited {proc.returncode}: {safe_text(proc.stderr[-2000:], newlines=True)}")
         if not healthy(port):
             raise RuntimeError("vllmkit returned but the server is not healthy")
         return elapsed

@@ -87,3 +87,17 @@ def test_a_long_workload_gets_a_context_that_holds_one_request() -> None:
     assert data["performance"]["output_tokens_per_s"] > 0
     argv = data["serve_command"]
     assert int(argv[argv.index("--max-model-len") + 1]) >= 100_100
+
+
+def test_smoke_and_bench_refuse_bad_addresses_and_timeouts_before_connecting() -> None:
+    """No server listens on port 1; each of these must be refused before a connection is tried
+    (exit 2, not 6 "cannot reach", not 1 for httpx's own ValueError on a negative timeout)."""
+    _one_line_usage_error(invoke(["smoke", "ftp://127.0.0.1:1"]), "is not an http(s) server address")
+    _one_line_usage_error(invoke(["smoke", "http://127.0.0.1:1", "--timeout", "-1"]), "--timeout must be a positive")
+    _one_line_usage_error(invoke(["smoke", "http://127.0.0.1:1", "--timeout", "nan"]), "--timeout must be a positive")
+    _one_line_usage_error(invoke(["smoke", "http://127.0.0.1:1", "--max-tokens", "0"]), "--max-tokens must be a positive")
+    _one_line_usage_error(invoke(["bench", "http://127.0.0.1:1", "--timeout", "nan"]), "--timeout must be a positive")
+    _one_line_usage_error(invoke(["bench", "http://a b:80"]), "is not an http(s) server address")
+    _one_line_usage_error(invoke(["bench", "http://127.0.0.1:1", "--kv-cache-dtype", "fp9"]), "unknown --kv-cache-dtype")
+    r = invoke(["doctor", "--url", "http://[::1", "--json"])
+    assert r.exit_code == 2 and json.loads(r.stdout)["errors"][0]["code"] == "bad-url"

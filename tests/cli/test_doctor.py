@@ -231,4 +231,4 @@ def test_url_unreachable_and_bad(env: dict[str, str]) -> None:
     assert result.exit_code == 6
     assert envelope(result)["errors"][0]["code"] == "metrics-unreachable"
     result = run(["--url", "ftp://x"], env)
-    assert result.exit_code == 2 and "not an http(s) URL" in result.stderr
+    assert result.exit_code == 2 and "is not an http(s) server address" in result.stderr

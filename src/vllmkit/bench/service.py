@@ -43,6 +43,7 @@ from vllmkit.bench.workload import (
 )
 from vllmkit.errors import ExitCode, LaunchError, UsageError, VllmkitError
 from vllmkit.launch import runs
+from vllmkit.urls import server_url
 
 AUTH_HINT = ("pass the server's key with --api-key / --api-key-file or VLLM_API_KEY (a key vllmkit "
              "generated for a `vllmkit serve` run is read from its run folder when you bench the run)")
@@ -109,7 +110,7 @@ def _now() -> str:
 
 # --- target -------------------------------------------------------------------------------------
 
-_URLISH = re.compile(r"^(https?://|[\w.-]+:\d+(/|$)|\[[0-9a-fA-F:]+\]:\d+)")
+_URLISH = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://|[\w.-]+:\d+(/|$)|\[[0-9a-fA-F:]+\]:\d+)")
 
 
 @dataclass
@@ -122,8 +123,7 @@ class ResolvedTarget:
 
 def resolve_target(env: Mapping[str, str], target: str | None, api_key: str | None) -> ResolvedTarget:
     if target and _URLISH.match(target):
-        url = target if target.startswith(("http://", "https://")) else "http://" + target
-        return ResolvedTarget(url=url.rstrip("/"), api_key=api_key)
+        return ResolvedTarget(url=server_url(target), api_key=api_key)
     records = runs.all_runs(env)
     if target:
         matches = [r for r in records if r.run_id == target or r.run_id.startswith(target)]

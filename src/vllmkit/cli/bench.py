@@ -152,6 +152,10 @@ def register(app: typer.Typer) -> None:
                 raise UsageError(f"--duration {duration!r} is not a duration", "e.g. --duration 60s") from None
             if num_prompts is not None:
                 raise UsageError("--duration and --num-prompts cannot be combined", "pick one")
+        from vllmkit.cli.options import check_kv_cache_dtype, check_positive
+
+        check_positive(timeout, "--timeout", "e.g. --timeout 300")
+        check_kv_cache_dtype(kv_cache_dtype)
         workload = "sharegpt" if dataset is not None else "prompts" if prompts is not None else "random"
         opts = BenchOptions(
             target=target, api_key=read_api_key(api_key, api_key_file), served_model=served_model,

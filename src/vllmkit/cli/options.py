@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import fields, make_dataclass
 from typing import Any, TypeVar
@@ -169,6 +170,12 @@ def check_kv_cache_dtype(value: str | None) -> None:
         raise UsageError(f"vllmkit cannot size --kv-cache-dtype {value!r} yet (a packed format with scales)",
                          "plan with fp8 for a lower bound of its KV capacity, or measure it: vllmkit serve / check-log")
     raise UsageError(f"unknown --kv-cache-dtype {value!r}", "use one of: " + ", ".join(KV_CACHE_DTYPES))
+
+
+def check_positive(value: float, flag: str, hint: str) -> None:
+    """A usage error unless value is a finite number > 0 (NaN and inf included)."""
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(f"{flag} must be a positive number", hint)
 
 
 def check_flags(flags: PlanFlags) -> None:

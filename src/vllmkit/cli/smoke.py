@@ -26,10 +26,13 @@ def register(app: typer.Typer) -> None:
     ) -> CommandResult:
         """Check any OpenAI-compatible endpoint: /health, /v1/models, chat, streamed chat (TTFT,
         tokens/s), completion, and 401 without the key when --api-key is given."""
+        from vllmkit.cli.options import check_positive
         from vllmkit.launch.smoke import parse_features, read_api_key, run_smoke, smoke_errors
+        from vllmkit.urls import server_url
 
-        if not url.startswith(("http://", "https://")):
-            url = "http://" + url
+        url = server_url(url)
+        check_positive(timeout, "--timeout", "e.g. --timeout 60")
+        check_positive(max_tokens, "--max-tokens", "e.g. --max-tokens 16")
         key = read_api_key(api_key, api_key_file)
         report = run_smoke(url, api_key=key, model=model, timeout_s=timeout, max_tokens=max_tokens,
                            features=parse_features(features))  # fmt: skip

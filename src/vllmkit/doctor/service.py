@@ -27,6 +27,7 @@ from vllmkit.doctor.modelchecks import run_model_checks
 from vllmkit.errors import LaunchError, UsageError
 from vllmkit.hub.base import ModelMetadata
 from vllmkit.logs import LogFacts, parse_log
+from vllmkit.urls import server_url
 
 LAST_RUN = "last"
 MAX_LOG_BYTES = 64 << 20  # logs beyond this are read from their end (the failure is at the end)
@@ -124,11 +125,7 @@ def fetch_text(url: str, timeout: float) -> str:
 
 
 def _check_url(url: str) -> str:
-    parsed = urllib.parse.urlparse(url if "://" in url else f"http://{url}")
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise UsageError(f"not an http(s) URL: {url!r}", "pass the server address, e.g. --url http://127.0.0.1:8000",
-                         code="bad-url")
-    return parsed.geturl()
+    return server_url(url, "--url")
 
 
 def _port_of(url: str) -> int | None:
