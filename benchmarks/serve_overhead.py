@@ -90,7 +90,8 @@ def via_vllmkit(model: Path, env: dict[str, str], timeout: float) -> float:
     elapsed = time.monotonic() - t0
     try:
         if proc.returncode != 0:
-            from vllmkit.output import safe_text  # what vllmkit relayed from vLLM reaches the terminal escaped
+            # what vllmkit relayed from vLLM reaches the terminal escaped
+            from vllmkit.output import safe_text
 
             raise RuntimeError(f"vllmkit serve exited {proc.returncode}: {safe_text(proc.stderr[-2000:], newlines=True)}")
         if not healthy(port):
