@@ -15,7 +15,7 @@ from rich.table import Table
 from vllmkit.bench.compare import Comparison
 from vllmkit.bench.models import BenchReport, PointResult
 from vllmkit.bench.service import Reporter
-from vllmkit.output import console, info
+from vllmkit.output import console, info, safe_text
 
 # --- human output -----------------------------------------------------------------------------------
 
@@ -30,7 +30,7 @@ def _pct(value: float | None) -> str:
 
 def render(con: Console, report: BenchReport) -> None:
     t = report.target
-    head = f"bench {t.url}" + (f" ({t.served_model})" if t.served_model else "")
+    head = f"bench {t.url}" + (f" ({safe_text(t.served_model)})" if t.served_model else "")
     table = Table(title=escape(head), title_justify="left")
     # short headers: the table must fit 160 columns (output.py's width when not a terminal)
     cols = ("point", "ok/fail", "out tok/s", "tot tok/s", "req/s", "good req/s",
@@ -63,14 +63,14 @@ def render(con: Console, report: BenchReport) -> None:
                      f"{w.prompt_format}" + (f" (vocabulary: {w.tokenizer})" if w.tokenizer else "")))
     if t.gpu or t.vllm_version:
         con.print(escape(f"target: gpu {t.gpu or '?'}, model {t.model or '?'}, {t.precision or '?'}, TP {t.tp} PP {t.pp}, "
-                         f"vLLM {t.vllm_version or '?'}" + (f", run {t.run_id}" if t.run_id else "")))
+                         f"vLLM {safe_text(t.vllm_version or '?')}" + (f", run {t.run_id}" if t.run_id else "")))
     for p in report.points:
         if p.failures:
             reasons = ", ".join(f"{k} x{v}" for k, v in p.failures.items())
             con.print(escape(f"{p.label}: {p.failed} failed ({reasons})"))
             first = next((s for s in p.samples if not s.ok and s.detail), None)
             if first is not None:
-                con.print(f"  first: {first.error}: {first.detail}", markup=False)
+                con.print(f"  first: {first.error}: {safe_text(first.detail)}", markup=False)
         if p.length_mismatch:
             con.print(escape(f"{p.label}: {p.length_mismatch} answers had another length than requested "
                              "(the server ignored ignore_eos, or hit max_model_len)"))
