@@ -104,7 +104,8 @@ def read_log_text(spec: str, env: Mapping[str, str], stdin: Callable[[], str] | 
         raise UsageError(f"{path} is a folder, not a log file", "pass the path of a vLLM log file inside it "
                          "(a `vllmkit serve` run folder holds vllm.log), or --log last", code="log-is-folder")
     if not path.is_file():
-        raise UsageError(f"log file not found: {path}", "pass the path of a vLLM log, or --log - to read stdin",
+        what = "log file not found" if not path.exists() else "not a regular file (a device or a pipe)"
+        raise UsageError(f"{what}: {path}", "pass the path of a vLLM log, or --log - to read stdin",
                          code="log-not-found")
     try:
         size = path.stat().st_size
