@@ -46,6 +46,7 @@ class VersionRules:
     capacity_line_prefix: str  # how the capacity line starts ("GPU KV cache size" / "<DEV> KV cache size")
     v1_engine: bool  # the new engine is the default (VLLM_USE_V1=0 still selects V0 before 0.10)
     rocm_cudagraph_counted: bool  # ROCm also subtracts the CUDA-graph estimate
+    gdn_graph_profile_transient: bool  # the graph estimate of GDN hybrids carries a long-context warm-up
     mla_cache: bool  # DeepSeek-V2/V3 cache the compressed latent (else full per-head K and V)
     mm_tower_skipped_at_zero_limit: bool  # a zero --limit-mm-per-prompt skips loading the tower
     language_model_only_flag: bool  # --language-model-only exists
@@ -96,6 +97,8 @@ def rules_for(version: str) -> VersionRules:
         # in v1/worker/gpu_worker.py from is_cuda() to is_cuda_alike(); vllm#48453 reports it. The
         # 0.28.0 wheel's gpu_worker.py has the is_cuda_alike() guard.
         rocm_cudagraph_counted=v >= (0, 24, 0),
+        # vllm#50780: a 0.23 -> 0.26 regression, still in 0.32's profile_cudagraph_memory
+        gdn_graph_profile_transient=v >= (0, 26, 0),
         # 0.6.4 deepseek_v2.py: Attention(num_local_heads, 256, num_kv_heads=num_local_heads) and
         # ModelConfig.get_head_size() returns 256 for deepseek_v2 (192 padded); the MLA cache
         # (kv_lora_rank + rope dims, one latent "head") arrived with vLLM 0.7.1.

@@ -102,6 +102,24 @@ def estimate_cudagraph(layers_on_rank: int) -> MemoryTerm:
     )
 
 
+# Hybrid Gated-DeltaNet models from vLLM 0.26 on: the CUDA-graph estimate (gpu_model_runner.py
+# profile_cudagraph_memory, read in 0.32) warms its first FULL capture with a long-context sample --
+# profile_seq_lens = min(max_model_len, max_num_tokens // B) for each of the B requests of the largest
+# FULL size, about max_num_batched_tokens context tokens in all -- and measures the drop in free
+# memory, so what the GDN decode-with-context path allocates for that context is charged as graph
+# memory. vllm#50780 (open; a 0.23 -> 0.26 regression, 0.23.1 reported 0.5 GiB for the same sample,
+# the real FULL graphs cost ~24 MiB each): ~128 KiB per context token on a 64-layer (16 full attention
+# + 48 GDN) Qwen3.5-27B-class model. vllm#52872 (RTX 5090, the same layer pattern) saw the graph
+# estimate grow from 0.52 to 0.89 GiB between --max-num-batched-tokens 4096 and 8192 (~94 KiB a token).
+# Per rank the GDN heads are split by TP (our inference: the issues ran TP=1).
+GDN_PROFILE_TRANSIENT_PER_TOKEN = 128 * 1024
+
+
+def gdn_graph_profile_transient(max_num_batched_tokens: int, tp: int) -> int:
+    """Bytes the CUDA-graph estimate of a hybrid GDN model charges for its long-context warm-up."""
+    return GDN_PROFILE_TRANSIENT_PER_TOKEN * max_num_batched_tokens // max(tp, 1)
+
+
 # CUDA graphs captured after the KV cache is allocated, in releases that do not budget them
 # (engine/versions.py cudagraph_counted False): vllm 0.8.5 v1/worker/gpu_worker.py
 # determine_available_memory (lines 165-212) has no graph term, and compile_or_warm_up_model (lines

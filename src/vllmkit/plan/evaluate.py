@@ -17,6 +17,7 @@ from vllmkit.estimate.memory import (
     estimate_activation,
     estimate_cudagraph,
     estimate_non_torch,
+    gdn_graph_profile_transient,
     graph_capture_headroom,
     kv_budget,
     unbudgeted_graph_capture,
@@ -344,6 +345,13 @@ def stage_budget(
     else:
         layers = sum(1 for k in arch.layer_kinds if k is not LayerKind.NONE) * layers_on_stage // max(arch.num_hidden_layers, 1)
         cudagraph = settings.calibrated.get("cudagraph") or estimate_cudagraph(layers)
+        if ("cudagraph" not in settings.calibrated and rules.gdn_graph_profile_transient
+                and arch.mamba is not None and arch.mamba.variant == "gdn"):
+            transient = gdn_graph_profile_transient(settings.max_num_batched_tokens, tp)
+            cudagraph = MemoryTerm(
+                bytes=cudagraph.bytes + transient, source="estimated",
+                note=f"{cudagraph.note} + {transient / GIB:.2f} GiB the estimate charges for its long-context GDN "
+                     f"warm-up over {settings.max_num_batched_tokens:,} tokens (vllm#50780)")
     return kv_budget(
         total_bytes=settings.total_bytes,
         utilization=settings.gpu_memory_utilization,
