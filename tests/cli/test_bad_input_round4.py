@@ -101,3 +101,9 @@ def test_smoke_and_bench_refuse_bad_addresses_and_timeouts_before_connecting() -
     _one_line_usage_error(invoke(["bench", "http://127.0.0.1:1", "--kv-cache-dtype", "fp9"]), "unknown --kv-cache-dtype")
     r = invoke(["doctor", "--url", "http://[::1", "--json"])
     assert r.exit_code == 2 and json.loads(r.stdout)["errors"][0]["code"] == "bad-url"
+
+
+def test_a_profiles_dir_that_is_not_there_is_refused(tmp_path) -> None:
+    # before: the default profiles were listed as if the folder had been read (exit 0)
+    r = invoke(["gpus", "--profiles-dir", str(tmp_path / "typo")])
+    _one_line_usage_error(r, "is not a folder")

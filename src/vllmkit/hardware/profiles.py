@@ -564,6 +564,11 @@ def list_gpus(
         raise UsageError(
             f"unknown vendor '{vendor}'", f"use one of: {', '.join(_VENDORS)}", code="bad-vendor"
         )
+    for folder in profiles_dirs:  # named on the command line: a typo must not silently list the defaults
+        if not folder.is_dir():
+            raise UsageError(f"--profiles-dir {str(folder)!r} is not a folder",
+                             "give a folder of *.yaml GPU profiles (see `vllmkit gpus NAME --json` for the fields)",
+                             code="bad-profiles-dir")
     extra_dirs = [*profile_dirs_from_env(env), *profiles_dirs]
     profiles = load_profiles(extra_dirs, env=env)
     if name is not None:

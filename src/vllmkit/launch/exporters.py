@@ -106,6 +106,8 @@ class ExportContext:
         self.visible_devices = visible_devices
         self.health_timeout_s = health_timeout_s
         self.served = served_model_name(plan, self.endpoint)
+        if name is not None:
+            check_export_name(name)
         self.name = name or dns_name("vllm-" + self.served)
         self.image = image or default_image(plan)
         self.image_warning = None if image else image_warning(plan, self.image)
@@ -185,6 +187,22 @@ def dns_name(text: str) -> str:
     if not s or not s[0].isalpha():
         s = "vllm-" + s
     return s[:63].rstrip("-") or "vllm"
+
+
+# the longest suffix an export adds to --name ("-model-cache", "-dashboard", "-download", "-api-key")
+_NAME_SUFFIX = len("-model-cache")
+
+
+def check_export_name(name: str) -> None:
+    """--name becomes a container name, a Kubernetes object name and a label value: it must be a
+    DNS-1035 label (lowercase letters, digits and '-', starting with a letter, ending with an
+    alphanumeric) short enough for the suffixed objects to stay within 63 characters."""
+    limit = 63 - _NAME_SUFFIX
+    if len(name) <= limit and re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", name):
+        return
+    raise UsageError(f"--name {name!r} cannot name containers and Kubernetes objects",
+                     f"use lowercase letters, digits and '-', starting with a letter, at most {limit} characters, "
+                     f"e.g. --name {dns_name(name)[:limit].rstrip('-') or 'vllm'}", code="bad-name")
 
 
 def _pinned_tag(plan: PlanResult) -> str | None:

@@ -209,3 +209,24 @@ def test_examples_are_valid(path: Path) -> None:
             assert not list(Draft7Validator(COMPOSE).iter_errors(doc))
         else:
             validate_k8s_doc(doc)  # every kind, with its schema (issue 14)
+
+
+@pytest.mark.parametrize("bad", ["BAD NAME!", "My_LLM", "1llm", "llm-", "a" * 52, "llm\x1b[31m"])
+def test_a_name_containers_and_kubernetes_refuse_is_refused(bad: str) -> None:
+    """Kubernetes object names and label values (and docker container names) accept DNS-1035 labels:
+    lowercase alphanumerics and '-', a letter first, an alphanumeric last, <= 63 characters with the
+    longest suffix an export adds ("-model-cache")."""
+    from vllmkit.errors import UsageError
+
+    req, plan = cuda_plan()
+    with pytest.raises(UsageError) as info:
+        export(plan, req, "k8s", endpoint=CUDA_ENDPOINT, name=bad)
+    assert info.value.code == "bad-name" and "\x1b" not in info.value.message
+
+
+def test_a_good_name_reaches_every_object_and_label() -> None:
+    docs = _k8s(cuda_plan, name="my-llm")
+    names = {d["metadata"]["name"] for d in docs}
+    assert "my-llm" in names and all(len(n) <= 63 for n in names)
+    labels = [v for d in docs for v in d["metadata"].get("labels", {}).values()]
+    assert "my-llm" in labels
