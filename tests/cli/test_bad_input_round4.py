@@ -107,3 +107,9 @@ def test_a_profiles_dir_that_is_not_there_is_refused(tmp_path) -> None:
     # before: the default profiles were listed as if the folder had been read (exit 0)
     r = invoke(["gpus", "--profiles-dir", str(tmp_path / "typo")])
     _one_line_usage_error(r, "is not a folder")
+
+
+def test_bench_refuses_a_tokenizer_folder_that_holds_no_tokenizer(tmp_path) -> None:
+    # before: silently fell back to the server's /tokenize (a typo went unnoticed)
+    r = invoke(["bench", "http://127.0.0.1:1", "--tokenizer", str(tmp_path)])
+    _one_line_usage_error(r, "is not a folder with tokenizer.json")

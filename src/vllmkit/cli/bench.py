@@ -155,6 +155,11 @@ def register(app: typer.Typer) -> None:
         from vllmkit.cli.options import check_kv_cache_dtype, check_positive
 
         check_positive(timeout, "--timeout", "e.g. --timeout 300")
+        if tokenizer is not None:
+            folder = Path(tokenizer).expanduser()
+            if not ((folder / "tokenizer.json").is_file() or (folder / "tokenizer_config.json").is_file()):
+                raise UsageError(f"--tokenizer {tokenizer!r} is not a folder with tokenizer.json or tokenizer_config.json",
+                                 "pass the model folder (or leave --tokenizer out: the server's /tokenize is used)")
         check_kv_cache_dtype(kv_cache_dtype)
         workload = "sharegpt" if dataset is not None else "prompts" if prompts is not None else "random"
         opts = BenchOptions(
