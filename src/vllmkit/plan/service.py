@@ -107,6 +107,10 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
                                      auto_fit=auto_fit, min_conc_for_fit=min_conc_for_fit, calibration=calibration,
                                      env=env, min_len=need)
     chosen = choose(candidates)
+    if need and chosen.evaluation.max_model_len < need:  # prefer an option that holds one request of the workload
+        holding = [c for c in candidates if c.evaluation.fits and c.evaluation.max_model_len >= need]
+        if holding:
+            chosen = choose(holding)
     result = plan_result(req, chosen, candidates, profile, rules, version, version_src, meta, warnings, kv_dtype)
     if perf is not None:  # --- performance model (issue 11): plan/performance.py ---
         attach_performance(result, chosen, candidates, profile, rules, perf)
