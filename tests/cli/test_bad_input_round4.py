@@ -125,3 +125,20 @@ def test_the_workload_picks_an_option_that_holds_one_request() -> None:
     data = json.loads(r.stdout)["data"]
     assert data["parallel"]["tensor_parallel_size"] == 8
     assert data["settings"]["max_model_len"] >= 104_857 and data["kv_cache"]["tokens"] >= 104_857
+
+
+def test_a_quant_method_no_vllm_release_knows_is_warned(tmp_path) -> None:
+    """vLLM refuses a quant_method outside QUANTIZATION_METHODS ("Unknown quantization method"); the
+    lists of 0.6.4, 0.10.1, 0.28.0 and 0.32.0 hold awq, gptq, fp8, compressed-tensors ... but no 'bogus'."""
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+           "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+           "max_position_embeddings": 8192, "torch_dtype": "bfloat16", "intermediate_size": 14336}
+    for method, warned in (("bogus", True), ("awq", False)):
+        d = tmp_path / method
+        d.mkdir()
+        (d / "config.json").write_text(json.dumps({**cfg, "quantization_config": {"quant_method": method, "bits": 4,
+                                                                                 "group_size": 128}}))
+        r = invoke(["plan", str(d), "--gpu", "h100", "--json"], env=ENV)
+        assert r.exit_code == 0, r.stderr
+        warnings = json.loads(r.stdout)["data"]["warnings"]
+        assert any("not one vLLM accepts" in w for w in warnings) is warned

@@ -169,6 +169,29 @@ def v0_batch_defaults(max_model_len: int, *, is_multimodal: bool, sliding_window
     return mnbt, 256, False
 
 
+# quant_method values some vLLM release accepts (QUANTIZATION_METHODS / QuantizationMethods in
+# vllm/model_executor/layers/quantization/__init__.py of 0.6.4, 0.10.1, 0.28.0 and 0.32.0, read from the
+# wheels), plus the checkpoint spellings vLLM maps onto them (override_quantization_method: gptq/awq ->
+# *_marlin, auto-round, bitsandbytes pre-quantized)
+KNOWN_QUANT_METHODS = frozenset({
+    "aqlm", "auto-round", "auto_awq", "auto_gptq", "awq", "awq_marlin", "bitblas", "bitsandbytes",
+    "compressed-tensors", "deepseek_v4_fp8", "deepspeedfp", "experts_int8", "fbgemm_fp8", "fp8", "fp8_per_block",
+    "fp8_per_channel", "fp8_per_tensor", "fp_quant", "gguf", "gpt_oss_mxfp4", "gptq", "gptq_bitblas", "gptq_marlin",
+    "gptq_marlin_24", "hqq", "humming", "inc", "int8_per_channel_weight_only", "ipex", "marlin", "modelopt",
+    "modelopt_fp4", "modelopt_mixed", "modelopt_mxfp8", "moe_wna16", "mxfp4", "mxfp8", "neuron_quant",
+    "nvfp4_per_token", "online", "ptpc_fp8", "qqq", "quark", "rtn", "torchao", "tpu_int8",
+})
+
+
+def quant_method_warning(method: str | None) -> str | None:
+    """A warning when a checkpoint declares a quant_method no vLLM release (0.6 - 0.32) accepts: vLLM
+    refuses it at start-up ("Unknown quantization method")."""
+    if not method or method == "unknown" or method in KNOWN_QUANT_METHODS:
+        return None
+    return (f"the checkpoint's quantization method {method!r} is not one vLLM accepts (no release from 0.6 to "
+            f"{NEWEST_KNOWN} lists it): vLLM will refuse to load it; the weights are sized from the files as they are")
+
+
 def version_warning(version: str) -> str | None:
     """A warning when --vllm-version lies outside the table of releases whose rules we know."""
     v = parse_version(version)

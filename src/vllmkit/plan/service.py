@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from vllmkit.engine.versions import resolve_version, rules_for, version_warning
+from vllmkit.engine.versions import quant_method_warning, resolve_version, rules_for, version_warning
 from vllmkit.errors import UsageError
 from vllmkit.hardware.host import host_memory_bytes
 from vllmkit.plan.candidates import CalibrationLookup, choose, evaluate_candidates
@@ -78,6 +78,8 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
     warnings = list(arch.warnings) + [n for n in meta.notes if n.startswith("offline")]
     if version_src == "--vllm-version" and (vw := version_warning(version)):
         warnings.append(vw)  # issue 13
+    if arch.quantization is not None and (qw := quant_method_warning(arch.quantization.method)):
+        warnings.append(qw)
 
     native = arch.native_max_model_len
     auto_fit = req.max_model_len == "auto"
