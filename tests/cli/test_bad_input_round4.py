@@ -142,3 +142,16 @@ def test_a_quant_method_no_vllm_release_knows_is_warned(tmp_path) -> None:
         assert r.exit_code == 0, r.stderr
         warnings = json.loads(r.stdout)["data"]["warnings"]
         assert any("not one vLLM accepts" in w for w in warnings) is warned
+
+
+def test_a_rope_factor_that_is_not_a_number_is_a_config_error(tmp_path) -> None:
+    """Before: a YaRN factor "big" became 'big' x 4096 (string repetition) and an internal error printed a
+    12 KB message; vLLM reads the factor with float()."""
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+           "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+           "max_position_embeddings": 8192, "torch_dtype": "bfloat16", "intermediate_size": 14336,
+           "rope_scaling": {"type": "yarn", "factor": "big", "original_max_position_embeddings": 4096}}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = invoke(["plan", str(tmp_path), "--gpu", "h100", "--vllm-version", "0.20.0"], env=ENV)
+    assert r.exit_code == 4 and "rope_scaling.factor is 'big', not a positive number" in r.stderr
+    assert len(r.stderr) < 400 and "Traceback" not in r.stderr

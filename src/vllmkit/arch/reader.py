@@ -9,6 +9,7 @@ vllm/model_executor/layers/mamba/mamba_utils.py (state shapes).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from vllmkit.arch.known import VLLM_NATIVE_ARCHITECTURES, VLLM_REGISTRY_VERSION
@@ -510,6 +511,14 @@ def _native_len(
     if isinstance(rope, dict) and "gemma3" not in model_type:
         rope_type = rope.get("rope_type") or rope.get("type") or "default"
         factor = rope.get("factor")
+        if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float))
+                                   or not math.isfinite(factor) or factor <= 0):
+            raise ConfigError(f"config.json rope_scaling.factor is {str(factor)[:40]!r}, not a positive number",
+                              "fix the model's rope_scaling (vLLM reads the factor as a float)", code="config-bad-field")
+        original = rope.get("original_max_position_embeddings")
+        if original is not None and (isinstance(original, bool) or not isinstance(original, int) or original <= 0):
+            raise ConfigError(f"config.json rope_scaling.original_max_position_embeddings is {str(original)[:40]!r}, "
+                              "not a positive integer", "fix the model's rope_scaling", code="config-bad-field")
         if rope_type in ("yarn", "deepseek_yarn") and yarn_scaled and factor:
             original = rope.get("original_max_position_embeddings") or cfg.get("original_max_position_embeddings")
             if original:
