@@ -155,3 +155,24 @@ def test_a_rope_factor_that_is_not_a_number_is_a_config_error(tmp_path) -> None:
     r = invoke(["plan", str(tmp_path), "--gpu", "h100", "--vllm-version", "0.20.0"], env=ENV)
     assert r.exit_code == 4 and "rope_scaling.factor is 'big', not a positive number" in r.stderr
     assert len(r.stderr) < 400 and "Traceback" not in r.stderr
+
+
+def test_optional_size_fields_vllm_cannot_read_are_config_errors(tmp_path) -> None:
+    """Found by fuzzing config.json: a string / negative / huge `num_key_value_heads`, `head_dim` or
+    `num_experts` used to be planned as if absent (exit 0, the attention or experts silently wrong);
+    vLLM fails building the model from such a config. Per-layer intermediate sizes (Gemma-3n) stay valid."""
+    cfg = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 2048,
+           "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+           "vocab_size": 151936, "max_position_embeddings": 40960, "torch_dtype": "bfloat16",
+           "intermediate_size": 6144, "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8}
+    cases = [("num_key_value_heads", "abc", 4), ("head_dim", -1, 4), ("head_dim", 0, 4), ("num_experts", 1e300, 4),
+             ("num_experts_per_tok", [1, 2], 4), ("max_position_embeddings", "abc", 4),
+             ("intermediate_size", [6144] * 48, 0)]
+    for i, (key, value, code) in enumerate(cases):
+        d = tmp_path / str(i)
+        d.mkdir()
+        (d / "config.json").write_text(json.dumps({**cfg, key: value}))
+        r = invoke(["plan", str(d), "--gpu", "h100", "--json"], env=ENV)
+        assert r.exit_code == code, (key, value, r.stdout[-300:])
+        if code:
+            assert key in json.loads(r.stdout)["errors"][0]["message"]

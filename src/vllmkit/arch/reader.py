@@ -135,6 +135,34 @@ def _int(cfg: dict[str, Any], key: str, *, where: str, required: bool = True) ->
     return int(value)
 
 
+# optional size fields: when present they must be what vLLM reads (an integer, or per-layer integers as
+# Gemma-3n's intermediate_size); a string or a negative count makes vLLM fail while building the model
+_OPTIONAL_INT_FIELDS = ("head_dim", "num_key_value_heads", "intermediate_size", "moe_intermediate_size",
+                        "num_experts", "n_routed_experts", "num_local_experts", "num_experts_per_tok")
+
+
+_MAX_OPTIONAL_INT = 1 << 24  # above every real model's sizes (the largest FFN widths are ~10^5)
+
+
+def _check_optional_fields(cfg: dict[str, Any], where: str) -> None:
+    for key in _OPTIONAL_INT_FIELDS:
+        value = cfg.get(key)
+        if value is None:
+            continue
+        items = value if (isinstance(value, list) and key == "intermediate_size") else [value]
+        for item in items:
+            if _int({key: item}, key, where=where) > _MAX_OPTIONAL_INT:  # type: ignore[operator]
+                raise ConfigError(f"config.json{where} field `{key}` is out of bounds: {str(item)[:40]}",
+                                  "fix or re-download config.json", code="config-out-of-bounds")
+        if key in ("head_dim", "num_key_value_heads") and 0 in items:
+            raise ConfigError(f"config.json{where} field `{key}` is 0", "fix or re-download config.json",
+                              code="config-bad-field")
+    mpe = cfg.get("max_position_embeddings")
+    if mpe is not None and (isinstance(mpe, bool) or not isinstance(mpe, (int, float)) or mpe <= 0):
+        raise ConfigError(f"config.json{where} field `max_position_embeddings` is not a positive number: "
+                          f"{str(mpe)[:40]}", "fix or re-download config.json", code="config-bad-field")
+
+
 def text_config(config: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """The language-model part of a config (vLLM hf_text_config) and where it was found."""
     for key in _TEXT_CONFIG_KEYS:
@@ -600,6 +628,7 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
                          ("num_attention_heads", heads)):
         _check_limit(value, field, where)
 
+    _check_optional_fields(cfg, where)
     mla: MLAFacts | None = None
     if _is_mla(cfg, model_type):
         mla = MLAFacts(
