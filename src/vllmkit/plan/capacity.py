@@ -223,6 +223,16 @@ def parse_redundancy(text: str | None) -> int:
 # --------------------------------------------------------------------------- service
 
 
+def _skipped(alt: Any, cp: CandidatePerf, seqs: int, note: str) -> tuple[CapacityCandidate, CandidatePerf, Any]:
+    """A searched configuration left out of the goodput search, with the reason."""
+    return (CapacityCandidate(precision=alt.precision, model_id=alt.model_id,
+                              tensor_parallel_size=alt.tensor_parallel_size,
+                              pipeline_parallel_size=alt.pipeline_parallel_size, max_num_seqs=seqs,
+                              gpus_per_replica=alt.tensor_parallel_size * alt.pipeline_parallel_size,
+                              goodput_rps=0.0, replicas=None, gpus_total=None, note=note),
+            cp, (alt, None))
+
+
 def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
                   records: Sequence[Any] = (), match: Any = None, calibration: Any = None) -> CapacityResult:
     """Size the fleet. `records` / `match`: measured performance (calibration.perfstore) and
@@ -255,24 +265,13 @@ def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
         gpr = alt.tensor_parallel_size * alt.pipeline_parallel_size
         default_seqs = cp.limits.max_num_seqs
         if alt.max_model_len < need:  # the KV cache cannot hold one request of the workload
-            rows.append((CapacityCandidate(precision=alt.precision, model_id=alt.model_id,
-                                           tensor_parallel_size=alt.tensor_parallel_size,
-                                           pipeline_parallel_size=alt.pipeline_parallel_size,
-                                           max_num_seqs=default_seqs, gpus_per_replica=gpr, goodput_rps=0.0,
-                                           replicas=None, gpus_total=None,
-                                           note=f"context {alt.max_model_len:,} < {need:,} tokens per request"),
-                         cp, (alt, None)))
+            rows.append(_skipped(alt, cp, default_seqs,
+                                 f"context {alt.max_model_len:,} < {need:,} tokens per request"))
             continue
         sat = saturation_rps(cp, req, default_seqs)
         floor_total = replicas_needed(req.qps, sat * 1.02, req.headroom, req.redundancy) * gpr
         if floor_total > best_total:
-            rows.append((CapacityCandidate(precision=alt.precision, model_id=alt.model_id,
-                                           tensor_parallel_size=alt.tensor_parallel_size,
-                                           pipeline_parallel_size=alt.pipeline_parallel_size,
-                                           max_num_seqs=default_seqs, gpus_per_replica=gpr, goodput_rps=0.0,
-                                           replicas=None, gpus_total=None,
-                                           note=f"skipped: needs at least {floor_total} GPUs at saturation"),
-                         cp, (alt, None)))
+            rows.append(_skipped(alt, cp, default_seqs, f"skipped: needs at least {floor_total} GPUs at saturation"))
             continue
         best_row = None
         for seqs in _seqs_options(default_seqs):
