@@ -149,7 +149,9 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     profile = resolve_gpu(gpu_name, profiles=profiles)
     rules = rules_for(_version(row))
     variant: Variant = make_variant(entry_to_metadata(entry), rules)
-    if variant_kind == "fp8-online":
+    if variant_kind == "fp8-online" and variant.label in ("bf16", "fp16"):
+        # only a 16-bit checkpoint is quantized at load; an FP8 one (DeepSeek-R1's own release, whose id
+        # says nothing of it) is served as it is: halving it again had read 42 GB per rank, not 84
         variant = online_fp8(variant)
     elif variant_kind == "awq":
         arch = variant.arch.model_copy(update={"quantization": QuantFacts(method="awq", bits=4, group_size=128)})
@@ -198,6 +200,7 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
 
     m = row["measured"]
     n = row.get("num_prompts") or m.get("successful_requests") or 1000
+    output_cap: int | None = None
     dataset = str(row.get("dataset") or "").lower()
     if "multiturn" in dataset or "multi-turn" in dataset:
         return None
@@ -210,9 +213,18 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         done = m.get("successful_requests") or n
         mean_in = (m["total_input_tokens"] / done) if m.get("total_input_tokens") else row.get("input_len")
         mean_out = (m["total_output_tokens"] / done) if m.get("total_output_tokens") else row.get("output_len")
+        if not m.get("total_output_tokens") and m.get("output_tok_s") and m.get("request_throughput_rps"):
+            # no token totals printed: output tokens per request = output tok/s / requests/s
+            mean_out = m["output_tok_s"] / m["request_throughput_rps"]
         if not mean_in or not mean_out:
             return None
         mean_in, mean_out, wl_kind = float(mean_in), float(mean_out), "fixed"
+        # random-token prompts with fewer output tokens per request than the cap: completions stopped
+        # at EOS (no --ignore-eos) at random points, so their lengths varied below the cap
+        # (serving.request_lengths spreads them). Not the sonnet prompts: they ask for a fixed number
+        # of lines, so their completions stop at similar lengths (dstack: ~60 of 150, every run)
+        if "random" in dataset and row.get("output_len") and mean_out < 0.97 * float(row["output_len"]):
+            output_cap = int(row["output_len"])
     rate = row.get("request_rate")
     rate_f = None if rate in (None, "inf") else float(rate)
     conc = row.get("concurrency")
@@ -220,7 +232,7 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         n, rate_f = int(conc or 8), None
         conc = None
     workload = Workload(mean_in, mean_out, concurrency=int(conc) if conc else None, request_rate=rate_f,
-                        num_requests=int(n), dataset=wl_kind)
+                        num_requests=int(n), dataset=wl_kind, output_cap=output_cap)
     measured = {k: float(v) for k, v in m.items() if isinstance(v, (int, float))}
     if "throughput_tok_s_unlabeled" in measured and "total_tok_s" not in measured:
         # GPUStack's quantization table: its other pages call total token throughput "Total TPS"

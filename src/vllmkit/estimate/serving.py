@@ -38,6 +38,9 @@ class Workload:
     num_requests: int | None = None  # None: enough for a steady state
     dataset: str = "fixed"  # fixed | sharegpt
     name: str | None = None
+    # the completions' cap (`max_tokens`) when some stop earlier at the end-of-sequence token (a random
+    # dataset without --ignore-eos): output_len is then their mean and the lengths spread below the cap
+    output_cap: int | None = None
 
     @property
     def is_burst(self) -> bool:
@@ -62,7 +65,14 @@ def _spread(n: int, mean: float, sigma: float, lo: int, hi_fn, rng: random.Rando
 
 def request_lengths(workload: Workload, n: int, seed: int = 0) -> tuple[list[int], list[int]]:
     if workload.dataset != "sharegpt":
-        return [max(1, round(workload.input_len))] * n, [max(1, round(workload.output_len))] * n
+        ins = [max(1, round(workload.input_len))] * n
+        cap = workload.output_cap
+        if cap and workload.output_len < 0.97 * cap:
+            # some completions end early at EOS, the rest run to the cap: the same lognormal spread as
+            # ShareGPT's completions, clipped at the cap, with the run's mean
+            outs = _spread(n, workload.output_len, _SHAREGPT_SIGMA_OUT, 1, lambda k: cap, random.Random(seed))
+            return ins, outs
+        return ins, [max(1, round(workload.output_len))] * n
     rng = random.Random(seed)
     ins = _spread(n, workload.input_len, _SHAREGPT_SIGMA_IN, 4, lambda k: 1024, rng)
     outs = _spread(n, workload.output_len, _SHAREGPT_SIGMA_OUT, 4, lambda k: max(4, 2048 - ins[k]), rng)

@@ -136,6 +136,21 @@ def test_sharegpt_lengths_keep_the_means_and_limits() -> None:
     assert max(ins) <= 1024 and all(i + o <= 2048 for i, o in zip(ins, outs, strict=True)) and min(outs) >= 4
 
 
+
+def test_completions_stopped_at_eos_spread_below_their_cap() -> None:
+    """A random dataset without --ignore-eos: a blog's 256-in / 128-max run printed 377 output tok/s at
+    3.78 req/s, i.e. 99.7 tokens per request (mushfiqrahman.dev, RTX 4090). The replay keeps the prompt
+    length, the mean and the cap, and the completions differ from one another (they de-synchronise a
+    closed loop as the real ones do)."""
+    ins, outs = request_lengths(Workload(256, 99.7, dataset="fixed", output_cap=128), 300)
+    assert set(ins) == {256}
+    assert sum(outs) / 300 == pytest.approx(99.7, abs=0.5)
+    assert max(outs) == 128 and min(outs) >= 1 and len(set(outs)) > 20
+    # a mean at the cap (--ignore-eos, or every completion reached max_tokens) stays one fixed length
+    assert set(request_lengths(Workload(256, 127, output_cap=128), 50)[1]) == {127}
+    assert set(request_lengths(Workload(256, 128), 50)[1]) == {128}
+
+
 GPU = GpuPerf("h100-sxm", "nvidia", "hopper", 3.35e12, {"bf16": 989.5}, 450e9)
 MODEL = ModelPerf(tp=1, pp=1, layers=36, hidden_size=4096, dense_bytes=16_000_000_000, active_params=8e9,
                   attn_flops_per_pair=4 * 32 * 128 * 36, kv=(KVRead("full", 36, 4096),))
