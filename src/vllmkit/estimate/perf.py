@@ -178,6 +178,11 @@ class Efficiency:
     # detokenisation, output objects; with --disable-frontend-multiprocessing the HTTP stream too)
     # synchronously in its step loop; V1 moved that to the front-end process and overlaps it
     v0_seq_factor: float = 1.0
+    # Ampere (A100, sm 8.x) reaches a larger fraction of its dense peak in a serving step than Hopper,
+    # for which `compute` is fitted: a smaller peak is easier to fill with the same GEMM and attention
+    # shapes (MAMF, best shape: A100 SXM 86.9 % vs H100 SXM 80.3 %; at LLM shapes an H200 reached 67 %,
+    # benchmarks/data/gpu-probe-h200.json); fitted, bounded below by the MAMF ratio
+    ampere_compute: float = 1.0
     source: str = "estimated"
     note: str = ""
 
@@ -214,6 +219,8 @@ GEMMS_PER_LAYER = 4
 def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
                    vllm_version: tuple[int, int, int] | None = None) -> Efficiency:
     bw, comp, over = FAMILY_PRIORS.get(gpu.family, (1.0, 1.0, 1.0))
+    if gpu.family == "ampere":
+        comp *= base.ampere_compute
     if gpu.vendor == "amd" and vllm_version is not None and vllm_version < (0, 8, 0):
         bw, comp = bw * base.rocm_legacy, comp * base.rocm_legacy
     seq = base.v0_seq_factor if vllm_version is not None and vllm_version < (0, 8, 0) else 1.0

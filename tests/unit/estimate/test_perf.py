@@ -131,6 +131,20 @@ def test_family_priors_and_legacy_rocm() -> None:
     assert efficiency_for(base, H100, awq).compute < efficiency_for(base, H100, DENSE).compute
 
 
+
+def test_ampere_fills_more_of_its_compute_peak_than_hopper() -> None:
+    """Only the compute fraction of an Ampere GPU moves (by ampere_compute); its bandwidth, and every
+    other family, stay as they were. A prefill-bound step gets faster by that factor (compute term)."""
+    a100 = GpuPerf("a100-80gb-sxm", "nvidia", "ampere", 2.039e12, {"bf16": 312.0}, 300e9)
+    base = Efficiency(bandwidth=0.8, compute=0.4, ampere_compute=1.5)
+    amp = efficiency_for(base, a100, DENSE)
+    assert amp.compute == pytest.approx(0.6) and amp.bandwidth == pytest.approx(0.8)
+    assert efficiency_for(base, H100, DENSE).compute == pytest.approx(0.4)
+    plain = efficiency_for(Efficiency(bandwidth=0.8, compute=0.4), a100, DENSE)
+    slow = step_cost(DENSE, a100, plain, decode=0, context_sum=0, prefill_tokens=8192, prefill_pairs=0)
+    fast = step_cost(DENSE, a100, amp, decode=0, context_sum=0, prefill_tokens=8192, prefill_pairs=0)
+    assert fast.compute_s == pytest.approx(slow.compute_s / 1.5)
+
 def test_v0_engines_pay_more_per_running_sequence() -> None:
     # vLLM < 0.8 (V0) processes every sequence's output in its step loop: the per-sequence cost is
     # v0_seq_factor x V1's. 64 decodes, 20 us x 5 = 100 us each: 6.4 ms instead of 1.28 ms
