@@ -187,6 +187,11 @@ class Efficiency:
     note: str = ""
 
 
+# Best-shape matmul efficiency of an A100 SXM over an H100 SXM (86.9 % vs 80.3 % of dense BF16 peak,
+# stas00/ml-engineering compute/accelerator, "Maximum Achievable Matmul FLOPS" table): the least
+# `Efficiency.ampere_compute` may be (benchmarks/perf_accuracy.py bounds the fit with it)
+AMPERE_MAMF_RATIO = 0.869 / 0.803
+
 # Family priors relative to the fitted (Hopper/Ampere NVIDIA) efficiencies, chosen from public
 # microbenchmarks, not fitted: MI300X sustains ~4.1-4.3 of 5.3 TB/s in stream tests and ~600-700 of
 # 1307 dense BF16 TFLOPS in GEMM sweeps (vs ~3.0 of 3.35 TB/s and ~650-750 of 989 on H100 SXM);
@@ -365,6 +370,7 @@ def naive_roofline_tpot(model: ModelPerf, gpu: GpuPerf) -> float:
 
 
 __all__ = [
+    "AMPERE_MAMF_RATIO",
     "Efficiency",
     "GpuPerf",
     "KVRead",

@@ -131,7 +131,6 @@ def test_family_priors_and_legacy_rocm() -> None:
     assert efficiency_for(base, H100, awq).compute < efficiency_for(base, H100, DENSE).compute
 
 
-
 def test_ampere_fills_more_of_its_compute_peak_than_hopper() -> None:
     """Only the compute fraction of an Ampere GPU moves (by ampere_compute); its bandwidth, and every
     other family, stay as they were. A prefill-bound step gets faster by that factor (compute term)."""
@@ -144,6 +143,7 @@ def test_ampere_fills_more_of_its_compute_peak_than_hopper() -> None:
     slow = step_cost(DENSE, a100, plain, decode=0, context_sum=0, prefill_tokens=8192, prefill_pairs=0)
     fast = step_cost(DENSE, a100, amp, decode=0, context_sum=0, prefill_tokens=8192, prefill_pairs=0)
     assert fast.compute_s == pytest.approx(slow.compute_s / 1.5)
+
 
 def test_v0_engines_pay_more_per_running_sequence() -> None:
     # vLLM < 0.8 (V0) processes every sequence's output in its step loop: the per-sequence cost is

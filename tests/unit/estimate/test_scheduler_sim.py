@@ -136,7 +136,6 @@ def test_sharegpt_lengths_keep_the_means_and_limits() -> None:
     assert max(ins) <= 1024 and all(i + o <= 2048 for i, o in zip(ins, outs, strict=True)) and min(outs) >= 4
 
 
-
 def test_completions_stopped_at_eos_spread_below_their_cap() -> None:
     """A random dataset without --ignore-eos: a blog's 256-in / 128-max run printed 377 output tok/s at
     3.78 req/s, i.e. 99.7 tokens per request (mushfiqrahman.dev, RTX 4090). The replay keeps the prompt
