@@ -145,6 +145,39 @@ def unbudgeted_graph_capture(*, pieces: int, max_num_batched_tokens: int) -> Mem
                       note=f"{sizes} capture sizes x {pieces} piecewise graphs, ~0.39 MiB each (public logs)")
 
 
+# ROCm: every captured hipGraph pins device memory of its own. ROCm/pytorch#2286 (AMD, 2025-07-08):
+# "hipGraph requires memory each time one is captured" -- 0.003906 GiB (4 MiB) per captured graph in
+# vLLM's capture loop re-using one memory pool, visible with HSA_DISABLE_FRAGMENT_ALLOCATOR=1; vllm#19579:
+# piecewise capture on an MI300 took 6.32 GiB, far more than the same models on an H100, while full-graph
+# capture was "fine" (many small graphs, not big ones). From the release that counts graph memory on ROCm
+# (engine/versions.py rocm_cudagraph_counted; vllm PR#48526) the estimate measures the free-memory drop
+# of the second capture size of each mode and multiplies it by the sizes left (v1/worker/
+# gpu_model_runner.py profile_cudagraph_memory, read in 0.32: first capture + per_graph x (n - 1)), so
+# these blocks are charged to the budget for every size after the first: all pieces of a PIECEWISE size,
+# one graph of a FULL decode size.
+HIPGRAPH_PINNED_PER_GRAPH = 4 * MIB
+
+
+def default_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, *, decode_query_len: int = 1) -> list[int]:
+    """vLLM's default CUDA-graph capture sizes from 0.11 (config/vllm.py _set_cudagraph_sizes, read in
+    0.32): 1, 2, 4, multiples of 8 below 256, then of 16, up to min(2 x max_num_seqs x decode query
+    length, 512), none above max_num_batched_tokens."""
+    top = min(2 * max_num_seqs * decode_query_len, 512)
+    sizes = [1, 2, 4, *range(8, 256, 8), *range(256, top + 1, 16)]
+    return [s for s in sizes if s <= min(top, max_num_batched_tokens)]
+
+
+def rocm_hipgraph_pinned(*, pieces: int, max_num_seqs: int, max_num_batched_tokens: int) -> MemoryTerm:
+    """What the ROCm graph estimate charges for the memory each captured hipGraph pins, beyond the
+    first capture size: PIECEWISE sizes x pieces, plus one FULL decode graph per size up to max_num_seqs."""
+    piecewise = default_capture_sizes(max_num_seqs, max_num_batched_tokens)
+    full = [s for s in piecewise if s <= max_num_seqs]
+    graphs = (len(piecewise) - 1) * max(pieces, 1) + max(len(full) - 1, 0)
+    return MemoryTerm(bytes=graphs * HIPGRAPH_PINNED_PER_GRAPH, source="estimated",
+                      note=f"{graphs} hipGraphs after the first capture size ({len(piecewise)} sizes x {pieces} "
+                           f"pieces + {len(full)} full decode graphs) x 4 MiB each (ROCm/pytorch#2286)")
+
+
 def graph_capture_headroom(budget: MemoryBudget, in_use_by_others_bytes: int = 0) -> int:
     """Free memory when unbudgeted CUDA graphs are captured: total - requested - memory other
     processes hold (when it was not already charged to the budget) + the released activation peak."""

@@ -20,6 +20,7 @@ from vllmkit.estimate.memory import (
     gdn_graph_profile_transient,
     graph_capture_headroom,
     kv_budget,
+    rocm_hipgraph_pinned,
     unbudgeted_graph_capture,
 )
 from vllmkit.estimate.multimodal import encoder_extra_bytes, encoder_profile
@@ -352,6 +353,11 @@ def stage_budget(
                 bytes=cudagraph.bytes + transient, source="estimated",
                 note=f"{cudagraph.note} + {transient / GIB:.2f} GiB the estimate charges for its long-context GDN "
                      f"warm-up over {settings.max_num_batched_tokens:,} tokens (vllm#50780)")
+        if "cudagraph" not in settings.calibrated and settings.device == "rocm":
+            pinned = rocm_hipgraph_pinned(pieces=layers + 1, max_num_seqs=settings.max_num_seqs,
+                                          max_num_batched_tokens=settings.max_num_batched_tokens)
+            cudagraph = MemoryTerm(bytes=cudagraph.bytes + pinned.bytes, source="estimated",
+                                   note=f"{cudagraph.note} + {pinned.bytes / GIB:.2f} GiB pinned by {pinned.note}")
     return kv_budget(
         total_bytes=settings.total_bytes,
         utilization=settings.gpu_memory_utilization,

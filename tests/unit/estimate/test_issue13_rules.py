@@ -9,6 +9,7 @@ import pytest
 
 from vllmkit.arch import LayerKind, read_arch
 from vllmkit.engine.versions import engine_is_v1, rules_for, v0_batch_defaults, version_warning
+from vllmkit.estimate.memory import default_capture_sizes, rocm_hipgraph_pinned
 from vllmkit.estimate.multimodal import encoder_extra_bytes, encoder_profile, vit_bytes_per_patch
 from vllmkit.hub.catalog import find_entry
 from vllmkit.plan.models import PlanRequest
@@ -73,6 +74,32 @@ def test_rocm_counts_cuda_graphs_only_from_0_24() -> None:
     assert graphs("mi300x", "0.23.0") == 0
     assert graphs("mi300x", "0.28.0") > 0
     assert graphs("h100", "0.23.0") > 0
+
+
+def test_default_capture_sizes_follow_vllm() -> None:
+    # vllm 0.32 config/vllm.py _set_cudagraph_sizes docstring: 1, 2, 4, multiples of 8 below 256, then of
+    # 16 up to min(2 x max_num_seqs, 512): 3 + 31 + 17 = 51 sizes for the default 256 sequences
+    assert len(default_capture_sizes(256, 8192)) == 51 and default_capture_sizes(256, 8192)[-1] == 512
+    # the guide's --max-num-seqs 64: up to 128 -> 1, 2, 4, 8 ... 128 = 3 + 16
+    assert default_capture_sizes(64, 16384) == [1, 2, 4, *range(8, 129, 8)]
+    # never above max_num_batched_tokens
+    assert default_capture_sizes(256, 100)[-1] == 96
+
+
+def test_rocm_charges_the_memory_each_hipgraph_pins() -> None:
+    # guide setting: 19 PIECEWISE sizes x 65 pieces (64 attention / GDN layers split the graph) and 11 FULL
+    # decode sizes (<= 64 sequences); every size after the first at 4 MiB a graph (ROCm/pytorch#2286):
+    # 18 x 65 + 10 = 1180 graphs = 4720 MiB
+    term = rocm_hipgraph_pinned(pieces=65, max_num_seqs=64, max_num_batched_tokens=16384)
+    assert term.bytes == 1180 * 4 * (1 << 20)
+
+    def graphs(gpu: str) -> int:
+        req = PlanRequest(model="Qwen/Qwen3-8B", source="catalog", gpu=gpu, vllm_version="0.28.0",
+                          max_model_len=8192, max_num_seqs=64)
+        return build_plan(req, ENV).memory.cudagraph_bytes
+
+    # Qwen3-8B: 36 attention layers -> 37 pieces; 18 x 37 + 10 = 676 graphs more on ROCm than on CUDA
+    assert graphs("mi300x") - graphs("h100") == 676 * 4 * (1 << 20)
 
 
 def test_deepseek_full_kv_before_mla_cache() -> None:
