@@ -188,6 +188,10 @@ def test_server_dying_mid_run_keeps_partial_results_and_exits_6() -> None:
     assert data["stored"] == 0  # a cut-short point is not a measurement
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_prints_the_partial_report_and_exits_130(tmp_path: Path) -> None:
     server = FakeOpenAI(ttft_s=0.05, itl_s=0.01).start()
     env = dict(os.environ)
@@ -198,6 +202,11 @@ def test_ctrl_c_prints_the_partial_report_and_exits_130(tmp_path: Path) -> None:
             [sys.executable, "-m", "vllmkit", "bench", server.url, "-c", "2", "-n", "100000", "--warmup", "0",
              "--input-len", "4", "--output-len", "10", "--no-store", "--json"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+            # Ctrl-C in a terminal: SIGINT at its default disposition. A suite started in the background
+            # by a non-interactive shell (`cmd &`) runs with SIGINT ignored, which children inherit and
+            # Python then honours (no KeyboardInterrupt, asyncio installs no handler): the bench would
+            # rightly ignore this signal and the test would hang (seen as a 60 s timeout).
+            preexec_fn=_default_sigint,
         )
         deadline = time.monotonic() + 60
         while len(server.completions) < 6 and time.monotonic() < deadline:
