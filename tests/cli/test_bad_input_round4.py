@@ -46,6 +46,11 @@ def test_non_finite_numbers_are_refused_by_capacity() -> None:
     _one_line_usage_error(capacity("--gpu-price", "nan"), "--gpu-price must be positive")
 
 
+def test_an_absurd_peak_is_refused_not_sized() -> None:
+    # 1e308 req/s used to print a 309-digit replica count with exit 0
+    _one_line_usage_error(capacity("--qps", "1e308"), "more than one deployment plan covers")
+
+
 def test_more_sequences_than_batched_tokens_is_refused() -> None:
     """SchedulerConfig: "max_num_batched_tokens (100) must be greater than or equal to max_num_seqs (200)"
     (checked against the real vLLM in tests/e2e/test_engine_args_e2e.py)."""

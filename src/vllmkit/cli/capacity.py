@@ -13,6 +13,8 @@ from vllmkit.cli.options import JSON_OPTION
 from vllmkit.errors import UsageError
 from vllmkit.output import CommandResult, waiting
 
+MAX_QPS = 1e6  # requests per second one capacity plan sizes
+
 
 def register(app: typer.Typer) -> None:
     @app.command("capacity", short_help="Replicas and GPUs for a peak QPS under TTFT / TPOT SLOs.")
@@ -49,6 +51,11 @@ def register(app: typer.Typer) -> None:
 
         if not (math.isfinite(qps) and qps > 0):
             raise UsageError("--qps must be a positive number of requests per second", "e.g. --qps 20")
+        if qps > MAX_QPS:
+            # beyond this the answer is a fleet no one deploys behind one endpoint (1e308 printed a
+            # 309-digit replica count)
+            raise UsageError(f"--qps {qps:g} is more than one deployment plan covers (at most {MAX_QPS:,.0f} req/s)",
+                             "split the traffic (per region, per model) and size each part")
         if input_len <= 0 or output_len <= 0:
             raise UsageError("--input-len and --output-len must be positive integers", "e.g. --input-len 1024")
         if not 0 <= headroom < 1:
