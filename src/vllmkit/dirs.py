@@ -9,6 +9,9 @@ config   (none)               XDG_CONFIG_HOME   ~/.config/vllmkit
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
@@ -64,3 +67,17 @@ def latest_run_log(env: Mapping[str, str]) -> Path | None:
     if not candidates:
         return None
     return max(candidates, key=lambda p: (p.stat().st_mtime, p.parent.name))
+
+
+def write_text_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
+    """Write `path` whole or not at all, with one temp file per writer (process and thread): two
+    writers of the same file (a foreground serve and `vllmkit stop` ending the same run; two plans
+    filling the same cache entry) must not rename each other's temp file away (FileNotFoundError) or
+    publish a half-written one. Raises OSError like open()."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        tmp.write_text(text, encoding=encoding)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()

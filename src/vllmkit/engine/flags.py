@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from vllmkit.dirs import user_dir
+from vllmkit.dirs import user_dir, write_text_atomic
 from vllmkit.engine.detect import VllmInstall
 from vllmkit.engine.installcache import install_stamp
 from vllmkit.units import GIB
@@ -232,9 +232,7 @@ def known_flags(
     if known is not None and path is not None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(known.model_dump_json())
-            tmp.replace(path)
+            write_text_atomic(path, known.model_dump_json())
         except OSError:
             pass  # a read-only cache only costs the next probe
     return known

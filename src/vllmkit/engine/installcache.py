@@ -17,7 +17,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from vllmkit.dirs import user_dir
+from vllmkit.dirs import user_dir, write_text_atomic
 from vllmkit.engine.detect import VllmInstall
 
 Stamp = dict[str, int]  # path -> st_mtime_ns
@@ -77,8 +77,6 @@ def remember_install(env: Mapping[str, str], install: VllmInstall) -> None:
     path = _install_file(env, install.python)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"stamp": stamp, "install": install.model_dump(mode="json")}))
-        tmp.replace(path)
+        write_text_atomic(path, json.dumps({"stamp": stamp, "install": install.model_dump(mode="json")}))
     except OSError:
         pass  # a read-only cache only costs the next probe

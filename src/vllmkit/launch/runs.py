@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from vllmkit.dirs import RUN_LOG_NAME, runs_dir
+from vllmkit.dirs import RUN_LOG_NAME, runs_dir, write_text_atomic
 
 RunStatus = Literal["starting", "running", "failed", "stopped", "exited", "interrupted"]
 RUN_FILE = "run.json"
@@ -86,11 +86,10 @@ def new_run_folder(env: Mapping[str, str], served_name: str, port: int) -> tuple
 
 def save(record: RunRecord) -> None:
     folder = Path(record.folder)
-    tmp = folder / (RUN_FILE + ".tmp")
-    tmp.write_text(record.model_dump_json(indent=2))
-    tmp.replace(folder / RUN_FILE)
+    # a foreground serve and `vllmkit stop` save the same run at the moment its server ends
+    write_text_atomic(folder / RUN_FILE, record.model_dump_json(indent=2))
     if record.pid is not None:
-        (folder / PID_FILE).write_text(f"{record.pid}\n")
+        write_text_atomic(folder / PID_FILE, f"{record.pid}\n")
 
 
 def load(folder: Path) -> RunRecord | None:
