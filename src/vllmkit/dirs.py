@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
@@ -69,15 +68,22 @@ def latest_run_log(env: Mapping[str, str]) -> Path | None:
     return max(candidates, key=lambda p: (p.stat().st_mtime, p.parent.name))
 
 
-def write_text_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
-    """Write `path` whole or not at all, with one temp file per writer (process and thread): two
-    writers of the same file (a foreground serve and `vllmkit stop` ending the same run; two plans
-    filling the same cache entry) must not rename each other's temp file away (FileNotFoundError) or
-    publish a half-written one. Raises OSError like open()."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+def write_text_atomic(path: Path, text: str, *, mode: int = 0o666) -> None:
+    """Write `path` (UTF-8) whole or not at all, through a temp file of its own in the same folder:
+    two writers of the same file (a foreground serve and `vllmkit stop` ending the same run; two
+    processes filling the same cache entry) must not rename each other's temp file away
+    (FileNotFoundError) or publish a half-written one. `mode` before the umask (0o666: as open()).
+    Raises OSError like open()."""
+    import uuid  # only writers pay for it
+
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp")
     try:
-        tmp.write_text(text, encoding=encoding)
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
-    finally:
+    except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
+        raise

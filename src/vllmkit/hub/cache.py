@@ -9,8 +9,6 @@ half-written entry. An entry from another endpoint (a mirror) or an unreadable e
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from urllib.parse import quote
 
 from pydantic import ValidationError
 
+from vllmkit.dirs import write_text_atomic
 from vllmkit.hub.base import ModelMetadata
 
 CACHE_VERSION = 1
@@ -34,19 +33,7 @@ def entry_path(cache_dir: Path, source: str, repo_id: str, revision: str | None,
 
 def atomic_write_json(path: Path, doc: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, separators=(",", ":"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_text_atomic(path, json.dumps(doc, separators=(",", ":")), mode=0o600)  # as mkstemp made them
 
 
 def _read_entry(path: Path, endpoint: str) -> dict[str, Any] | None:

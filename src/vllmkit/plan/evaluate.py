@@ -102,6 +102,12 @@ def startup_refusal(budget: MemoryBudget, settings: EngineSettings, rules: Versi
             f"{settings.gpu_memory_in_use_bytes / GIB:.2f} GiB)")
 
 
+def splitting_layers(arch: ModelArch, layers_on_stage: int) -> int:
+    """The layers of a stage whose attention / mamba / linear-attention op splits its CUDA graph:
+    a capture size has one piecewise graph per stretch between them (splitting layers + 1)."""
+    return sum(1 for k in arch.layer_kinds if k is not LayerKind.NONE) * layers_on_stage // max(arch.num_hidden_layers, 1)
+
+
 def graph_capture_check(arch: ModelArch, budget: MemoryBudget, layers_on_stage: int, settings: EngineSettings,
                         rules: VersionRules) -> str | None:
     """Releases that capture CUDA graphs after sizing the KV cache without budgeting them (V1 < 0.20)
@@ -109,9 +115,8 @@ def graph_capture_check(arch: ModelArch, budget: MemoryBudget, layers_on_stage: 
     if (settings.enforce_eager or rules.cudagraph_counted or settings.device != "cuda"
             or not rules.v1_engine or settings.kv_cache_memory_bytes is not None):
         return None
-    # pieces: one graph per stretch between splitting ops (attention / mamba / linear-attention)
-    splitting = sum(1 for k in arch.layer_kinds if k is not LayerKind.NONE) * layers_on_stage // max(arch.num_hidden_layers, 1)
-    capture = unbudgeted_graph_capture(pieces=splitting + 1, max_num_batched_tokens=settings.max_num_batched_tokens)
+    capture = unbudgeted_graph_capture(pieces=splitting_layers(arch, layers_on_stage) + 1,
+                                       max_num_batched_tokens=settings.max_num_batched_tokens)
     others = 0 if rules.others_charged_to_budget else settings.gpu_memory_in_use_bytes
     headroom = graph_capture_headroom(budget, others)
     if capture.bytes <= headroom:
@@ -344,7 +349,7 @@ def stage_budget(
         cudagraph = MemoryTerm(bytes=0, source="derived",
                                note=f"vLLM {rules.version} counts CUDA-graph memory on CUDA only (ROCm from 0.24)")
     else:
-        layers = sum(1 for k in arch.layer_kinds if k is not LayerKind.NONE) * layers_on_stage // max(arch.num_hidden_layers, 1)
+        layers = splitting_layers(arch, layers_on_stage)
         cudagraph = settings.calibrated.get("cudagraph") or estimate_cudagraph(layers)
         if ("cudagraph" not in settings.calibrated and rules.gdn_graph_profile_transient
                 and arch.mamba is not None and arch.mamba.variant == "gdn"):

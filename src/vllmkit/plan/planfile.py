@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from vllmkit.dirs import write_text_atomic
 from vllmkit.errors import UsageError
 from vllmkit.plan.models import PlanRequest, PlanResult
 
@@ -22,12 +22,9 @@ def save_plan(path: Path, req: PlanRequest, plan: PlanResult) -> None:
         "request": req.model_dump(mode="json", exclude={"api_key"}),
         "plan": plan.model_dump(mode="json"),
     }
-    tmp = path.with_name(path.name + ".tmp")
     try:
-        tmp.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-        os.replace(tmp, path)
+        write_text_atomic(path, yaml.safe_dump(doc, sort_keys=False))
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise UsageError(f"cannot write {path}: {exc.strerror}", "choose a writable path for --save") from None
 
 
