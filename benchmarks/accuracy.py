@@ -117,13 +117,47 @@ def tokens_from_measured_kv(req: PlanRequest, row: dict) -> int | None:
     return plan.kv_cache.tokens
 
 
+def gpu_from_text(text: str | None) -> str | None:
+    """The profile a log's GPU text names, read as the product reads `--gpu` (nvidia-smi names,
+    aliases): "NVIDIA GeForce RTX 5070 Ti 16GB (WSL2)" -> rtx-5070-ti. Counts ("2x "), bracketed
+    remarks and a trailing memory size are dropped first; a text naming two different GPUs, or none
+    the profiles know, gives None."""
+    if not text:
+        return None
+    from vllmkit.hardware.profiles import resolve_gpu
+
+    cleaned = re.sub(r"\([^)]*\)", " ", text)
+    if re.search(r"\s\+\s|,|\band\b", cleaned):
+        return None
+    cleaned = re.sub(r"^\s*\d+\s*[x×]\s*", "", cleaned)
+    cleaned = re.sub(r"\b\d+\s*G(?:i)?B\b.*$", "", cleaned).strip()
+    try:
+        return resolve_gpu(cleaned).name
+    except VllmkitError:
+        return None
+
+
+def skip_reason(row: dict) -> str:
+    """Why `evaluate_row` cannot replay a row (it returned None)."""
+    if GPU_MAP.get(row["id"]) is None and not row.get("gpu_profile") and not gpu_from_text(row.get("gpu")):
+        return f"no GPU profile for {row.get('gpu')!r}"
+    if not row.get("model_family_key"):
+        return "no model named"
+    quant = (row.get("quantization") or "").lower()
+    if quant and quant != "fp8" and not row.get("model_catalog_id"):
+        return f"{quant} checkpoint of {row['model_family_key']} not in the bundled catalog"
+    return f"model not in the bundled catalog ({row.get('model_catalog_id') or row.get('model_family_key')})"
+
+
 def evaluate_row(row: dict) -> Row | None:
     key = row.get("model_family_key")
     gpu = GPU_MAP.get(row["id"])
-    if gpu is None and row.get("gpu_profile"):
-        gpu = {"gpu": row["gpu_profile"]}
-        if row.get("gpu_memory_gib"):
-            gpu["gpu_memory"] = int(float(row["gpu_memory_gib"]) * GIB)
+    profile = row.get("gpu_profile") or (gpu_from_text(row.get("gpu")) if gpu is None else None)
+    if gpu is None and profile:
+        gpu = {"gpu": profile}
+        total = row.get("gpu_memory_gib") or row.get("gpu_total_gib")
+        if total:
+            gpu["gpu_memory"] = int(float(total) * GIB)
     if gpu is None or not key:
         return None
     model_id = key
@@ -132,6 +166,8 @@ def evaluate_row(row: dict) -> Row | None:
         model_id = row["model_catalog_id"]
     elif "gptq" in quant and find_entry(key + "-GPTQ-Int4"):
         model_id = key + "-GPTQ-Int4"
+    elif quant and quant != "fp8":
+        return None  # a quantized checkpoint the catalog does not hold: its base would be planned instead
     entry = find_entry(model_id)
     if entry is None:
         return None
@@ -150,6 +186,10 @@ def evaluate_row(row: dict) -> Row | None:
         quantization="fp8" if quant == "fp8" else None,
         enforce_eager=bool(row.get("enforce_eager")),
         max_num_batched_tokens=row.get("max_num_batched_tokens"),
+        max_num_seqs=row.get("max_num_seqs"),
+        block_size=row.get("block_size"),
+        enable_expert_parallel=bool(row.get("expert_parallel")),
+        speculative_config=row.get("speculative_config"),
         flashinfer_installed=row.get("flashinfer_installed"),
     )
     in_use = memory_in_use_from_log(req, row)
@@ -250,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             if result is not None:
                 result.held_out = fname in HELD_OUT_FILES
                 rows.append(result)
+            else:
+                print(f"skipped {row.get('id')}: {skip_reason(row)}", file=sys.stderr)
     summary = summarise(rows)
     if args.json:
         print(json.dumps({"cases": [r.__dict__ for r in rows], "summary": summary}, indent=2))

@@ -32,6 +32,7 @@ from typing import Any
 from frontend_overhead import request_overhead_bound_s
 
 from vllmkit.arch.model import QuantFacts
+from vllmkit.errors import VllmkitError
 from vllmkit.engine.versions import parse_version, rules_for
 from vllmkit.estimate.perf import AMPERE_MAMF_RATIO, Efficiency, naive_roofline_tpot
 from vllmkit.estimate.serving import SHAREGPT_MEAN_INPUT, SHAREGPT_MEAN_OUTPUT, Workload
@@ -70,6 +71,11 @@ MODEL_MAP = {
     "deepseek-ai/DeepSeek-R1-0528": ("deepseek-ai/DeepSeek-R1", None),
     "Qwen/Qwen3-14B-AWQ": ("Qwen/Qwen3-14B-AWQ", None),
     "Qwen/Qwen3-32B-AWQ": ("Qwen/Qwen3-32B-AWQ", None),
+    # Qwen2 and its Qwen2.5 successors share the layer shapes (Qwen2ForCausalLM: 7B 28 x 3584 / 18944,
+    # 4 KV heads; 72B 80 x 8192 / 29568, 8 KV heads; vocabulary 152,064); base and instruct checkpoints too
+    "Qwen/Qwen2-7B-Instruct": ("Qwen/Qwen2.5-7B-Instruct", None),
+    "Qwen/Qwen2-72B": ("Qwen/Qwen2.5-72B-Instruct", None),
+    "Qwen/Qwen2.5-32B": ("Qwen/Qwen2.5-32B-Instruct", None),
 }
 GPU_MAP = {
     "h100 sxm": "h100-sxm", "h100 80gb": "h100-sxm", "h100 sxm 80gb": "h100-sxm", "a100 80gb": "a100-80gb-sxm",
@@ -77,6 +83,23 @@ GPU_MAP = {
     "mi300x": "mi300x", "h200": "h200", "h200 sxm": "h200", "h100 pcie 80gb": "h100-pcie", "l4 24gb": "l4",
     "b200": "b200", "h100 nvl 95gb": "h100-nvl",
 }
+
+
+def gpu_profile_name(row: dict[str, Any], profiles: list[Any]) -> str | None:
+    """The profile of a run's GPU: the table above, else the product's own resolver (nvidia-smi
+    product names, aliases, "NVIDIA H100 80GB HBM3"), with a memory size in brackets dropped; None when
+    neither knows it."""
+    raw = str(row.get("gpu") or "")
+    if raw.lower() in GPU_MAP:
+        return GPU_MAP[raw.lower()]
+    for name in (raw, re.sub(r"\s*\(.*?\)", "", raw)):
+        try:
+            return resolve_gpu(name, profiles=profiles).name
+        except VllmkitError:
+            continue
+    return None
+
+
 # the vLLM era of runs that do not print a version (batch defaults, memory utilisation)
 DEFAULT_VERSION = "0.10.0"
 
@@ -132,7 +155,7 @@ def _version(row: dict[str, Any]) -> str:
 
 def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     mapped = MODEL_MAP.get(row["model"], (row["model"], None))
-    gpu_name = GPU_MAP.get(str(row.get("gpu", "")).lower())
+    gpu_name = gpu_profile_name(row, profiles)
     if gpu_name is None or (row.get("speculative") not in (None, False, "", "none")):
         return None
     if int(row.get("dp") or 1) > 1:
@@ -140,6 +163,8 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     catalog_id, variant_kind = mapped
     entry = find_entry(catalog_id)
     if entry is None:
+        return None
+    if "measured" not in row or not isinstance(row["measured"], dict):
         return None
     precision = str(row.get("precision") or "")
     if variant_kind is None and precision.startswith("fp8") and "fp8" not in catalog_id.lower():
@@ -169,8 +194,10 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         for name, value in re.findall(r"([a-z][a-z-]+) (\d+|TRUE|FALSE)\b", m.group(1)):
             flags += f" --{name}={value.capitalize() if value in ('TRUE', 'FALSE') else value}"
     tool = str(row.get("benchmark_tool") or "")
+    util = re.search(r"--gpu-memory-utilization[ =](0?\.\d+|1(?:\.0+)?)\b", flags)
     req = PlanRequest(model=catalog_id, gpu=gpu_name, tensor_parallel_size=tp, pipeline_parallel_size=pp,
-                      kv_cache_dtype=row.get("kv_cache_dtype") or "auto")
+                      kv_cache_dtype=row.get("kv_cache_dtype") or "auto",
+                      gpu_memory_utilization=float(util.group(1)) if util else None)
     if req.kv_cache_dtype in ("auto", None, ""):
         req.kv_cache_dtype = "auto"
     settings = engine_settings(req, profile, rules, req.kv_cache_dtype, variant.arch, tp, pp, None)
@@ -189,6 +216,10 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         mnbt = max(variant.arch.native_max_model_len, mnbt)
     settings = replace(settings, max_num_batched_tokens=mnbt, max_num_seqs=seqs)
     prep = prepare_candidate(variant, tp, pp, settings, rules)
+    if row.get("available_kv_gib"):
+        # the source printed (or stated) vLLM's "Available KV cache memory" per GPU: replay that cache,
+        # not the memory model's estimate of it (which benchmarks/accuracy.py scores on its own)
+        prep = replace(prep, worker_avail=[int(float(row["available_kv_gib"]) * GIB)] * len(prep.worker_avail))
     ev = at_length(prep, variant.arch.native_max_model_len)
     if not ev.fits:
         ev = at_length(prep, min(32768, variant.arch.native_max_model_len))
@@ -473,6 +504,42 @@ def summarize(rows: list[tuple[Case, dict, dict]]) -> dict[str, dict[str, float]
     return out
 
 
+def score_held_out(paths: list[Path], profiles: list[Any]) -> tuple[list[tuple[Case, dict, dict]], list[str]]:
+    """Runs from files the fit never read, scored with the shipped parameters; a row the harness
+    cannot replay (unknown model or GPU, a malformed field) is listed as skipped with its reason."""
+    scored: list[tuple[Case, dict, dict]] = []
+    skipped: list[str] = []
+    for row in load_rows(tuple(paths)):
+        try:
+            case = build_case(row, profiles)
+            if case is not None:
+                scored.append((case, errors(model_prediction(case, FITTED_EFFICIENCY), case.measured),
+                               errors(case.naive, case.measured)))
+                continue
+            why = "model not in the catalog, no GPU profile, speculative, data parallel or multi-turn"
+        except (VllmkitError, KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+            why = f"{type(exc).__name__}: {exc}"
+        skipped.append(f"{row.get('id')} ({why})")
+    return scored, skipped
+
+
+def print_held_out(paths: list[Path], profiles: list[Any], *, rows: bool) -> None:
+    scored, skipped = score_held_out(paths, profiles)
+    print(f"\nheld-out files ({', '.join(p.name for p in paths)}): {len(scored)} runs scored with the shipped "
+          f"parameters; skipped {len(skipped)}")
+    for s in skipped:
+        print(f"  skipped {s}")
+    if rows:
+        for c, e, n in scored:
+            parts = [f"{fam} {key} {err:+.0%} (naive {n[fam][1]:+.0%})" for fam, (key, err) in e.items() if fam in n]
+            print(f"{c.row['id']}: " + "; ".join(parts))
+    print("| metric | runs | model median abs error | model max | naive roofline median | naive max |")
+    print("|---|---|---|---|---|---|")
+    for fam, st in summarize(scored).items():
+        print(f"| {fam} | {st['n']} | {st['model_median']:.1%} | {st['model_max']:.0%} | "
+              f"{st['naive_median']:.0%} | {st['naive_max']:.0%} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
@@ -482,6 +549,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-source", type=int, default=12, help="training runs kept per publisher in a fit")
     ap.add_argument("--jobs", type=int, default=1, help="fits run in parallel (processes)")
     ap.add_argument("--no-fit", action="store_true", help="score the shipped parameters only (no refit)")
+    ap.add_argument("--held-out", type=Path, action="append", default=[], metavar="JSONL",
+                    help="runs in the same schema scored with the shipped parameters only (never fitted on); "
+                         "repeatable, reported in a table of their own")
     args = ap.parse_args(argv)
 
     started = time.perf_counter()
@@ -521,7 +591,13 @@ def main(argv: list[str] | None = None) -> int:
     all_fit = fitted.get(None) if args.fit_all else None
 
     if args.json:
-        print(json.dumps({"summary": summary, "curated": curated, "skipped": skipped, "sources": len(sources), "runs": len(cases),
+        if args.held_out:
+            held_scored, held_skipped = score_held_out(args.held_out, profiles)
+            extra = {"held_out": {"summary": summarize(held_scored), "skipped": held_skipped,
+                                  "runs": len(held_scored)}}
+        else:
+            extra = {}
+        print(json.dumps({**extra, "summary": summary, "curated": curated, "skipped": skipped, "sources": len(sources), "runs": len(cases),
                           "rows": [{"id": c.row["id"], "model": {k: v for k, (_, v) in e.items()},
                                     "naive": {k: v for k, (_, v) in n.items()}} for c, e, n in scored]},
                          indent=2))
@@ -545,6 +621,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{fam} {s['model_median']:.1%} (n={s['n']})" for fam, s in curated.items()))
     if all_fit is not None:
         print("\nfitted on every source: " + ", ".join(f"{p}={getattr(all_fit, p):.4g}" for p in PARAMS))
+    if args.held_out:
+        print_held_out(args.held_out, profiles, rows=args.rows)
     print(f"\n({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     return 0
 
