@@ -43,7 +43,10 @@ from vllmkit.plan.service import build_plan
 GIB = 1 << 30
 DATA_DIR = Path(__file__).parent / "data"
 # shared/truth's logs, then the ones collected for vllmkit (rows carry gpu_profile / gpu_memory_gib)
-DATA_FILES = (DATA_DIR / "public-startup-logs.jsonl", DATA_DIR / "collected-startup-logs.jsonl")
+# collected-startup-logs-4.jsonl: llm-d planner's vLLM 0.19 H100 sweep, which set the symmetric-memory
+# all-reduce term (estimate/memory.py SYMM_MEM_NON_TORCH): fitted on, so not held out
+DATA_FILES = (DATA_DIR / "public-startup-logs.jsonl", DATA_DIR / "collected-startup-logs.jsonl",
+              DATA_DIR / "collected-startup-logs-4.jsonl")
 
 # How each log's GPU text maps to a profile (or a measured total when the log prints it).
 GPU_MAP = {
@@ -66,7 +69,7 @@ VERSION_ASSUMED = {
 
 # rows whose "Model loading took" figure set a weight factor (estimate/weights.py mxfp4_load_factor)
 WEIGHT_FIT_ROWS = {"vllm-23278-gpt-oss-120b-h100-fail", "myoceane-a100-gpt-oss-20b-util065-v019"}
-HELD_OUT_FILES = ("collected-startup-logs-2.jsonl",)
+HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jsonl")
 
 
 @dataclass
@@ -183,12 +186,14 @@ def evaluate_row(row: dict) -> Row | None:
         max_model_len=row.get("max_model_len"),
         gpu_memory_utilization=row.get("gpu_memory_utilization"),
         kv_cache_dtype=row.get("kv_cache_dtype") or "auto",
+        dtype=row.get("dtype") if row.get("dtype") in ("float32", "float", "float16", "half", "bfloat16") else "auto",
         quantization="fp8" if quant == "fp8" else None,
         enforce_eager=bool(row.get("enforce_eager")),
         max_num_batched_tokens=row.get("max_num_batched_tokens"),
         max_num_seqs=row.get("max_num_seqs"),
         block_size=row.get("block_size"),
         enable_expert_parallel=bool(row.get("expert_parallel")),
+        data_parallel_size=row.get("data_parallel_size"),
         speculative_config=row.get("speculative_config"),
         flashinfer_installed=row.get("flashinfer_installed"),
     )

@@ -32,9 +32,9 @@ from typing import Any
 from frontend_overhead import request_overhead_bound_s
 
 from vllmkit.arch.model import QuantFacts
-from vllmkit.errors import VllmkitError
 from vllmkit.engine.versions import parse_version, rules_for
-from vllmkit.estimate.perf import AMPERE_MAMF_RATIO, Efficiency, naive_roofline_tpot
+from vllmkit.errors import VllmkitError
+from vllmkit.estimate.perf import AMPERE_MAMF_RATIO, Efficiency, naive_roofline_tpot, with_eager
 from vllmkit.estimate.serving import SHAREGPT_MEAN_INPUT, SHAREGPT_MEAN_OUTPUT, Workload
 from vllmkit.hardware.profiles import load_profiles, resolve_gpu
 from vllmkit.hub.catalog import entry_to_metadata, find_entry
@@ -48,6 +48,8 @@ GIB = 1 << 30
 
 DATA_DIR = Path(__file__).parent / "data"
 DATA_FILES = (DATA_DIR / "public-bench-results.jsonl", DATA_DIR / "collected-bench-results.jsonl")
+# runs gathered after the parameters were fitted: never fitted on, scored with the shipped parameters
+HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl",)
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
@@ -60,8 +62,6 @@ MODEL_MAP = {
     "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8": ("meta-llama/Llama-3.1-8B-Instruct", "fp8-online"),
     "neuralmagic/Llama-3.1-Nemotron-70B-Instruct-HF-FP8-dynamic": ("meta-llama/Llama-3.1-70B-Instruct", "fp8-online"),
     "meta-llama/Meta-Llama-3-8B-Instruct": ("meta-llama/Meta-Llama-3-8B", None),
-    "deepseek-ai/DeepSeek-R1-Distill-Llama-8B": ("meta-llama/Llama-3.1-8B-Instruct", None),
-    "deepseek-ai/DeepSeek-R1-Distill-Llama-70B": ("meta-llama/Llama-3.3-70B-Instruct", None),
     "Qwen/QwQ-32B-Preview": ("Qwen/Qwen2.5-32B-Instruct", None),
     "nvidia/AceMath-7B-Instruct": ("Qwen/Qwen2.5-7B-Instruct", None),
     "Qwen/Qwen3-235B-A22B-Instruct-2507": ("Qwen/Qwen3-235B-A22B", None),
@@ -76,6 +76,8 @@ MODEL_MAP = {
     "Qwen/Qwen2-7B-Instruct": ("Qwen/Qwen2.5-7B-Instruct", None),
     "Qwen/Qwen2-72B": ("Qwen/Qwen2.5-72B-Instruct", None),
     "Qwen/Qwen2.5-32B": ("Qwen/Qwen2.5-32B-Instruct", None),
+    # AMD's FP8 (per-tensor weights and activations, FP8 KV scales) quantization of Llama-3.3-70B-Instruct
+    "amd/Llama-3.3-70B-Instruct-FP8-KV": ("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", None),
 }
 GPU_MAP = {
     "h100 sxm": "h100-sxm", "h100 80gb": "h100-sxm", "h100 sxm 80gb": "h100-sxm", "a100 80gb": "a100-80gb-sxm",
@@ -145,6 +147,7 @@ class Case:
     measured: dict[str, float]
     naive: dict[str, float] = field(default_factory=dict)
     offline: bool = False  # benchmark_throughput / benchmark_latency (the LLM class, no server)
+    eager: bool = False  # the server ran with --enforce-eager
 
 
 def _version(row: dict[str, Any]) -> str:
@@ -160,6 +163,8 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         return None
     if int(row.get("dp") or 1) > 1:
         return None  # data-parallel fleets are several replicas behind one endpoint
+    if row.get("replay_skip"):
+        return None  # a setup the per-GPU model cannot replay (the row says which)
     catalog_id, variant_kind = mapped
     entry = find_entry(catalog_id)
     if entry is None:
@@ -195,6 +200,7 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
             flags += f" --{name}={value.capitalize() if value in ('TRUE', 'FALSE') else value}"
     tool = str(row.get("benchmark_tool") or "")
     util = re.search(r"--gpu-memory-utilization[ =](0?\.\d+|1(?:\.0+)?)\b", flags)
+    eager = bool(re.search(r"--enforce-eager\b", str(row.get("server_cmd") or "")))
     req = PlanRequest(model=catalog_id, gpu=gpu_name, tensor_parallel_size=tp, pipeline_parallel_size=pp,
                       kv_cache_dtype=row.get("kv_cache_dtype") or "auto",
                       gpu_memory_utilization=float(util.group(1)) if util else None)
@@ -271,7 +277,7 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     if "e2el_ms_mean" in measured and "e2e_latency_s_mean" not in measured:
         measured["e2e_latency_s_mean"] = measured["e2el_ms_mean"] / 1000.0
     case = Case(row, source_key(row), perf, workload, measured,
-                offline="benchmark_throughput" in tool or "benchmark_latency" in tool)
+                offline="benchmark_throughput" in tool or "benchmark_latency" in tool, eager=eager)
     case.naive = naive_prediction(case)
     return case
 
@@ -308,6 +314,8 @@ def model_prediction(case: Case, eff: Efficiency) -> dict[str, float]:
     final = efficiency_for(eff, p.gpu, p.model, rules_version(case))
     if case.offline:
         final = replace(final, request_overhead_s=0.0)  # LLM.generate: no API server in front
+    if case.eager:
+        final = with_eager(final, p.model)
     pred = predict(p.model, p.gpu, final, p.limits, case.workload, steady=False, efficiency_is_final=True)
     return {
         "output_tok_s": pred.output_tokens_per_s, "total_tok_s": pred.total_tokens_per_s,
@@ -504,6 +512,21 @@ def summarize(rows: list[tuple[Case, dict, dict]]) -> dict[str, dict[str, float]
     return out
 
 
+def skip_reason(row: dict[str, Any], profiles: list[Any]) -> str:
+    """Why `build_case` returned None for a row."""
+    if row.get("replay_skip"):
+        return str(row["replay_skip"])
+    if gpu_profile_name(row, profiles) is None:
+        return f"no GPU profile for {row.get('gpu')!r}"
+    if row.get("speculative") not in (None, False, "", "none"):
+        return "speculative decoding"
+    if int(row.get("dp") or 1) > 1:
+        return "data parallel"
+    if find_entry(MODEL_MAP.get(row["model"], (row["model"], None))[0]) is None:
+        return f"model not in the catalog ({row['model']})"
+    return "multi-turn, or no lengths or measurements to replay"
+
+
 def score_held_out(paths: list[Path], profiles: list[Any]) -> tuple[list[tuple[Case, dict, dict]], list[str]]:
     """Runs from files the fit never read, scored with the shipped parameters; a row the harness
     cannot replay (unknown model or GPU, a malformed field) is listed as skipped with its reason."""
@@ -516,7 +539,7 @@ def score_held_out(paths: list[Path], profiles: list[Any]) -> tuple[list[tuple[C
                 scored.append((case, errors(model_prediction(case, FITTED_EFFICIENCY), case.measured),
                                errors(case.naive, case.measured)))
                 continue
-            why = "model not in the catalog, no GPU profile, speculative, data parallel or multi-turn"
+            why = skip_reason(row, profiles)
         except (VllmkitError, KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
             why = f"{type(exc).__name__}: {exc}"
         skipped.append(f"{row.get('id')} ({why})")
@@ -551,8 +574,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-fit", action="store_true", help="score the shipped parameters only (no refit)")
     ap.add_argument("--held-out", type=Path, action="append", default=[], metavar="JSONL",
                     help="runs in the same schema scored with the shipped parameters only (never fitted on); "
-                         "repeatable, reported in a table of their own")
+                         "repeatable, reported in a table of their own (default: "
+                         + ", ".join(p.name for p in HELD_OUT_FILES) + ")")
     args = ap.parse_args(argv)
+    if not args.held_out:
+        args.held_out = [p for p in HELD_OUT_FILES if p.exists()]
 
     started = time.perf_counter()
     profiles = load_profiles(include_user_config=False)

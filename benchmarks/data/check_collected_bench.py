@@ -1,4 +1,4 @@
-"""Validate benchmarks/data/collected-bench-results.jsonl and collected-startup-logs-2.jsonl.
+"""Validate the collected data files: collected-bench-results*.jsonl and collected-startup-logs-{2,3,4}.jsonl.
 
 Every line must parse as JSON, carry the keys of the public-bench-results schema, have a unique
 id not already used by the curated truth file, cite a source URL, and have numbers (not strings)
@@ -151,12 +151,16 @@ def check_startup(path: Path) -> list[str]:
         seen.add(row.get("id"))
         if not row.get("quote") or not row.get("source"):
             errors.append(f"{path.name}:{n}: needs a quote and a source")
-        if not isinstance(row.get("startup_ok"), bool):
-            errors.append(f"{path.name}:{n}: startup_ok must be true/false")
+        if row.get("startup_ok") is not None and not isinstance(row.get("startup_ok"), bool):
+            errors.append(f"{path.name}:{n}: startup_ok must be true, false or null (unknown)")
         mc = row.get("max_concurrency")
         if mc is not None and not (isinstance(mc, dict) and {"tokens_per_request", "x"} <= set(mc)):
             errors.append(f"{path.name}:{n}: max_concurrency must be {{tokens_per_request, x}}")
     return errors
+
+
+BENCH_FILES = ("collected-bench-results.jsonl", "collected-bench-results-2.jsonl")
+STARTUP_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jsonl", "collected-startup-logs-4.jsonl")
 
 
 def main() -> int:
@@ -164,18 +168,21 @@ def main() -> int:
     known: set[str] = set()
     if truth.exists():
         known = {json.loads(x)["id"] for x in truth.read_text(encoding="utf-8").splitlines() if x.strip()}
-    errors = check(HERE / "collected-bench-results.jsonl", known)
-    startup = HERE / "collected-startup-logs-2.jsonl"
-    if startup.exists():
-        errors += check_startup(startup)
+    errors: list[str] = []
+    rows = 0
+    for name in BENCH_FILES:
+        path = HERE / name
+        if path.exists():
+            errors += check(path, known)
+            ids = {json.loads(x)["id"] for x in path.read_text(encoding="utf-8").splitlines() if x.strip()}
+            rows += len(ids)
+            known |= ids  # ids stay unique across the files too
+    for name in STARTUP_FILES:
+        if (HERE / name).exists():
+            errors += check_startup(HERE / name)
     for e in errors:
         print(e)
-    rows = sum(
-        1
-        for x in (HERE / "collected-bench-results.jsonl").read_text(encoding="utf-8").splitlines()
-        if x.strip()
-    )
-    print(f"{rows} rows, {len(errors)} problems")
+    print(f"{rows} benchmark rows, {len(errors)} problems")
     return 1 if errors else 0
 
 

@@ -181,3 +181,15 @@ def test_optional_size_fields_vllm_cannot_read_are_config_errors(tmp_path) -> No
         assert r.exit_code == code, (key, value, r.stdout[-300:])
         if code:
             assert key in json.loads(r.stdout)["errors"][0]["message"]
+
+
+def test_unknown_model_dtype_is_refused_and_float32_is_sized() -> None:
+    # vLLM's --dtype is a Literal (vllm/config/model.py ModelDType); an unknown one used to reach the
+    # printed serve line, and float32 used to be planned as if it were bfloat16
+    r = plan("--dtype", "fp4")
+    _one_line_usage_error(r, "unknown --dtype 'fp4'")
+    out = json.loads(plan("--dtype", "float32", "--json", "--max-model-len", "8192").stdout)["data"]
+    bf16 = json.loads(plan("--json", "--max-model-len", "8192").stdout)["data"]
+    assert out["memory"]["weights_bytes"] == 2 * bf16["memory"]["weights_bytes"]
+    assert out["kv_cache"]["bytes_per_token"] == 2 * bf16["kv_cache"]["bytes_per_token"]
+    assert "--dtype float32" in " ".join(out["serve_command"])

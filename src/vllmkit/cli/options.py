@@ -41,7 +41,7 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     "gpu_memory_utilization": (float | None, typer.Option(None, "--gpu-memory-utilization", help="Fraction of GPU memory vLLM may use, in (0, 1] (default: vLLM's).", rich_help_panel=_P)),
     "kv_cache_memory_bytes": (str | None, typer.Option(None, "--kv-cache-memory-bytes", help="Fix the KV cache per GPU, e.g. 8GiB (bypasses the memory profile).", rich_help_panel=_P)),
     "kv_cache_dtype": (str | None, typer.Option(None, "--kv-cache-dtype", help="auto | bfloat16 | fp8 | fp8_e4m3 | fp8_e5m2.", rich_help_panel=_P)),
-    "dtype": (str | None, typer.Option(None, "--dtype", help="Model dtype: auto | bfloat16 | float16 | half.", rich_help_panel=_P)),
+    "dtype": (str | None, typer.Option(None, "--dtype", help="Model dtype: auto | bfloat16 | float16 | half | float32 | float (float32 doubles weights and KV).", rich_help_panel=_P)),
     "quantization": (str | None, typer.Option(None, "--quantization", help="vLLM --quantization (e.g. fp8 for online FP8).", rich_help_panel=_P)),
     "max_num_seqs": (int | None, typer.Option(None, "--max-num-seqs", help="Most sequences in one batch (default: vLLM's for the GPU).", rich_help_panel=_P)),
     "max_num_batched_tokens": (int | None, typer.Option(None, "--max-num-batched-tokens", help="Token budget of one scheduler step (default: vLLM's for the GPU).", rich_help_panel=_P)),
@@ -172,6 +172,16 @@ def check_kv_cache_dtype(value: str | None) -> None:
     raise UsageError(f"unknown --kv-cache-dtype {value!r}", "use one of: " + ", ".join(KV_CACHE_DTYPES))
 
 
+# vLLM's ModelDType (vllm/config/model.py in 0.32): the values `--dtype` takes
+MODEL_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
+
+
+def check_dtype(value: str | None) -> None:
+    if value is None or value in MODEL_DTYPES:
+        return
+    raise UsageError(f"unknown --dtype {value!r}", "use one of: " + ", ".join(MODEL_DTYPES))
+
+
 def check_positive(value: float, flag: str, hint: str) -> None:
     """A usage error unless value is a finite number > 0 (NaN and inf included)."""
     if not (math.isfinite(value) and value > 0):
@@ -181,6 +191,7 @@ def check_positive(value: float, flag: str, hint: str) -> None:
 def check_flags(flags: PlanFlags) -> None:
     """Range checks shared by every planning command (usage errors, exit 2)."""
     check_kv_cache_dtype(flags.kv_cache_dtype)
+    check_dtype(flags.dtype)
     if flags.device not in (None, "cuda", "rocm", "cpu"):
         raise UsageError(f"unknown --device {flags.device!r}", "use cuda, rocm or cpu")
     if flags.source not in (None, *_SOURCES):

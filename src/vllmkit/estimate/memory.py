@@ -21,6 +21,32 @@ MIB = 1 << 20
 NON_TORCH_BASE = 1152 * MIB  # CUDA context, cuBLAS workspaces, allocator slack; fitted on public V1 logs (benchmarks/accuracy.py)
 NON_TORCH_NCCL = 256 * MIB  # NCCL / custom all-reduce buffers when TP > 1
 NON_TORCH_ROCM_EXTRA = 256 * MIB  # HIP runtime / hipBLASLt workspaces
+# A TP group's communication buffers on Hopper / Blackwell, vLLM >= 0.19. Measured on H100 80GB HBM3,
+# vLLM 0.19.0 (llm-d planner accuracy logs, benchmarks/data/collected-startup-logs-4.jsonl): "non-torch
+# forward increase memory" 0.25 GiB at TP=1, 2.07 (Llama-3.1-8B, gpt-oss-20b) / 2.09 (Qwen2.5-72B) at
+# TP=2, 2.13 (Llama-3.1-8B) / 2.17 (Llama-4-Scout) at TP=4, 0.07 at PP=2 or 4 (no TP group): the median
+# extra over TP=1 is 1.85 GiB, the same for every model and both sizes. Older releases do not show it:
+# 0.10.2 on H200 at TP=2 (legalai, collected-startup-logs.jsonl) none, and llm-d-benchmark's 0.11-era
+# H100 runs (collected-startup-logs-3.jsonl) 0.55 GiB at TP=2 against 0.13 at TP=1. Which buffer it is
+# the logs do not say; the torch symmetric-memory all-reduce (VLLM_ALLREDUCE_USE_SYMM_MEM, on by default
+# from 0.11.0, built for the capabilities and TP sizes of SYMM_MEM_ALL_REDUCE_MAX_SIZES) is the likely
+# owner, so the term follows that table and is charged from 0.19, the first release it is seen in.
+SYMM_MEM_NON_TORCH = int(1.85 * 1024) * MIB
+# SYMM_MEM_ALL_REDUCE_MAX_SIZES (device_communicators/all_reduce_utils.py): the compute capabilities
+# and TP sizes the communicator is built for; "10.3" is in the 0.32 table, not in 0.11.0's
+SYMM_MEM_WORLD_SIZES: dict[float, tuple[int, ...]] = {9.0: (2, 4, 6, 8), 10.0: (2, 4, 6, 8), 10.3: (2, 4, 6, 8)}
+SYMM_MEM_SINCE: dict[float, tuple[int, int, int]] = {9.0: (0, 19, 0), 10.0: (0, 19, 0), 10.3: (0, 32, 0)}
+
+
+def symm_mem_non_torch(tp: int, compute_capability: float | None, version: tuple[int, int, int]) -> int:
+    """Bytes a TP rank's communication buffers cost outside PyTorch from vLLM 0.19 (0 without a TP
+    group, for a capability or TP size outside the symmetric-memory table, before 0.19)."""
+    if tp < 2 or compute_capability is None:
+        return 0
+    cc = round(compute_capability, 1)
+    if tp not in SYMM_MEM_WORLD_SIZES.get(cc, ()) or version < SYMM_MEM_SINCE[cc]:
+        return 0
+    return SYMM_MEM_NON_TORCH
 ACT_HIDDEN_FACTOR = 4  # live hidden-size bf16 buffers (residual, norm out, attn out …) per token
 ACT_INTER_FACTOR = 3  # gate_up output (2 x intermediate) + activation output (1 x) per token, bf16
 SAMPLER_BYTES = 6  # fp32 logits + half-size temporaries per (sequence, vocab) in the sampler dummy run
@@ -73,21 +99,27 @@ def estimate_non_torch(tp: int, pp: int, vendor: str) -> MemoryTerm:
 
 
 def estimate_activation(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int,
-                        sampler_sort: bool = False) -> MemoryTerm:
+                        sampler_sort: bool = False, moe_gather: int = 1) -> MemoryTerm:
     """Peak of the profile run: the larger of one forward over max_num_batched_tokens and the
     sampler dummy run over min(max_num_seqs, max_num_batched_tokens) rows (they run one after the
     other). sampler_sort: the dummy sampler takes the sort-based top-k/top-p path
-    (SAMPLER_SORT_BYTES per row x vocab element; engine/versions.py says in which releases)."""
+    (SAMPLER_SORT_BYTES per row x vocab element; engine/versions.py says in which releases).
+    moe_gather: data-parallel ranks whose tokens every MoE layer gathers (expert parallelism under
+    --data-parallel-size: the all-to-all dispatch all-gathers the DP ranks' batches, and the fused-MoE
+    workspace is sized for all of them x top-k)."""
     inter = arch.intermediate_size or 4 * arch.hidden_size
     if arch.moe is not None and arch.moe.moe_intermediate_size:
         # fused-MoE: routed tokens x top-k through the expert MLP
         inter = int(arch.moe.moe_intermediate_size) * max(arch.moe.experts_per_token, 1)
     inter_rank = max(inter // tp, 1)
     hidden_part = max_num_batched_tokens * arch.hidden_size * 2 * ACT_HIDDEN_FACTOR
-    inter_part = max_num_batched_tokens * inter_rank * 2 * ACT_INTER_FACTOR
+    gathered = max_num_batched_tokens * (max(moe_gather, 1) if arch.moe is not None else 1)
+    inter_part = gathered * inter_rank * 2 * ACT_INTER_FACTOR
     rows = min(max_num_seqs, max_num_batched_tokens)
     sampler = rows * arch.vocab_size * (SAMPLER_SORT_BYTES if sampler_sort else SAMPLER_BYTES)
     note = f"profile run over {max_num_batched_tokens} batched tokens + sampler over {max_num_seqs} sequences"
+    if gathered != max_num_batched_tokens:
+        note += f"; MoE layers over the {moe_gather} data-parallel ranks' tokens ({gathered})"
     if sampler_sort and sampler > hidden_part + inter_part:
         note = (f"sampler dummy run: sort-based top-k/top-p over {rows} x {arch.vocab_size} logits "
                 f"({SAMPLER_SORT_BYTES} B each)")

@@ -52,7 +52,11 @@ class GpuPerf:
     link_kind: str = "nvlink"  # nvlink | xgmi | pcie | pcie-host (no P2P) | none
 
     def peak_flops(self, precision: str) -> float:
-        """Dense FLOP/s for a compute precision, falling back to the next wider one the GPU has."""
+        """Dense FLOP/s for a compute precision, falling back to the next wider one the GPU has.
+        float32 (--dtype float32): PyTorch leaves TF32 off for matmuls, so GEMMs run on the FP32 SIMT
+        units; profiles carry no FP32 rate, so it is the BF16 tensor rate x FP32_OF_BF16."""
+        if precision == "fp32":
+            return (self.tflops.get("fp32") or FP32_OF_BF16 * (self.tflops.get("bf16") or self.tflops.get("fp16") or 1.0)) * 1e12
         order = {"fp4": ("fp4", "fp8", "bf16", "fp16"), "fp8": ("fp8", "bf16", "fp16"),
                  "int8": ("int8", "fp8", "bf16", "fp16"), "bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16")}
         for key in order.get(precision, ("bf16", "fp16")):
@@ -60,6 +64,12 @@ class GpuPerf:
             if value:
                 return value * 1e12
         return max(self.tflops.values(), default=1.0) * 1e12
+
+
+# FP32 (non-tensor) against dense BF16 tensor throughput on the datacenter parts most plans target:
+# A100 19.5 / 312 = 0.0625, H100 SXM 66.9 / 989.5 = 0.0676 TFLOPS (NVIDIA datasheets). GeForce and
+# workstation Ada / Blackwell cards keep a larger FP32 share (RTX 4090 82.6 / 165), so there it is a floor.
+FP32_OF_BF16 = 0.0676
 
 
 @dataclass(frozen=True)
@@ -240,6 +250,20 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
     )
 
 
+# --enforce-eager: no CUDA graphs, so every kernel of a step is launched from Python (PyTorch dispatch
+# plus the launch, tens of microseconds each) and the GPU idles between small decode kernels. Per
+# decoder layer of a stage, from the one stock public eager run we have: vllm#20469 (Qwen3-14B-AWQ on an
+# A100 80GB, vLLM 0.9.1 --enforce-eager, one request at a time): median TPOT 20.94 ms against 8.8 ms
+# modelled with graphs, (20.94 - 8.8) / 40 layers = 0.30 ms. A layer of an MoE model launches more
+# kernels (routing, two grouped GEMMs, the shared expert), so this is a floor there.
+EAGER_PER_LAYER_S = 0.30e-3
+
+
+def with_eager(eff: Efficiency, model: ModelPerf) -> Efficiency:
+    """The efficiency of an --enforce-eager engine: the per-layer launch cost on every step."""
+    return replace(eff, step_overhead_s=eff.step_overhead_s + EAGER_PER_LAYER_S * model.layers)
+
+
 # --------------------------------------------------------------------------- one step
 
 
@@ -371,6 +395,7 @@ def naive_roofline_tpot(model: ModelPerf, gpu: GpuPerf) -> float:
 
 __all__ = [
     "AMPERE_MAMF_RATIO",
+    "EAGER_PER_LAYER_S",
     "Efficiency",
     "GpuPerf",
     "KVRead",
@@ -382,4 +407,5 @@ __all__ = [
     "make_step_fn",
     "naive_roofline_tpot",
     "step_cost",
+    "with_eager",
 ]

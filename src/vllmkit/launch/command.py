@@ -185,7 +185,8 @@ def serve_flags(
     if s.kv_cache_dtype and s.kv_cache_dtype != "auto":
         add("--kv-cache-dtype", s.kv_cache_dtype)
     dtype = normalize_dtype(s.dtype)
-    if dtype and dtype != "auto" and dtype != normalize_dtype(plan.model.dtype):
+    # float32 always goes on the line: vLLM's "auto" serves even a float32 checkpoint in 16-bit
+    if dtype and dtype != "auto" and (dtype == normalize_dtype("float32") or dtype != normalize_dtype(plan.model.dtype)):
         add("--dtype", dtype)
     if s.quantization and _quant_family(s.quantization) != _quant_family(plan.model.quantization):
         add("--quantization", s.quantization)

@@ -122,6 +122,8 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         gpu_memory_in_use_bytes=req.gpu_memory_in_use or 0,
         flashinfer_installed=req.flashinfer_installed,
         rocm_fp8_padding=(env or {}).get("VLLM_ROCM_FP8_PADDING", "1").strip() != "0",
+        symm_mem_allreduce=(profile.vendor == "nvidia" and rules.symm_mem_allreduce
+                            and (env or {}).get("VLLM_ALLREDUCE_USE_SYMM_MEM", "1").strip() != "0"),
     )
 
 
@@ -272,6 +274,10 @@ def evaluate_candidates(req: PlanRequest, variants: list[Variant], base: Variant
             key = rank(useful=useful, fits=ev.fits, label=variant.label, base_weight_bytes=base.weight_bytes,
                        gpus=tp * pp, max_model_len=ev.max_model_len, profile=profile,
                        gpu_count_given=bool(req.gpu_count))
+            if base.arch.quantization is not None:
+                # the user named a quantized checkpoint: plan that one wherever it serves (its siblings stay
+                # alternatives); the precision order only chooses among siblings of a 16-bit model
+                key = (key[0], 0 if variant is base else 1, *key[1:])
             # a row that fits only at a context below the floor is noise in the alternatives table
             candidates.append(Candidate(variant, ev, allowed, why, key, settings, listed=useful or not ev.fits))
             if useful and not req.gpu_count:

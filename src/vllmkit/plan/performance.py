@@ -27,6 +27,7 @@ from vllmkit.estimate.perf import (
     ModelPerf,
     decode_floor_seconds,
     efficiency_for,
+    with_eager,
 )
 from vllmkit.estimate.scheduler_sim import SchedulerLimits
 from vllmkit.estimate.serving import ServingPrediction, Workload, predict
@@ -59,7 +60,7 @@ FITTED_EFFICIENCY = Efficiency(
          "GEMM ceilings measured on an H200 and the API-server cost measured on a real vLLM",
 )
 
-BYTES_PER_WEIGHT = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "gptq-int8": 1.0, "awq": 0.53,
+BYTES_PER_WEIGHT = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "gptq-int8": 1.0, "awq": 0.53,
                     "gptq-int4": 0.53, "int4": 0.53, "mxfp4": 0.53, "nvfp4": 0.56}
 
 _FAMILIES = (
@@ -113,7 +114,7 @@ def compute_mode(label: str, profile: Any) -> tuple[str, str]:
     """(GEMM precision, weight kernel) for a precision label on this GPU."""
     fp8 = bool(getattr(profile, "fp8_supported", False))
     fp4 = bool(getattr(profile.supports, "fp4", False)) if getattr(profile, "supports", None) else False
-    if label in ("bf16", "fp16"):
+    if label in ("bf16", "fp16", "fp32"):
         return label, "dense"
     if label == "fp8":
         return ("fp8", "dense") if fp8 else ("bf16", "w8a16")  # Marlin W8A16 below sm 8.9
@@ -358,6 +359,8 @@ def candidate_perf(arch: ModelArch, evaluation: Any, settings: Any, label: str, 
     version = parse_version(vllm_version) if vllm_version else None
     eff = calibrated_efficiency(base, gpu, model, limits, records, gpu_name=profile.name, precision=label,
                                 vllm_version=version)
+    if getattr(settings, "enforce_eager", False) and eff.source != "calibrated":
+        eff = with_eager(eff, model)  # a calibration measured on this engine already includes it
     return CandidatePerf(model, gpu, limits, eff, label, evaluation.tp * evaluation.pp)
 
 

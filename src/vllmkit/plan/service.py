@@ -19,7 +19,7 @@ from vllmkit.plan.models import PlanRequest, PlanResult
 from vllmkit.plan.performance import PerfOptions, attach_performance, check_request_length, request_tokens
 from vllmkit.plan.result import does_not_fit_error, plan_result
 from vllmkit.plan.validate import validate_parallelism
-from vllmkit.plan.variants import make_variant, online_fp8, sibling_variants
+from vllmkit.plan.variants import make_variant, online_fp8, served_in_float32, sibling_variants
 
 DEFAULT_MIN_CONCURRENCY = 4.0
 
@@ -73,6 +73,8 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
     base = make_variant(meta, rules)
     if req.quantization in ("fp8", "ptpc_fp8") and base.arch.quantization is None and base.weight_source == "measured":
         base = online_fp8(base)
+    if (req.dtype or "auto").lower() in ("float32", "float") and base.arch.quantization is None and base.label != "fp8":
+        base = served_in_float32(base)
     arch = base.arch
     validate_parallelism(arch, tp=req.tensor_parallel_size, pp=req.pipeline_parallel_size, gpu_count=req.gpu_count, gpus_per_node=profile.gpus_per_node, device=profile.vendor)
     warnings = list(arch.warnings) + [n for n in meta.notes if n.startswith("offline")]
@@ -102,7 +104,8 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
     else:
         min_conc_for_fit = min_conc
 
-    fixed_precision = req.quantization is not None or req.tensor_parallel_size or req.source == "local" or profile.vendor == "cpu"
+    fixed_precision = (req.quantization is not None or req.tensor_parallel_size or req.source == "local"
+                       or profile.vendor == "cpu" or base.label == "fp32")  # --dtype float32 asks for this checkpoint
     variants = [base] if fixed_precision else [base, *sibling_variants(meta, rules, base, env)]
     kv_dtype = req.kv_cache_dtype or "auto"
     candidates = evaluate_candidates(req, variants, base, profile, rules, kv_dtype, target_len=user_len or native,

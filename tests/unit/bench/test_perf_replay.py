@@ -51,3 +51,80 @@ def test_sonnet_prompts_keep_one_length(cases) -> None:
     completions are not spread down from the cap."""
     wl = cases["dstack-mi300x-405b-bf16-tp8-sonnet80-n8"].workload
     assert wl.output_cap is None and wl.output_len < 100
+
+
+# --------------------------------------------------------------------------- held-out runs (round 8)
+
+
+@pytest.fixture(scope="module")
+def held() -> dict[str, dict]:
+    return {r["id"]: r for r in pa.load_rows(pa.HELD_OUT_FILES)}
+
+
+def test_a_stated_kv_budget_is_the_cache_the_replay_runs_with(held) -> None:
+    """dennislee's test 7 serves Qwen2.5-32B on one A100 80GB with "Available KV cache memory: 9.70
+    GiB" (section title). Qwen2.5-32B caches 64 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes =
+    262,144 B a token, so 9.70 GiB hold 9.70 x 2^30 / 262,144 = 39,731 tokens, whole 16-token blocks:
+    39,728. Without the figure the replay would size the cache for utilisation 0.9 (~3x larger)."""
+    profiles = load_profiles(include_user_config=False)
+    case = pa.build_case(held["dennislee-a100-qwen25-32b-tp1-kv97-rand1024-1024-n100"], profiles)
+    assert case is not None
+    assert 39_728 - 16 <= case.perf.limits.kv_capacity_tokens <= 39_728 + 16
+
+
+def test_the_serve_line_utilisation_reaches_the_replay(held) -> None:
+    """Qwen2-7B at --gpu-memory-utilization 0.25 on an 80 GB A100 leaves ~5 GiB of KV (the log says
+    5.01 GiB: ~93,800 tokens at 57,344 B a token); at 0.5 about 25 GiB (24.83: ~465,000)."""
+    profiles = load_profiles(include_user_config=False)
+    low = pa.build_case(held["dennislee-a100-qwen2-7b-tp1-util025-rand1024-1024-n100"], profiles)
+    half = pa.build_case(held["dennislee-a100-qwen2-7b-tp1-util05-rand1024-1024-n100"], profiles)
+    assert low is not None and half is not None
+    # both rows also carry the stated figure; the figure wins, and it is the util the row says
+    assert low.perf.limits.kv_capacity_tokens == pytest.approx(5.01 * 2**30 / 57_344, rel=0.01)
+    assert half.perf.limits.kv_capacity_tokens == pytest.approx(24.83 * 2**30 / 57_344, rel=0.01)
+    row = dict(held["dennislee-a100-qwen2-7b-tp1-util025-rand1024-1024-n100"])
+    row.pop("available_kv_gib")
+    est = pa.build_case(row, profiles)
+    assert est is not None  # from the flag alone: 0.25 x 79.25 GiB - 14.2 GiB weights - ~1.5 GiB others
+    assert 2.5 * 2**30 / 57_344 < est.perf.limits.kv_capacity_tokens < 5.5 * 2**30 / 57_344
+
+
+def test_tp_across_pods_is_skipped_with_its_reason(held) -> None:
+    profiles = load_profiles(include_user_config=False)
+    row = held["dennislee-a100-qwen2-7b-tp2-util025-rand1024-1024-n100"]
+    assert pa.build_case(row, profiles) is None
+    assert "pods" in pa.skip_reason(row, profiles)
+    _, skipped = pa.score_held_out(list(pa.HELD_OUT_FILES), profiles)
+    assert sum("pods" in s for s in skipped) == 35
+
+
+def test_gpu_names_resolve_through_the_product() -> None:
+    profiles = load_profiles(include_user_config=False)
+    assert pa.gpu_profile_name({"gpu": "NVIDIA H100 80GB HBM3"}, profiles) == "h100-sxm"
+    assert pa.gpu_profile_name({"gpu": "NVIDIA GeForce RTX 5070 Ti (WSL2)"}, profiles) == "rtx-5070-ti"
+    assert pa.gpu_profile_name({"gpu": "a TPU v5e"}, profiles) is None
+
+
+def test_held_out_runs_beat_the_naive_roofline_twice_over(held) -> None:
+    """The runs gathered after the fit (publishers the parameters never saw), scored with the shipped
+    parameters: issue #11 asks for at least 2x lower median error than the naive roofline on the same
+    runs (its 15 / 15 / 30 % goals are not met on these runs: README)."""
+    profiles = load_profiles(include_user_config=False)
+    scored, _ = pa.score_held_out(list(pa.HELD_OUT_FILES), profiles)
+    summary = pa.summarize(scored)
+    assert summary["throughput"]["n"] >= 40
+    for fam in ("throughput", "tpot", "ttft"):
+        assert summary[fam]["model_median"] * 2 <= summary[fam]["naive_median"]
+
+
+def test_enforce_eager_adds_the_launch_cost_per_layer(held) -> None:
+    """vllm#20469 serves Qwen3-14B-AWQ (40 layers) with --enforce-eager: the replay charges 40 x 0.30 ms
+    more per step than the same run with CUDA graphs (estimate/perf.py EAGER_PER_LAYER_S)."""
+    from vllmkit.estimate.perf import EAGER_PER_LAYER_S
+
+    profiles = load_profiles(include_user_config=False)
+    case = pa.build_case(held["vllmissue20469-a100-80gb-qwen3-14b-awq-rand16000-200-c1"], profiles)
+    assert case is not None and case.eager and case.perf.model.layers == 40
+    graphs = pa.model_prediction(pa.replace(case, eager=False), pa.FITTED_EFFICIENCY)
+    eager = pa.model_prediction(case, pa.FITTED_EFFICIENCY)
+    assert eager["tpot_ms_median"] - graphs["tpot_ms_median"] == pytest.approx(40 * EAGER_PER_LAYER_S * 1e3, rel=0.05)

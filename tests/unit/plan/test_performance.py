@@ -130,3 +130,22 @@ def test_shipped_front_end_cost_is_no_more_than_a_real_vllm_costs() -> None:
     for endpoint, runs in data["runs"].items():  # each median is the median of its own runs
         assert by_endpoint[endpoint] == pytest.approx(statistics.median(r["overhead_ms"] for r in runs))
     assert FITTED_EFFICIENCY.request_overhead_s <= max(by_endpoint.values()) / 1000.0
+
+
+def test_enforce_eager_slows_every_step_by_the_launch_cost_of_its_layers() -> None:
+    """--enforce-eager: no CUDA graphs, 0.30 ms of Python launches per decoder layer on every step
+    (estimate/perf.py EAGER_PER_LAYER_S, from vllm#20469). Qwen3-8B has 36 layers: one request decodes
+    36 x 0.30 = 10.8 ms slower a token."""
+    wl = Workload(512, 128, concurrency=1)
+    graphs = build_plan(REQ, ENV, perf=PerfOptions(workload=wl)).performance
+    eager_plan = build_plan(REQ.model_copy(update={"enforce_eager": True}), ENV, perf=PerfOptions(workload=wl))
+    assert eager_plan.performance.tpot_ms.mean - graphs.tpot_ms.mean == pytest.approx(36 * 0.30, rel=0.03)
+
+
+def test_float32_streams_twice_the_weight_bytes() -> None:
+    """--dtype float32: a decode step reads 4 bytes a parameter instead of 2, so one request's TPOT
+    (weight streaming plus the fixed per-step costs) lands between 1.5x and 2x the bfloat16 one."""
+    wl = Workload(256, 128, concurrency=1)
+    bf16 = build_plan(REQ, ENV, perf=PerfOptions(workload=wl)).performance
+    fp32 = build_plan(REQ.model_copy(update={"dtype": "float32"}), ENV, perf=PerfOptions(workload=wl)).performance
+    assert 1.5 < fp32.tpot_ms.mean / bf16.tpot_ms.mean < 2.0
