@@ -546,6 +546,24 @@ def score_held_out(paths: list[Path], profiles: list[Any]) -> tuple[list[tuple[C
     return scored, skipped
 
 
+METRIC_NAMES = {"throughput": "throughput (output tok/s, else total / req/s)", "tpot": "TPOT (median, else mean / ITL)",
+                "ttft": "TTFT (mean)", "e2e": "e2e latency (mean)"}
+
+
+def print_rows(scored: list[tuple[Case, dict, dict]]) -> None:
+    for c, e, n in scored:
+        parts = [f"{fam} {key} {err:+.0%} (naive {n[fam][1]:+.0%})" for fam, (key, err) in e.items() if fam in n]
+        print(f"{c.row['id']}: " + "; ".join(parts))
+
+
+def print_table(summary: dict[str, dict[str, float]]) -> None:
+    print("| metric | runs | model median abs error | model max | naive roofline median | naive max |")
+    print("|---|---|---|---|---|---|")
+    for fam, st in summary.items():
+        print(f"| {METRIC_NAMES[fam]} | {st['n']} | {st['model_median']:.1%} | {st['model_max']:.0%} | "
+              f"{st['naive_median']:.0%} | {st['naive_max']:.0%} |")
+
+
 def print_held_out(paths: list[Path], profiles: list[Any], *, rows: bool) -> None:
     scored, skipped = score_held_out(paths, profiles)
     print(f"\nheld-out files ({', '.join(p.name for p in paths)}): {len(scored)} runs scored with the shipped "
@@ -553,14 +571,8 @@ def print_held_out(paths: list[Path], profiles: list[Any], *, rows: bool) -> Non
     for s in skipped:
         print(f"  skipped {s}")
     if rows:
-        for c, e, n in scored:
-            parts = [f"{fam} {key} {err:+.0%} (naive {n[fam][1]:+.0%})" for fam, (key, err) in e.items() if fam in n]
-            print(f"{c.row['id']}: " + "; ".join(parts))
-    print("| metric | runs | model median abs error | model max | naive roofline median | naive max |")
-    print("|---|---|---|---|---|---|")
-    for fam, st in summarize(scored).items():
-        print(f"| {fam} | {st['n']} | {st['model_median']:.1%} | {st['model_max']:.0%} | "
-              f"{st['naive_median']:.0%} | {st['naive_max']:.0%} |")
+        print_rows(scored)
+    print_table(summarize(scored))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -629,20 +641,12 @@ def main(argv: list[str] | None = None) -> int:
                          indent=2))
         return 0
     if args.rows:
-        for c, e, n in scored:
-            parts = [f"{fam} {key} {err:+.0%} (naive {n[fam][1]:+.0%})" for fam, (key, err) in e.items() if fam in n]
-            print(f"{c.row['id']}: " + "; ".join(parts))
+        print_rows(scored)
         print()
     print(f"{len(cases)} public runs from {len(sources)} publishers, each scored with parameters fitted without "
           f"any run of its publisher (leave-one-source-out); skipped {len(skipped)} (model not in the catalog, "
           f"no GPU profile, speculative decoding, data parallel or multi-turn): {', '.join(skipped) or '-'}\n")
-    print("| metric | runs | model median abs error | model max | naive roofline median | naive max |")
-    print("|---|---|---|---|---|---|")
-    names = {"throughput": "throughput (output tok/s, else total / req/s)", "tpot": "TPOT (median, else mean / ITL)",
-             "ttft": "TTFT (mean)", "e2e": "e2e latency (mean)"}
-    for fam, s in summary.items():
-        print(f"| {names[fam]} | {s['n']} | {s['model_median']:.1%} | {s['model_max']:.0%} | "
-              f"{s['naive_median']:.0%} | {s['naive_max']:.0%} |")
+    print_table(summary)
     print(f"\ncurated runs only ({DATA_FILES[0].name}): " + ", ".join(
         f"{fam} {s['model_median']:.1%} (n={s['n']})" for fam, s in curated.items()))
     if all_fit is not None:
