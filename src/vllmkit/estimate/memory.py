@@ -37,16 +37,6 @@ SYMM_MEM_NON_TORCH = int(1.85 * 1024) * MIB
 SYMM_MEM_WORLD_SIZES: dict[float, tuple[int, ...]] = {9.0: (2, 4, 6, 8), 10.0: (2, 4, 6, 8), 10.3: (2, 4, 6, 8)}
 SYMM_MEM_SINCE: dict[float, tuple[int, int, int]] = {9.0: (0, 19, 0), 10.0: (0, 19, 0), 10.3: (0, 32, 0)}
 
-
-def symm_mem_non_torch(tp: int, compute_capability: float | None, version: tuple[int, int, int]) -> int:
-    """Bytes a TP rank's communication buffers cost outside PyTorch from vLLM 0.19 (0 without a TP
-    group, for a capability or TP size outside the symmetric-memory table, before 0.19)."""
-    if tp < 2 or compute_capability is None:
-        return 0
-    cc = round(compute_capability, 1)
-    if tp not in SYMM_MEM_WORLD_SIZES.get(cc, ()) or version < SYMM_MEM_SINCE[cc]:
-        return 0
-    return SYMM_MEM_NON_TORCH
 ACT_HIDDEN_FACTOR = 4  # live hidden-size bf16 buffers (residual, norm out, attn out …) per token
 ACT_INTER_FACTOR = 3  # gate_up output (2 x intermediate) + activation output (1 x) per token, bf16
 SAMPLER_BYTES = 6  # fp32 logits + half-size temporaries per (sequence, vocab) in the sampler dummy run
@@ -96,6 +86,17 @@ def estimate_non_torch(tp: int, pp: int, vendor: str) -> MemoryTerm:
         b += NON_TORCH_ROCM_EXTRA
         note += " + HIP runtime"
     return MemoryTerm(bytes=b, source="estimated", note=note)
+
+
+def symm_mem_non_torch(tp: int, compute_capability: float | None, version: tuple[int, int, int]) -> int:
+    """Bytes a TP rank's communication buffers cost outside PyTorch from vLLM 0.19 (0 without a TP
+    group, for a capability or TP size outside the symmetric-memory table, before 0.19)."""
+    if tp < 2 or compute_capability is None:
+        return 0
+    cc = round(compute_capability, 1)
+    if tp not in SYMM_MEM_WORLD_SIZES.get(cc, ()) or version < SYMM_MEM_SINCE[cc]:
+        return 0
+    return SYMM_MEM_NON_TORCH
 
 
 def estimate_activation(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int,

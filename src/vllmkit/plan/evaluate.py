@@ -333,8 +333,8 @@ def stage_budget(
     symm = symm_mem_non_torch(tp, settings.compute_capability, rules.key) if settings.symm_mem_allreduce else 0
     if symm and "non_torch" not in settings.calibrated:
         non_torch = MemoryTerm(bytes=non_torch.bytes + symm, source="estimated",
-                               note=f"{non_torch.note} + {symm / GIB:.2f} GiB for the TP group's symmetric-memory "
-                                    "all-reduce (VLLM_ALLREDUCE_USE_SYMM_MEM)")
+                               note=f"{non_torch.note} + {symm / GIB:.2f} GiB of TP communication buffers "
+                                    f"(vLLM >= 0.19 logs; likely the symmetric-memory all-reduce)")
     activation = settings.calibrated.get("activation") or estimate_activation(
         arch, tp=tp, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs,
         sampler_sort=sampler_sorts(settings, rules),
