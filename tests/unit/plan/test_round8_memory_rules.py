@@ -111,3 +111,16 @@ def test_dp_with_expert_parallel_gathers_every_rank_tokens_in_the_moe_layers() -
     assert dp8.memory.kv_cache_bytes / GIB == pytest.approx(48.66, rel=0.06)
     at95 = build_plan(_coder480(gpu_memory_utilization=0.95), ENV)
     assert not at95.fits and at95.memory.kv_cache_bytes / GIB == pytest.approx(55.65, rel=0.06)
+
+
+def test_a_named_quantized_checkpoint_is_planned_as_itself() -> None:
+    """`plan Qwen/Qwen3-14B-AWQ` on an RTX 5090 recommended Qwen3-14B-FP8 (the precision order ranks FP8
+    above 4-bit), i.e. another repository than the one asked for. The AWQ checkpoint fits: it is the
+    plan, the FP8 sibling an alternative. A 16-bit model still gets its quantized siblings ranked."""
+    req = PlanRequest(model="Qwen/Qwen3-14B-AWQ", source="catalog", gpu="rtx-5090", vllm_version="0.28.0",
+                      max_model_len=16384, gpu_memory_utilization=0.7)
+    plan = build_plan(req, ENV)
+    assert plan.model.id == "Qwen/Qwen3-14B-AWQ"
+    assert any(a.model_id == "Qwen/Qwen3-14B-FP8" for a in plan.alternatives)
+    base = build_plan(req.model_copy(update={"model": "Qwen/Qwen3-14B"}), ENV)
+    assert base.model.id != "Qwen/Qwen3-14B"  # 27.5 GiB of BF16 leave no KV on one 32 GB card at 0.7
