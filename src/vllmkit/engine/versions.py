@@ -68,10 +68,6 @@ class VersionRules:
     # Fp8LinearMethod (quant_method "fp8"), and compressed-tensors FP8 tensor/block schemes
     rocm_fp8_padding: bool = False
     rocm_ct_fp8_padding: bool = False
-    # TP groups build a torch symmetric-memory all-reduce (VLLM_ALLREDUCE_USE_SYMM_MEM defaults to 1)
-    # on the capabilities of vLLM's SYMM_MEM_ALL_REDUCE_MAX_SIZES table; what it costs by release:
-    # estimate/memory.py symm_mem_non_torch
-    symm_mem_allreduce: bool = False
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -112,10 +108,6 @@ def rules_for(version: str) -> VersionRules:
         mm_tower_skipped_at_zero_limit=v >= (0, 28, 0),
         # 0.28.0 engine/arg_utils.py adds --language-model-only (MultiModalConfig.language_model_only)
         language_model_only_flag=v >= (0, 28, 0),
-        # envs.py: VLLM_ALLREDUCE_USE_SYMM_MEM defaults to "0" in the 0.10.2 wheel and to "1" in the
-        # 0.11.0 wheel (and in 0.32); device_communicators/cuda_communicator.py builds the
-        # SymmMemCommunicator for every TP group when it is on
-        symm_mem_allreduce=v >= (0, 11, 0),
         # engine/arg_utils.py create_engine_config resolves "auto" with
         # utils/torch_utils.resolve_kv_cache_dtype_string (ModelOpt kv_cache_quant_algo -> fp8_e4m3)
         # in the 0.14.0 wheel, not in 0.13.0 (vllm#29980, "Load kv-cache dtype from hf_quant_config.json")

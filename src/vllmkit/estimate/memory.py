@@ -21,21 +21,22 @@ MIB = 1 << 20
 NON_TORCH_BASE = 1152 * MIB  # CUDA context, cuBLAS workspaces, allocator slack; fitted on public V1 logs (benchmarks/accuracy.py)
 NON_TORCH_NCCL = 256 * MIB  # NCCL / custom all-reduce buffers when TP > 1
 NON_TORCH_ROCM_EXTRA = 256 * MIB  # HIP runtime / hipBLASLt workspaces
-# A TP group's communication buffers on Hopper / Blackwell, vLLM >= 0.19. Measured on H100 80GB HBM3,
-# vLLM 0.19.0 (llm-d planner accuracy logs, benchmarks/data/collected-startup-logs-4.jsonl): "non-torch
-# forward increase memory" 0.25 GiB at TP=1, 2.07 (Llama-3.1-8B, gpt-oss-20b) / 2.09 (Qwen2.5-72B) at
-# TP=2, 2.13 (Llama-3.1-8B) / 2.17 (Llama-4-Scout) at TP=4, 0.07 at PP=2 or 4 (no TP group): the median
-# extra over TP=1 is 1.85 GiB, the same for every model and both sizes. Older releases do not show it:
-# 0.10.2 on H200 at TP=2 (legalai, collected-startup-logs.jsonl) none, and llm-d-benchmark's 0.11-era
-# H100 runs (collected-startup-logs-3.jsonl) 0.55 GiB at TP=2 against 0.13 at TP=1. Which buffer it is
-# the logs do not say; the torch symmetric-memory all-reduce (VLLM_ALLREDUCE_USE_SYMM_MEM, on by default
-# from 0.11.0, built for the capabilities and TP sizes of SYMM_MEM_ALL_REDUCE_MAX_SIZES) is the likely
-# owner, so the term follows that table and is charged from 0.19, the first release it is seen in.
-SYMM_MEM_NON_TORCH = int(1.85 * 1024) * MIB
-# SYMM_MEM_ALL_REDUCE_MAX_SIZES (device_communicators/all_reduce_utils.py): the compute capabilities
-# and TP sizes the communicator is built for; "10.3" is in the 0.32 table, not in 0.11.0's
-SYMM_MEM_WORLD_SIZES: dict[float, tuple[int, ...]] = {9.0: (2, 4, 6, 8), 10.0: (2, 4, 6, 8), 10.3: (2, 4, 6, 8)}
-SYMM_MEM_SINCE: dict[float, tuple[int, int, int]] = {9.0: (0, 19, 0), 10.0: (0, 19, 0), 10.3: (0, 32, 0)}
+# The FlashInfer all-reduce + RMSNorm fusion's workspace. From vLLM 0.17.0 the default optimisation level
+# (O2) turns the fusion on when TP > 1, PP = 1 and DP = 1 on compute capability 9.0 or the 10.x family with
+# FlashInfer installed (vllm/config/vllm.py enable_allreduce_rms_fusion, read in the 0.17.0 and 0.19.0
+# wheels; off at every level through 0.16.0). FlashInfer 0.6.4 / 0.6.6 (the versions 0.17 - 0.19 pin)
+# allocates its TRT-LLM workspace as three SymmDeviceMemory buffers, each rounded up to the multicast
+# granularity (flashinfer/comm/mnnvl.py, cuMemCreate: memory torch does not see), during torch.compile
+# inside the profile run, so all of it is "non-torch forward increase memory"; on GPUs without multicast
+# (PCIe, NVLink-bridge pairs) the allocation fails and vLLM skips the fusion. Measured on H100 80GB HBM3
+# with vLLM 0.19.0 (llm-d planner accuracy logs, benchmarks/data/collected-startup-logs-4.jsonl):
+# non-torch 0.25 GiB at TP=1, 2.07 (Llama-3.1-8B, gpt-oss-20b) / 2.09 (Qwen2.5-72B) at TP=2, 2.13
+# (Llama-3.1-8B) / 2.17 (Llama-4-Scout) at TP=4, 0.07 at PP=2 or 4: a median extra of 1.85 GiB, the
+# same for every model and TP size (the workspace's three buffers at 512 MiB each, sglang#18341's
+# address stride for this API, plus what 0.18 added to the profiling window: CUDA-graph capture).
+# 0.17 itself: the three buffers (1.5 GiB). Older logs have no such term (0.10.2 H200 TP=2, 0.11-era H100).
+FUSION_WORKSPACE_NON_TORCH = int(1.85 * 1024) * MIB  # vLLM >= 0.18, measured
+FUSION_WORKSPACE_0_17 = 3 * 512 * MIB  # vLLM 0.17: three buffers at the multicast granularity
 
 ACT_HIDDEN_FACTOR = 4  # live hidden-size bf16 buffers (residual, norm out, attn out …) per token
 ACT_INTER_FACTOR = 3  # gate_up output (2 x intermediate) + activation output (1 x) per token, bf16
@@ -88,15 +89,17 @@ def estimate_non_torch(tp: int, pp: int, vendor: str) -> MemoryTerm:
     return MemoryTerm(bytes=b, source="estimated", note=note)
 
 
-def symm_mem_non_torch(tp: int, compute_capability: float | None, version: tuple[int, int, int]) -> int:
-    """Bytes a TP rank's communication buffers cost outside PyTorch from vLLM 0.19 (0 without a TP
-    group, for a capability or TP size outside the symmetric-memory table, before 0.19)."""
-    if tp < 2 or compute_capability is None:
+def allreduce_fusion_non_torch(*, tp: int, pp: int, dp: int, compute_capability: float | None,
+                               version: tuple[int, int, int], multicast: bool) -> int:
+    """Bytes the all-reduce + RMSNorm fusion workspace costs a TP rank outside PyTorch (0 where vLLM
+    does not build it). The caller rules out --enforce-eager and a missing FlashInfer."""
+    if tp < 2 or pp != 1 or dp != 1 or not multicast or compute_capability is None or version < (0, 17, 0):
         return 0
     cc = round(compute_capability, 1)
-    if tp not in SYMM_MEM_WORLD_SIZES.get(cc, ()) or version < SYMM_MEM_SINCE[cc]:
+    # 0.17 checks is_device_capability(100); 0.19 the whole 10.x family (B200, GB200, B300)
+    if not (cc == 9.0 or cc == 10.0 or (10.0 < cc < 11.0 and version >= (0, 19, 0))):
         return 0
-    return SYMM_MEM_NON_TORCH
+    return FUSION_WORKSPACE_0_17 if version < (0, 18, 0) else FUSION_WORKSPACE_NON_TORCH
 
 
 def estimate_activation(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int,

@@ -122,8 +122,10 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         gpu_memory_in_use_bytes=req.gpu_memory_in_use or 0,
         flashinfer_installed=req.flashinfer_installed,
         rocm_fp8_padding=(env or {}).get("VLLM_ROCM_FP8_PADDING", "1").strip() != "0",
-        symm_mem_allreduce=(profile.vendor == "nvidia" and rules.symm_mem_allreduce
-                            and (env or {}).get("VLLM_ALLREDUCE_USE_SYMM_MEM", "1").strip() != "0"),
+        # the all-reduce + RMSNorm fusion needs FlashInfer, compilation (not --enforce-eager) and a
+        # multicast-capable NVLink fabric (NVSwitch); estimate/memory.py allreduce_fusion_non_torch
+        allreduce_fusion=(profile.vendor == "nvidia" and not req.enforce_eager and req.flashinfer_installed is not False
+                          and "nvswitch" in str(getattr(profile.interconnect, "name", "") or "").lower()),
     )
 
 

@@ -14,6 +14,7 @@ from vllmkit.estimate.kv import KVCapacity, KVGroup, group_layers, kv_capacity, 
 from vllmkit.estimate.memory import (
     MemoryBudget,
     MemoryTerm,
+    allreduce_fusion_non_torch,
     estimate_activation,
     estimate_cudagraph,
     estimate_non_torch,
@@ -21,7 +22,6 @@ from vllmkit.estimate.memory import (
     graph_capture_headroom,
     kv_budget,
     rocm_hipgraph_pinned,
-    symm_mem_non_torch,
     unbudgeted_graph_capture,
 )
 from vllmkit.estimate.multimodal import encoder_extra_bytes, encoder_profile
@@ -62,7 +62,7 @@ class EngineSettings:
     gpu_memory_in_use_bytes: int = 0  # held on each GPU by other processes when vLLM starts
     flashinfer_installed: bool | None = None  # None: unknown (0.8-0.11.0 then assume it is, as in the image)
     rocm_fp8_padding: bool = True  # VLLM_ROCM_FP8_PADDING (default 1)
-    symm_mem_allreduce: bool = False  # the TP group builds vLLM's symmetric-memory all-reduce (VLLM_ALLREDUCE_USE_SYMM_MEM)
+    allreduce_fusion: bool = False  # FlashInfer + compilation + an NVSwitch fabric: the TP all-reduce fusion can be built
 
 
 @dataclass
@@ -330,11 +330,13 @@ def stage_budget(
             extra=dict(extra_terms or {}),
         )
     non_torch = settings.calibrated.get("non_torch") or estimate_non_torch(tp, pp, settings.vendor)
-    symm = symm_mem_non_torch(tp, settings.compute_capability, rules.key) if settings.symm_mem_allreduce else 0
-    if symm and "non_torch" not in settings.calibrated:
-        non_torch = MemoryTerm(bytes=non_torch.bytes + symm, source="estimated",
-                               note=f"{non_torch.note} + {symm / GIB:.2f} GiB of TP communication buffers "
-                                    f"(vLLM >= 0.19 logs; likely the symmetric-memory all-reduce)")
+    fusion = allreduce_fusion_non_torch(
+        tp=tp, pp=pp, dp=settings.data_parallel_size, compute_capability=settings.compute_capability,
+        version=rules.key, multicast=settings.allreduce_fusion) if settings.allreduce_fusion else 0
+    if fusion and "non_torch" not in settings.calibrated:
+        non_torch = MemoryTerm(bytes=non_torch.bytes + fusion, source="estimated",
+                               note=f"{non_torch.note} + {fusion / GIB:.2f} GiB of FlashInfer all-reduce fusion "
+                                    "workspace (TP on an NVSwitch fabric, vLLM >= 0.17)")
     activation = settings.calibrated.get("activation") or estimate_activation(
         arch, tp=tp, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs,
         sampler_sort=sampler_sorts(settings, rules),

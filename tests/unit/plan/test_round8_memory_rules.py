@@ -1,9 +1,10 @@
 """Memory rules added in round 8, each checked against the public log it was read from (llm-d planner's
 vLLM 0.19 H100 sweep, benchmarks/data/collected-startup-logs-4.jsonl) and against the vLLM source.
 
-- TP groups on capability 9.0 / 10.0 cost 1.85 GiB more outside PyTorch from vLLM 0.19: the 0.19 logs
-  print "non-torch forward increase memory" 0.25 GiB at TP=1 and 2.07 GiB at TP=2 (the torch
-  symmetric-memory all-reduce, VLLM_ALLREDUCE_USE_SYMM_MEM, is the likely owner: its table decides where);
+- From vLLM 0.17 a TP group on an NVSwitch fabric (capability 9.0 / 10.x, PP = DP = 1, FlashInfer,
+  compilation) builds FlashInfer's all-reduce + RMSNorm fusion workspace outside PyTorch's allocator
+  (vllm/config/vllm.py enable_allreduce_rms_fusion in the 0.17.0 / 0.19.0 wheels); the 0.19 logs print
+  "non-torch forward increase memory" 0.25 GiB at TP=1 and 2.07 GiB at TP=2, 0.07 with PP only;
 - --dtype float32 loads a 16-bit checkpoint at 4 bytes a parameter and caches K/V in float32.
 """
 
@@ -12,7 +13,11 @@ from __future__ import annotations
 import pytest
 
 from vllmkit.errors import VllmkitError
-from vllmkit.estimate.memory import SYMM_MEM_NON_TORCH, symm_mem_non_torch
+from vllmkit.estimate.memory import (
+    FUSION_WORKSPACE_0_17,
+    FUSION_WORKSPACE_NON_TORCH,
+    allreduce_fusion_non_torch,
+)
 from vllmkit.plan.models import PlanRequest
 from vllmkit.plan.service import build_plan
 
@@ -29,43 +34,51 @@ def _llama(**kw) -> PlanRequest:
 
 def test_the_term_is_the_logged_difference_between_tp2_and_tp1() -> None:
     # 2.07 - 0.25 GiB (Llama-3.1-8B) and 2.09 - 0.25 (Qwen2.5-72B), 2.13 - 0.25 and 2.17 - 0.25 at TP=4:
-    # the median of the five TP logs' extra is 1.85 GiB
-    assert SYMM_MEM_NON_TORCH / GIB == pytest.approx(1.85, abs=0.005)
+    # the median of the five TP logs' extra is 1.85 GiB; 0.17 allocates the three 512 MiB buffers
+    assert FUSION_WORKSPACE_NON_TORCH / GIB == pytest.approx(1.85, abs=0.005)
+    assert FUSION_WORKSPACE_0_17 == 3 * 512 * 2**20
 
 
 @pytest.mark.parametrize(
-    ("tp", "cc", "version", "charged"),
+    ("tp", "pp", "dp", "cc", "version", "multicast", "charged"),
     [
-        (2, 9.0, (0, 19, 0), True),
-        (4, 10.0, (0, 19, 0), True),
-        (2, 9.0, (0, 10, 2), False),  # 0.10.2 on H200 TP=2: no extra (legalai log)
-        (2, 9.0, (0, 11, 0), False),  # 0.11-era H100 TP=2: 0.55 GiB against 0.13 at TP=1 (llm-d-benchmark)
-        (1, 9.0, (0, 19, 0), False),  # no TP group
-        (3, 9.0, (0, 19, 0), False),  # not a size in SYMM_MEM_ALL_REDUCE_MAX_SIZES
-        (2, 8.9, (0, 19, 0), False),  # L40S / RTX 4090: capability not in the table
-        (2, 12.0, (0, 32, 0), False),  # RTX PRO 6000 / RTX 5090
-        (2, 10.3, (0, 19, 0), False),  # B300: only the 0.32 table lists 10.3
-        (2, 10.3, (0, 32, 0), True),
+        (2, 1, 1, 9.0, (0, 19, 0), True, FUSION_WORKSPACE_NON_TORCH),
+        (4, 1, 1, 10.0, (0, 18, 0), True, FUSION_WORKSPACE_NON_TORCH),
+        (2, 1, 1, 9.0, (0, 17, 0), True, FUSION_WORKSPACE_0_17),
+        (2, 1, 1, 9.0, (0, 16, 0), True, 0),  # the fusion is off at every -O level through 0.16
+        (2, 1, 1, 9.0, (0, 10, 2), True, 0),  # legalai H200 TP=2 log: no extra
+        (1, 1, 1, 9.0, (0, 19, 0), True, 0),  # no TP group
+        (2, 2, 1, 9.0, (0, 19, 0), True, 0),  # TP with PP: the fusion is disabled (vllm#35426)
+        (2, 1, 2, 9.0, (0, 19, 0), True, 0),  # TP with DP: disabled (vllm#34458)
+        (2, 1, 1, 9.0, (0, 19, 0), False, 0),  # PCIe / NVLink-bridge pairs: no multicast, no workspace
+        (2, 1, 1, 8.9, (0, 19, 0), True, 0),  # L40S / RTX 4090: capability outside the rule
+        (2, 1, 1, 12.0, (0, 32, 0), True, 0),  # RTX PRO 6000 / RTX 5090
+        (2, 1, 1, 10.3, (0, 17, 0), True, 0),  # B300: 0.17 checks capability 10.0 exactly
+        (2, 1, 1, 10.3, (0, 19, 0), True, FUSION_WORKSPACE_NON_TORCH),  # 0.19: the 10.x family
     ],
 )
-def test_where_vllm_builds_the_communicator(tp: int, cc: float, version: tuple[int, int, int], charged: bool) -> None:
-    assert (symm_mem_non_torch(tp, cc, version) > 0) is charged
+def test_where_vllm_builds_the_fusion_workspace(tp, pp, dp, cc, version, multicast, charged) -> None:
+    assert allreduce_fusion_non_torch(tp=tp, pp=pp, dp=dp, compute_capability=cc, version=version,
+                                      multicast=multicast) == charged
 
 
 def test_h100_tp2_available_kv_matches_the_log() -> None:
     """Log: "Available KV cache memory: 63.76 GiB", 1,044,688 tokens (TP=2, 0.95 x 79.19 GiB)."""
     plan = build_plan(_llama(tensor_parallel_size=2), ENV)
     assert plan.memory.kv_cache_bytes / GIB == pytest.approx(63.76, rel=0.01)
-    assert "symmetric-memory" in plan.memory.notes["non_torch"]
-    # without the term the plan had 65.64 GiB (+2.9 %); the env switch vLLM reads turns it off
-    off = build_plan(_llama(tensor_parallel_size=2), {**ENV, "VLLM_ALLREDUCE_USE_SYMM_MEM": "0"})
-    assert (off.memory.kv_cache_bytes - plan.memory.kv_cache_bytes) == SYMM_MEM_NON_TORCH
+    assert "all-reduce fusion" in plan.memory.notes["non_torch"]
+    # without the term the plan had 65.64 GiB (+2.9 %); --enforce-eager (no compilation) and the H100
+    # PCIe (no NVSwitch) do not build the workspace
+    eager = build_plan(_llama(tensor_parallel_size=2, enforce_eager=True), ENV)
+    assert "all-reduce fusion" not in eager.memory.notes["non_torch"]
+    pcie = build_plan(_llama(tensor_parallel_size=2, gpu="h100-pcie"), ENV)
+    assert "all-reduce fusion" not in pcie.memory.notes["non_torch"]
 
 
 def test_pipeline_parallel_has_no_tp_group() -> None:
-    """PP=2 logs 0.07 GiB of non-torch memory: no symmetric-memory buffer without a TP group."""
+    """PP=2 logs 0.07 GiB of non-torch memory: no fusion workspace without a TP group."""
     plan = build_plan(_llama(pipeline_parallel_size=2), ENV)
-    assert "symmetric-memory" not in plan.memory.notes["non_torch"]
+    assert "all-reduce fusion" not in plan.memory.notes["non_torch"]
 
 
 def test_float32_doubles_weights_and_kv_per_token() -> None:
