@@ -43,8 +43,8 @@ from vllmkit.plan.service import build_plan
 GIB = 1 << 30
 DATA_DIR = Path(__file__).parent / "data"
 # shared/truth's logs, then the ones collected for vllmkit (rows carry gpu_profile / gpu_memory_gib)
-# collected-startup-logs-4.jsonl: llm-d planner's vLLM 0.19 H100 sweep, which set the symmetric-memory
-# all-reduce term (estimate/memory.py SYMM_MEM_NON_TORCH): fitted on, so not held out
+# collected-startup-logs-4.jsonl: llm-d planner's vLLM 0.19 H100 sweep, which set the TP all-reduce fusion
+# workspace term (estimate/memory.py FUSION_WORKSPACE_NON_TORCH): fitted on, so not held out
 DATA_FILES = (DATA_DIR / "public-startup-logs.jsonl", DATA_DIR / "collected-startup-logs.jsonl",
               DATA_DIR / "collected-startup-logs-4.jsonl")
 
