@@ -332,7 +332,7 @@ def stage_budget(
     non_torch = settings.calibrated.get("non_torch") or estimate_non_torch(tp, pp, settings.vendor)
     fusion = allreduce_fusion_non_torch(
         tp=tp, pp=pp, dp=settings.data_parallel_size, compute_capability=settings.compute_capability,
-        version=rules.key, multicast=settings.allreduce_fusion) if settings.allreduce_fusion else 0
+        version=rules.key, multicast=settings.allreduce_fusion)
     if fusion and "non_torch" not in settings.calibrated:
         non_torch = MemoryTerm(bytes=non_torch.bytes + fusion, source="estimated",
                                note=f"{non_torch.note} + {fusion / GIB:.2f} GiB of FlashInfer all-reduce fusion "
