@@ -51,6 +51,15 @@ SAMPLER_BYTES = 6  # fp32 logits + half-size temporaries per (sequence, vocab) i
 # calls the non-DoubleBuffer cub::DeviceSegmentedRadixSort::SortPairs) = 38 bytes. After the sort
 # the top-k / top-p masks, softmax and scatter peak lower (2 + 4 + 4 + 8 + 1 + 4 + 1 + 4 = 28).
 SAMPLER_SORT_BYTES = 38
+# NON_TORCH_BASE was fitted on logs whose profile peak is the forward pass, so it also carries forward-pass
+# memory the per-token terms above do not see (workspaces, compiled-graph temporaries). Where the sort-based
+# sampler sets the peak, vLLM's own split shows what is left: "peak activation" + "non-torch" - the sort's
+# 1024 x vocab x 38 B = 0.242 GiB (Llama-3.1-8B), 0.223 (gpt-oss-20b), 0.274 (Qwen3-32B) on H100 with vLLM
+# 0.14 (llm-d-benchmark empirical-vllm-memory-results.md) and 0.264 (Qwen3-14B, 0.15.0 and 0.16.0, llm-d
+# planner version sweep), all at TP=1: about 256 MiB (non-torch 0.13-0.14 GiB plus the runner's persistent
+# buffers). The rest of the constant is the forward pass's share.
+NON_TORCH_SORT_PEAK_REST = 256 * MIB
+NON_TORCH_FORWARD_SHARE = NON_TORCH_BASE - NON_TORCH_SORT_PEAK_REST
 CUDAGRAPH_BASE = 150 * MIB
 CUDAGRAPH_PER_LAYER = 4 * MIB
 
@@ -102,15 +111,9 @@ def allreduce_fusion_non_torch(*, tp: int, pp: int, dp: int, compute_capability:
     return FUSION_WORKSPACE_0_17 if version < (0, 18, 0) else FUSION_WORKSPACE_NON_TORCH
 
 
-def estimate_activation(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int,
-                        sampler_sort: bool = False, moe_gather: int = 1) -> MemoryTerm:
-    """Peak of the profile run: the larger of one forward over max_num_batched_tokens and the
-    sampler dummy run over min(max_num_seqs, max_num_batched_tokens) rows (they run one after the
-    other). sampler_sort: the dummy sampler takes the sort-based top-k/top-p path
-    (SAMPLER_SORT_BYTES per row x vocab element; engine/versions.py says in which releases).
-    moe_gather: data-parallel ranks whose tokens every MoE layer gathers (expert parallelism under
-    --data-parallel-size: the all-to-all dispatch all-gathers the DP ranks' batches, and the fused-MoE
-    workspace is sized for all of them x top-k)."""
+def _activation_parts(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int,
+                      sampler_sort: bool, moe_gather: int) -> tuple[int, int, int, int]:
+    """(forward bytes, sampler bytes, sampler rows, tokens the MoE layers see) of the profile run."""
     inter = arch.intermediate_size or 4 * arch.hidden_size
     if arch.moe is not None and arch.moe.moe_intermediate_size:
         # fused-MoE: routed tokens x top-k through the expert MLP
@@ -121,13 +124,40 @@ def estimate_activation(arch: ModelArch, *, tp: int, max_num_batched_tokens: int
     inter_part = gathered * inter_rank * 2 * ACT_INTER_FACTOR
     rows = min(max_num_seqs, max_num_batched_tokens)
     sampler = rows * arch.vocab_size * (SAMPLER_SORT_BYTES if sampler_sort else SAMPLER_BYTES)
+    return hidden_part + inter_part, sampler, rows, gathered
+
+
+def estimate_activation(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int,
+                        sampler_sort: bool = False, moe_gather: int = 1) -> MemoryTerm:
+    """Peak of the profile run: the larger of one forward over max_num_batched_tokens and the
+    sampler dummy run over min(max_num_seqs, max_num_batched_tokens) rows (they run one after the
+    other). sampler_sort: the dummy sampler takes the sort-based top-k/top-p path
+    (SAMPLER_SORT_BYTES per row x vocab element; engine/versions.py says in which releases).
+    moe_gather: data-parallel ranks whose tokens every MoE layer gathers (expert parallelism under
+    --data-parallel-size: the all-to-all dispatch all-gathers the DP ranks' batches, and the fused-MoE
+    workspace is sized for all of them x top-k)."""
+    forward, sampler, rows, gathered = _activation_parts(
+        arch, tp=tp, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+        sampler_sort=sampler_sort, moe_gather=moe_gather)
     note = f"profile run over {max_num_batched_tokens} batched tokens + sampler over {max_num_seqs} sequences"
     if gathered != max_num_batched_tokens:
         note += f"; MoE layers over the {moe_gather} data-parallel ranks' tokens ({gathered})"
-    if sampler_sort and sampler > hidden_part + inter_part:
+    if sampler_sort and sampler > forward:
         note = (f"sampler dummy run: sort-based top-k/top-p over {rows} x {arch.vocab_size} logits "
                 f"({SAMPLER_SORT_BYTES} B each)")
-    return MemoryTerm(bytes=max(hidden_part + inter_part, sampler), source="estimated", note=note)
+    return MemoryTerm(bytes=max(forward, sampler), source="estimated", note=note)
+
+
+def sort_peak_non_torch_credit(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int,
+                               moe_gather: int = 1) -> int:
+    """Bytes of NON_TORCH_BASE not charged when the sort-based dummy sampler, not the forward pass, sets
+    the profile's peak: the part of the constant (NON_TORCH_FORWARD_SHARE) that stands for forward-pass
+    memory the per-token terms miss. The peak is max(forward + share, sort), so the credit is the share
+    less whatever of it the forward pass still reaches above the sort."""
+    forward, sampler, _, _ = _activation_parts(
+        arch, tp=tp, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+        sampler_sort=True, moe_gather=moe_gather)
+    return min(max(sampler - forward, 0), NON_TORCH_FORWARD_SHARE)
 
 
 def estimate_cudagraph(layers_on_rank: int) -> MemoryTerm:
