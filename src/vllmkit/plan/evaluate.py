@@ -16,13 +16,13 @@ from vllmkit.estimate.memory import (
     MemoryTerm,
     allreduce_fusion_non_torch,
     estimate_activation,
-    sort_peak_non_torch_credit,
     estimate_cudagraph,
     estimate_non_torch,
     gdn_graph_profile_transient,
     graph_capture_headroom,
     kv_budget,
     rocm_hipgraph_pinned,
+    sort_peak_non_torch_credit,
     unbudgeted_graph_capture,
 )
 from vllmkit.estimate.multimodal import encoder_extra_bytes, encoder_profile
