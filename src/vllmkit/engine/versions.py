@@ -64,6 +64,8 @@ class VersionRules:
     # when FlashInfer cannot be imported
     sampler_sorts_by_default: bool = False
     sampler_sorts_without_flashinfer: bool = False
+    # otherwise (CUDA), the Triton top-k/top-p kernel on float32 logits
+    sampler_triton: bool = False
     # ROCm pads FP8 linear weights by 256 bytes a row at load (VLLM_ROCM_FP8_PADDING, default on):
     # Fp8LinearMethod (quant_method "fp8"), and compressed-tensors FP8 tensor/block schemes
     rocm_fp8_padding: bool = False
@@ -133,6 +135,8 @@ def rules_for(version: str) -> VersionRules:
         # batches >= 8 (apply_top_k_top_p: "if HAS_TRITON and logits.shape[0] >= 8").
         sampler_sorts_by_default=(0, 11, 1) <= v < (0, 17, 0),
         sampler_sorts_without_flashinfer=(0, 8, 0) <= v < (0, 11, 1),
+        # 0.17.0 ... 0.32: apply_top_k_top_p -> apply_top_k_top_p_triton (FlashInfer stays opt-in)
+        sampler_triton=v >= (0, 17, 0),
         # VLLM_ROCM_FP8_PADDING and Fp8LinearMethod.add_padding_to_weight are in the 0.8.0 wheel (fp8.py,
         # block and per-tensor paths), not in 0.7.3; 0.11.0 moved it to utils/fp8_utils.py
         # _maybe_pad_fp8_weight, called by process_fp8_weight_tensor_strategy / _block_strategy, which

@@ -60,6 +60,20 @@ SAMPLER_SORT_BYTES = 38
 # buffers). The rest of the constant is the forward pass's share.
 NON_TORCH_SORT_PEAK_REST = 256 * MIB
 NON_TORCH_FORWARD_SHARE = NON_TORCH_BASE - NON_TORCH_SORT_PEAK_REST
+# From vLLM 0.17 apply_top_k_top_p runs a Triton top-k/top-p kernel on the float32 logits in place
+# (v1/sample/ops/topk_topp_sampler.py; topk_topp_triton.py apply_top_k_top_p_triton), then softmax into
+# float32 probs and random_sample's exponential noise q, divided in place (sample_with_exponential_noise:
+# probs.div_(q)): model-dtype logits 2 + float32 logits 4 + probs 4 + q 4 = 14 bytes per (row, vocab)
+# element. The llm-d planner's 0.19 H100 logs (benchmarks/data/collected-startup-logs-4.jsonl, 1024 rows)
+# print "torch peak memory increase" 1.52 (Phi-4, vocab 100,352), 1.89 (Llama-3.1-8B, 128,256), 2.21
+# (Qwen3-8B / Qwen2.5-7B, 151,936), 2.87 (gpt-oss-20b, 201,088), 3.65 GiB (gemma-2-9b, 256,000): a line of
+# slope 14.1 bytes and intercept 0.17 GiB (the kernel's cached per-SM buffers and the runner's persistent
+# ones): with 14 B, within 0.015 GiB of every point but gemma-2-9b's (+0.06 GiB; its logits are soft-capped).
+SAMPLER_TRITON_BYTES = 14
+# vLLM 0.18 added 0.12 GiB to the single-GPU "non-torch forward increase memory" (0.13 GiB in 0.17.0,
+# 0.25 in 0.18.0, same Qwen3-14B start on an H100 in the llm-d planner's version sweep; 0.24-0.27 in the
+# 0.19 logs): what is left beside a sampler peak from that release on
+NON_TORCH_0_18_EXTRA = 128 * MIB
 CUDAGRAPH_BASE = 150 * MIB
 CUDAGRAPH_PER_LAYER = 4 * MIB
 
@@ -111,8 +125,14 @@ def allreduce_fusion_non_torch(*, tp: int, pp: int, dp: int, compute_capability:
     return FUSION_WORKSPACE_0_17 if version < (0, 18, 0) else FUSION_WORKSPACE_NON_TORCH
 
 
+def sampler_bytes_per_element(path: str) -> int:
+    """Bytes per (row, vocab) element at the dummy sampler's peak: "sort" (PyTorch sort-based
+    top-k/top-p), "triton" (the Triton top-k/top-p kernel, vLLM >= 0.17), else FlashInfer's sampling."""
+    return {"sort": SAMPLER_SORT_BYTES, "triton": SAMPLER_TRITON_BYTES}.get(path, SAMPLER_BYTES)
+
+
 def _activation_parts(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int,
-                      sampler_sort: bool, moe_gather: int) -> tuple[int, int, int, int]:
+                      sampler: str, moe_gather: int) -> tuple[int, int, int, int]:
     """(forward bytes, sampler bytes, sampler rows, tokens the MoE layers see) of the profile run."""
     inter = arch.intermediate_size or 4 * arch.hidden_size
     if arch.moe is not None and arch.moe.moe_intermediate_size:
@@ -123,41 +143,50 @@ def _activation_parts(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, 
     gathered = max_num_batched_tokens * (max(moe_gather, 1) if arch.moe is not None else 1)
     inter_part = gathered * inter_rank * 2 * ACT_INTER_FACTOR
     rows = min(max_num_seqs, max_num_batched_tokens)
-    sampler = rows * arch.vocab_size * (SAMPLER_SORT_BYTES if sampler_sort else SAMPLER_BYTES)
-    return hidden_part + inter_part, sampler, rows, gathered
+    return hidden_part + inter_part, rows * arch.vocab_size * sampler_bytes_per_element(sampler), rows, gathered
 
 
 def estimate_activation(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int,
-                        sampler_sort: bool = False, moe_gather: int = 1) -> MemoryTerm:
+                        sampler_sort: bool = False, moe_gather: int = 1, sampler: str | None = None) -> MemoryTerm:
     """Peak of the profile run: the larger of one forward over max_num_batched_tokens and the
     sampler dummy run over min(max_num_seqs, max_num_batched_tokens) rows (they run one after the
-    other). sampler_sort: the dummy sampler takes the sort-based top-k/top-p path
-    (SAMPLER_SORT_BYTES per row x vocab element; engine/versions.py says in which releases).
+    other). sampler: the dummy sampler's top-k/top-p path, "sort" (SAMPLER_SORT_BYTES per row x vocab
+    element), "triton" (SAMPLER_TRITON_BYTES) or "flashinfer" (SAMPLER_BYTES); engine/versions.py says
+    in which releases (sampler_sort=True is "sort").
     moe_gather: data-parallel ranks whose tokens every MoE layer gathers (expert parallelism under
     --data-parallel-size: the all-to-all dispatch all-gathers the DP ranks' batches, and the fused-MoE
     workspace is sized for all of them x top-k)."""
-    forward, sampler, rows, gathered = _activation_parts(
+    path = sampler or ("sort" if sampler_sort else "flashinfer")
+    forward, sampled, rows, gathered = _activation_parts(
         arch, tp=tp, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
-        sampler_sort=sampler_sort, moe_gather=moe_gather)
+        sampler=path, moe_gather=moe_gather)
     note = f"profile run over {max_num_batched_tokens} batched tokens + sampler over {max_num_seqs} sequences"
     if gathered != max_num_batched_tokens:
         note += f"; MoE layers over the {moe_gather} data-parallel ranks' tokens ({gathered})"
-    if sampler_sort and sampler > forward:
-        note = (f"sampler dummy run: sort-based top-k/top-p over {rows} x {arch.vocab_size} logits "
-                f"({SAMPLER_SORT_BYTES} B each)")
-    return MemoryTerm(bytes=max(forward, sampler), source="estimated", note=note)
+    if path in ("sort", "triton") and sampled > forward:
+        kind = "sort-based" if path == "sort" else "Triton"
+        note = (f"sampler dummy run: {kind} top-k/top-p over {rows} x {arch.vocab_size} logits "
+                f"({sampler_bytes_per_element(path)} B each)")
+    return MemoryTerm(bytes=max(forward, sampled), source="estimated", note=note)
 
 
-def sort_peak_non_torch_credit(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int,
-                               moe_gather: int = 1) -> int:
-    """Bytes of NON_TORCH_BASE not charged when the sort-based dummy sampler, not the forward pass, sets
-    the profile's peak: the part of the constant (NON_TORCH_FORWARD_SHARE) that stands for forward-pass
-    memory the per-token terms miss. The peak is max(forward + share, sort), so the credit is the share
-    less whatever of it the forward pass still reaches above the sort."""
-    forward, sampler, _, _ = _activation_parts(
+def sampler_peak_rest(version: tuple[int, int, int]) -> int:
+    """What a single-GPU start holds beside a sampler-set profile peak (NON_TORCH_SORT_PEAK_REST, plus
+    the 0.18 non-torch step)."""
+    return NON_TORCH_SORT_PEAK_REST + (NON_TORCH_0_18_EXTRA if version >= (0, 18, 0) else 0)
+
+
+def sampler_peak_non_torch_credit(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int,
+                                  sampler: str, version: tuple[int, int, int], moe_gather: int = 1) -> int:
+    """Bytes of NON_TORCH_BASE not charged when the dummy sampler ("sort" or "triton"), not the forward
+    pass, sets the profile's peak: the part of the constant that stands for forward-pass memory the
+    per-token terms miss (NON_TORCH_BASE - sampler_peak_rest). The peak is max(forward + share, sampler),
+    so the credit is the share less whatever of it the forward pass still reaches above the sampler."""
+    forward, sampled, _, _ = _activation_parts(
         arch, tp=tp, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
-        sampler_sort=True, moe_gather=moe_gather)
-    return min(max(sampler - forward, 0), NON_TORCH_FORWARD_SHARE)
+        sampler=sampler, moe_gather=moe_gather)
+    share = max(NON_TORCH_BASE - sampler_peak_rest(version), 0)
+    return min(max(sampled - forward, 0), share)
 
 
 def estimate_cudagraph(layers_on_rank: int) -> MemoryTerm:

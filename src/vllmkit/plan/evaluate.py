@@ -22,7 +22,7 @@ from vllmkit.estimate.memory import (
     graph_capture_headroom,
     kv_budget,
     rocm_hipgraph_pinned,
-    sort_peak_non_torch_credit,
+    sampler_peak_non_torch_credit,
     unbudgeted_graph_capture,
 )
 from vllmkit.estimate.multimodal import encoder_extra_bytes, encoder_profile
@@ -338,25 +338,12 @@ def stage_budget(
         non_torch = MemoryTerm(bytes=non_torch.bytes + fusion, source="estimated",
                                note=f"{non_torch.note} + {fusion / GIB:.2f} GiB of FlashInfer all-reduce fusion "
                                     "workspace (TP on an NVSwitch fabric, vLLM >= 0.17)")
-    sort = sampler_sorts(settings, rules)
+    sampler = sampler_path(settings, rules)
     moe_gather = settings.data_parallel_size if settings.expert_parallel else 1
     activation = settings.calibrated.get("activation") or estimate_activation(
         arch, tp=tp, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs,
-        sampler_sort=sort, moe_gather=moe_gather,
+        sampler=sampler, moe_gather=moe_gather,
     )
-    # measured on single-GPU logs only (memory.py NON_TORCH_SORT_PEAK_REST); multi-GPU sort-path logs
-    # disagree (0.14 TP=2: 0.67-0.74 GiB left beyond the sort; 0.10 TP=2 / TP=4 x PP=2 without FlashInfer:
-    # the whole constant), so TP / PP > 1 keeps the constant
-    if (sort and tp * pp == 1 and "non_torch" not in settings.calibrated
-            and "activation" not in settings.calibrated):
-        credit = sort_peak_non_torch_credit(
-            arch, tp=tp, max_num_batched_tokens=settings.max_num_batched_tokens,
-            max_num_seqs=settings.max_num_seqs, moe_gather=moe_gather)
-        if credit:
-            non_torch = MemoryTerm(
-                bytes=non_torch.bytes - credit, source=non_torch.source,
-                note=f"{non_torch.note}, less {credit / GIB:.2f} GiB of the constant's forward-pass share "
-                     "(the sort-based sampler, not the forward pass, sets the profile peak)")
     extra = dict(extra_terms or {})
     if rules.others_charged_to_budget and settings.gpu_memory_in_use_bytes > 0:
         extra["other_processes"] = MemoryTerm(
@@ -366,6 +353,23 @@ def stage_budget(
         enc = encoder_term(arch, settings, activation.bytes, settings.mm_max_model_len or arch.native_max_model_len, tp)
         if enc is not None:
             extra["encoder"] = enc
+    # Where the sampler sets the profile peak, only what is left beside it is charged of the non-torch
+    # constant (memory.py NON_TORCH_SORT_PEAK_REST). The sort-path logs of multi-GPU starts disagree
+    # (0.14 TP=2: 0.67-0.74 GiB beside the sort; 0.10 TP=2 / TP=4 x PP=2 without FlashInfer: the whole
+    # constant), so there TP / PP > 1 keeps it; the Triton path's TP=2 / TP=4 logs (0.19) agree with the rule.
+    if (sampler in ("sort", "triton") and (tp * pp == 1 or sampler == "triton")
+            and "non_torch" not in settings.calibrated and "activation" not in settings.calibrated):
+        credit = sampler_peak_non_torch_credit(
+            arch, tp=tp, max_num_batched_tokens=settings.max_num_batched_tokens,
+            max_num_seqs=settings.max_num_seqs, sampler=sampler, version=rules.key, moe_gather=moe_gather)
+        # a vision encoder's profile (its ViT peak, or embeddings held through the LM run) lifts the peak
+        # above the sampler's by what it adds
+        credit = max(credit - (extra["encoder"].bytes if "encoder" in extra else 0), 0)
+        if credit:
+            non_torch = MemoryTerm(
+                bytes=non_torch.bytes - credit, source=non_torch.source,
+                note=f"{non_torch.note}, less {credit / GIB:.2f} GiB of the constant's forward-pass share "
+                     "(the sampler, not the forward pass, sets the profile peak)")
     if settings.enforce_eager:
         cudagraph = MemoryTerm(bytes=0, source="derived", note="--enforce-eager: no CUDA graphs")
     elif not rules.cudagraph_counted:
@@ -410,6 +414,15 @@ def sampler_sorts(settings: EngineSettings, rules: VersionRules) -> bool:
     if rules.sampler_sorts_by_default:
         return True
     return rules.sampler_sorts_without_flashinfer and settings.flashinfer_installed is False
+
+
+def sampler_path(settings: EngineSettings, rules: VersionRules) -> str:
+    """The dummy sampler's top-k/top-p path: "sort", "triton" (CUDA, vLLM >= 0.17) or "flashinfer"."""
+    if sampler_sorts(settings, rules):
+        return "sort"
+    if settings.device == "cuda" and rules.sampler_triton:
+        return "triton"
+    return "flashinfer"
 
 
 def encoder_term(arch: ModelArch, settings: EngineSettings, lm_activation_bytes: int,

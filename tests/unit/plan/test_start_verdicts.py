@@ -80,9 +80,9 @@ def test_sort_sampler_peak_decides_gpt_oss_120b_on_one_h100() -> None:
     assert with_fi.memory.activation_bytes == 1024 * 201088 * 6
     # (the light sampler, not the sort, sets this peak: the whole non-torch constant is charged)
     assert with_fi.memory.kv_cache_bytes - plan.memory.kv_cache_bytes == 1024 * 201088 * 32 - (1152 - 256) * 2**20
-    # 0.13 sorts by default (FlashInfer is opt-in), 0.17 does not (Triton kernel)
+    # 0.13 sorts by default (FlashInfer is opt-in), 0.17 does not: the Triton kernel's 14 B per element
     assert build_plan(_gpt_oss_27508(vllm_version="0.13.0"), ENV).memory.activation_bytes == 7_824_736_256
-    assert build_plan(_gpt_oss_27508(vllm_version="0.17.0"), ENV).memory.activation_bytes == 1024 * 201088 * 6
+    assert build_plan(_gpt_oss_27508(vllm_version="0.17.0"), ENV).memory.activation_bytes == 1024 * 201088 * 14
 
 
 def test_other_processes_are_charged_in_0_6_4() -> None:
