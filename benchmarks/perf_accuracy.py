@@ -57,11 +57,9 @@ HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl",)
 MODEL_MAP = {
     "Qwen/Qwen3-8B-AWQ": ("Qwen/Qwen3-8B", "awq"),
     "Qwen3-8B FP8-static (W8A8, calibrated)": ("Qwen/Qwen3-8B-FP8", None),
-    "meta-llama/Meta-Llama-3-70B-Instruct": ("meta-llama/Llama-3.1-70B-Instruct", None),
     "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8": ("meta-llama/Llama-3.1-70B-Instruct", "fp8-online"),
     "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8": ("meta-llama/Llama-3.1-8B-Instruct", "fp8-online"),
     "neuralmagic/Llama-3.1-Nemotron-70B-Instruct-HF-FP8-dynamic": ("meta-llama/Llama-3.1-70B-Instruct", "fp8-online"),
-    "meta-llama/Meta-Llama-3-8B-Instruct": ("meta-llama/Meta-Llama-3-8B", None),
     "Qwen/QwQ-32B-Preview": ("Qwen/Qwen2.5-32B-Instruct", None),
     "nvidia/AceMath-7B-Instruct": ("Qwen/Qwen2.5-7B-Instruct", None),
     "Qwen/Qwen3-235B-A22B-Instruct-2507": ("Qwen/Qwen3-235B-A22B", None),
@@ -71,9 +69,8 @@ MODEL_MAP = {
     "deepseek-ai/DeepSeek-R1-0528": ("deepseek-ai/DeepSeek-R1", None),
     "Qwen/Qwen3-14B-AWQ": ("Qwen/Qwen3-14B-AWQ", None),
     "Qwen/Qwen3-32B-AWQ": ("Qwen/Qwen3-32B-AWQ", None),
-    # Qwen2 and its Qwen2.5 successors share the layer shapes (Qwen2ForCausalLM: 7B 28 x 3584 / 18944,
-    # 4 KV heads; 72B 80 x 8192 / 29568, 8 KV heads; vocabulary 152,064); base and instruct checkpoints too
-    "Qwen/Qwen2-7B-Instruct": ("Qwen/Qwen2.5-7B-Instruct", None),
+    # Qwen2 and its Qwen2.5 successors share the layer shapes (Qwen2ForCausalLM: 72B 80 x 8192 / 29568,
+    # 8 KV heads; vocabulary 152,064); base and instruct checkpoints too
     "Qwen/Qwen2-72B": ("Qwen/Qwen2.5-72B-Instruct", None),
     "Qwen/Qwen2.5-32B": ("Qwen/Qwen2.5-32B-Instruct", None),
     # AMD's FP8 (per-tensor weights and activations, FP8 KV scales) quantization of Llama-3.3-70B-Instruct

@@ -45,11 +45,26 @@ def variant_label(meta: ModelMetadata, arch: ModelArch) -> str:
 
 def _weights(meta: ModelMetadata, arch: ModelArch) -> tuple[int, str]:
     if meta.tensor_bytes:
-        return meta.tensor_bytes, "measured"
+        return _without_tied_head(meta.tensor_bytes, arch)
     files = meta.weight_file_bytes()
     if files:
-        return files, "measured"
+        return _without_tied_head(files, arch)
     return estimate_param_bytes(arch), "estimated"
+
+
+def _without_tied_head(total: int, arch: ModelArch) -> tuple[int, str]:
+    """A checkpoint that ties its embeddings (tie_word_embeddings) but still stores lm_head.weight:
+    vLLM skips that tensor at load (qwen2.py / qwen3.py load_weights: AutoWeightsLoader skip_prefixes
+    ["lm_head."] when tied), so it takes no GPU memory. Recognised when the stored bytes exceed the
+    shape estimate by one vocabulary x hidden matrix (Qwen3-0.6B: 1,503,264,768 B of tensors, vLLM 0.14
+    "Model loading took 1.12 GiB" = the tied 596,049,920 parameters x 2 B)."""
+    if not arch.tie_word_embeddings or arch.quantization is not None:
+        return total, "measured"
+    head = arch.vocab_size * arch.hidden_size * (4 if arch.dtype == "float32" else 2)
+    extra = total - estimate_param_bytes(arch)
+    if head and abs(extra - head) <= 0.02 * head:
+        return total - head, "derived"
+    return total, "measured"
 
 def kv_scheme_followed(arch: ModelArch, rules: VersionRules) -> ModelArch:
     """Drop a checkpoint-declared KV scheme that this vLLM release does not apply under

@@ -1,0 +1,131 @@
+"""Data checks for the catalog entries added in round 9: Llama-2 (7B base and chat, 13B and 70B chat), the
+Meta-Llama-3 8B / 70B Instruct originals, Mistral-Nemo, Mistral-Small-24B-2501, Mixtral-8x22B, Qwen3-0.6B /
+1.7B, Qwen2-7B / 72B-Instruct, QwQ-32B and Qwen2.5-Coder-32B.
+
+As in parts 1-4, every weight figure is a published parameter count or an index total, and the tests
+re-derive it from the config's shapes, so a wrong config or a wrong count fails (part 4's formula, first
+checked there on Llama-3.1-8B against a real vLLM log; Mistral's decoder has Llama's shapes, and the
+Mixtral formula is checked on the 8x7B entry already in the catalog).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.unit.catalog.test_catalog_data_part4 import REQUIRED_KEYS, dense_params
+
+DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
+
+DENSE_IDS: tuple[str, ...] = (
+    "meta-llama/Llama-2-13b-chat-hf", "meta-llama/Llama-2-70b-chat-hf",
+    "meta-llama/Meta-Llama-3-8B-Instruct", "meta-llama/Meta-Llama-3-70B-Instruct",
+    "mistralai/Mistral-Nemo-Instruct-2407", "mistralai/Mistral-Small-24B-Instruct-2501",
+    "Qwen/Qwen2-7B-Instruct", "Qwen/Qwen2-72B-Instruct", "Qwen/QwQ-32B", "Qwen/Qwen2.5-Coder-32B-Instruct",
+)
+# counts the plain dense formula does not give: a stored float32 rotary buffer (Llama-2-7b-hf), lm_head
+# stored beside tied embeddings (Qwen3-0.6B / 1.7B), experts (Mixtral-8x22B)
+OTHER_IDS: tuple[str, ...] = (
+    "meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-7b-chat-hf", "Qwen/Qwen3-0.6B", "Qwen/Qwen3-1.7B", "mistralai/Mixtral-8x22B-Instruct-v0.1",
+)
+ITEMSIZE = {"BF16": 2, "F16": 2, "F32": 4}
+
+
+def _load(model_id: str) -> dict[str, Any]:
+    return json.loads((DATA_DIR / (model_id.replace("/", "__") + ".json")).read_text(encoding="utf-8"))
+
+
+def mixtral_params(cfg: dict[str, Any]) -> int:
+    """Mixtral: Llama attention, a router (hidden x experts) and E experts of gate/up/down per layer."""
+    h, e = cfg["hidden_size"], cfg["num_local_experts"]
+    dense = dict(cfg, intermediate_size=0)  # attention, norms and embeddings only
+    return dense_params(dense) + cfg["num_hidden_layers"] * (h * e + e * 3 * h * cfg["intermediate_size"])
+
+
+@pytest.mark.parametrize("model_id", DENSE_IDS + OTHER_IDS)
+def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
+    entry = _load(model_id)
+    assert set(entry) == REQUIRED_KEYS
+    assert entry["id"] == model_id == entry["base_model"]
+    assert entry["variant"] == {"float16": "fp16", "bfloat16": "bf16"}[entry["config"]["torch_dtype"]]
+    for value_key, source_key in (
+        ("config", "config_source"), ("weights_bytes", "weights_source"), ("params_by_dtype", "params_source"),
+        ("files", "files_source"), ("index_total_size", "index_source"),
+        ("generation_config", "generation_config_source"),
+    ):
+        if entry[value_key] is None:
+            assert entry[source_key] is None
+        else:
+            assert isinstance(entry[source_key], str) and len(entry[source_key]) > 20
+    assert entry["weights_bytes"] == sum(ITEMSIZE[d] * n for d, n in entry["params_by_dtype"].items())
+    if entry["weights_bytes_kind"] == "index_total_size":
+        assert entry["weights_bytes"] == entry["index_total_size"]
+
+
+@pytest.mark.parametrize("model_id", DENSE_IDS)
+def test_published_counts_follow_from_the_config_shapes(model_id: str) -> None:
+    entry = _load(model_id)
+    assert sum(entry["params_by_dtype"].values()) == dense_params(entry["config"])
+
+
+def test_llama2_7b_stores_its_rotary_buffer() -> None:
+    """The HF API's split for Llama-2-7b-hf: F16 6,738,415,616 (the shapes: 32 x 202,383,360 + 2 x
+    32,000 x 4,096 + 4,096) and F32 2,048 = 32 layers x 64 inv_freq values, which vLLM does not load;
+    the chat repo's index total is the same buffer in F16 (2 x (6,738,415,616 + 2,048))."""
+    entry = _load("meta-llama/Llama-2-7b-hf")
+    assert entry["params_by_dtype"]["F16"] == dense_params(entry["config"]) == 6_738_415_616
+    assert entry["params_by_dtype"]["F32"] == 32 * (128 // 2)
+    chat = _load("meta-llama/Llama-2-7b-chat-hf")
+    assert chat["index_total_size"] == 2 * (dense_params(chat["config"]) + 32 * 64)
+
+
+@pytest.mark.parametrize(("model_id", "tied"), [("Qwen/Qwen3-0.6B", 596_049_920), ("Qwen/Qwen3-1.7B", 1_720_574_976)])
+def test_small_qwen3_store_lm_head_beside_tied_embeddings(model_id: str, tied: int) -> None:
+    """tie_word_embeddings is true, yet the published counts are the untied shapes: the files hold
+    lm_head.weight too. vLLM skips it, so the plan loads the tied count (llm-d-benchmark's vLLM 0.14
+    H100 log: Qwen3-0.6B "Model loading took 1.12 GiB")."""
+    from vllmkit.plan.models import PlanRequest
+    from vllmkit.plan.service import build_plan
+
+    entry = _load(model_id)
+    cfg = entry["config"]
+    assert cfg["tie_word_embeddings"] is True
+    assert dense_params(cfg) == tied
+    assert sum(entry["params_by_dtype"].values()) == tied + cfg["vocab_size"] * cfg["hidden_size"]
+    plan = build_plan(PlanRequest(model=model_id, source="catalog", gpu="h100-sxm", tensor_parallel_size=1),
+                      {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"})
+    assert plan.memory.weights_bytes == 2 * tied
+    if model_id == "Qwen/Qwen3-0.6B":
+        assert plan.memory.weights_bytes / 2**30 == pytest.approx(1.12, abs=0.015)
+
+
+def test_mixtral_formula_on_the_8x7b_entry_and_the_8x22b_count() -> None:
+    """8x7B (already in the catalog, its own published count) checks the formula; 8x22B: 56 layers x
+    (attention 6,144 x 6,144 x 2 + 6,144 x 1,024 x 2, router 6,144 x 8, experts 8 x 3 x 6,144 x 16,384,
+    norms 12,288) + 2 x 32,768 x 6,144 + 6,144 = 140,630,071,296, the published count."""
+    small = _load("mistralai/Mixtral-8x7B-Instruct-v0.1")
+    assert sum(small["params_by_dtype"].values()) == mixtral_params(small["config"])
+    big = _load("mistralai/Mixtral-8x22B-Instruct-v0.1")
+    assert sum(big["params_by_dtype"].values()) == mixtral_params(big["config"]) == 140_630_071_296
+
+
+def test_twins_share_shapes() -> None:
+    """QwQ-32B and Qwen2.5-Coder-32B are Qwen2.5-32B shapes; Meta-Llama-3-70B-Instruct is Llama-3.1-70B's
+    (the 3.1 refresh changed the rope scaling and context, not the weights)."""
+    for twin, base in (("Qwen/QwQ-32B", "Qwen/Qwen2.5-32B-Instruct"),
+                       ("Qwen/Qwen2.5-Coder-32B-Instruct", "Qwen/Qwen2.5-32B-Instruct"),
+                       ("meta-llama/Meta-Llama-3-70B-Instruct", "meta-llama/Llama-3.1-70B-Instruct")):
+        assert dense_params(_load(twin)["config"]) == dense_params(_load(base)["config"])
+
+
+def test_the_planner_finds_and_reads_them() -> None:
+    from vllmkit.arch import read_arch
+    from vllmkit.hub.catalog import find_entry
+
+    for model_id in DENSE_IDS + OTHER_IDS:
+        found = find_entry(model_id)
+        assert found is not None and found.id == model_id
+        assert read_arch(found.config).num_hidden_layers == found.config["num_hidden_layers"]
