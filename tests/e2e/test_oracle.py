@@ -100,3 +100,22 @@ def test_auto_max_model_len_matches_vllm(tiny_model_factory) -> None:
     assert data["kv_cache"]["max_model_len"] == printed_len
     assert data["kv_cache"]["tokens"] == tokens
     assert f"{data['kv_cache']['max_concurrency']:.2f}" == f"{concurrency:.2f}"
+
+
+def test_float32_kv_matches_vllm(tiny_model_factory) -> None:
+    """--dtype float32: vLLM caches K and V in float32 (4 bytes), so the same budget holds half the
+    tokens of the 16-bit start (test_capacity_line_matches_vllm[llama]); the plan must print vLLM's line."""
+    model = tiny_model_factory("llama")
+    run = run_vllm_until(
+        model, ["--kv-cache-memory-bytes", str(GIB), "--max-model-len", "1024", "--enforce-eager", "--dtype", "float32"],
+        until="capacity", timeout=600,
+    )
+    capacity = run.capacity()
+    assert capacity is not None, f"vLLM printed no capacity line:\n{run.log[-4000:]}"
+    tokens, printed_len, concurrency = capacity
+    result = invoke(["plan", str(model), "--device", "cpu", "--kv-cache-memory-bytes", str(GIB),
+                     "--max-model-len", "1024", "--dtype", "float32", "--json"])
+    data = json.loads(result.stdout)["data"]
+    assert data["kv_cache"]["tokens"] == tokens
+    assert f"{data['kv_cache']['max_concurrency']:.2f}" == f"{concurrency:.2f}"
+    assert data["kv_cache"]["tokens"] * 2 == plan_json(model, GIB, 1024)["data"]["kv_cache"]["tokens"]
