@@ -116,6 +116,7 @@ def test_float32_kv_matches_vllm(tiny_model_factory) -> None:
     result = invoke(["plan", str(model), "--device", "cpu", "--kv-cache-memory-bytes", str(GIB),
                      "--max-model-len", "1024", "--dtype", "float32", "--json"])
     data = json.loads(result.stdout)["data"]
+    assert data["kv_cache"]["max_model_len"] == printed_len == 1024
     assert data["kv_cache"]["tokens"] == tokens
     assert f"{data['kv_cache']['max_concurrency']:.2f}" == f"{concurrency:.2f}"
     assert data["kv_cache"]["tokens"] * 2 == plan_json(model, GIB, 1024)["data"]["kv_cache"]["tokens"]
