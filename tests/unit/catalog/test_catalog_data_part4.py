@@ -68,6 +68,19 @@ def dense_params(cfg: dict[str, Any]) -> int:
     return embed + layers * per_layer + h
 
 
+def assert_every_value_has_its_source(entry: dict[str, Any]) -> None:
+    """A recorded value cites where it came from; an absent one has no source either."""
+    for value_key, source_key in (
+        ("config", "config_source"), ("weights_bytes", "weights_source"), ("params_by_dtype", "params_source"),
+        ("files", "files_source"), ("index_total_size", "index_source"),
+        ("generation_config", "generation_config_source"),
+    ):
+        if entry[value_key] is None:
+            assert entry[source_key] is None
+        else:
+            assert isinstance(entry[source_key], str) and len(entry[source_key]) > 20
+
+
 @pytest.fixture(params=PART4_IDS + PART4_OTHER_IDS)
 def any_entry(request: pytest.FixtureRequest) -> dict[str, Any]:
     return _load(request.param)
@@ -89,15 +102,7 @@ def test_keys_sources_and_weights_arithmetic(any_entry: dict[str, Any]) -> None:
     assert entry["variant"] in ("bf16", "fp8")
     assert (entry["base_model"] == entry["id"]) == (entry["variant"] == "bf16")
     assert (entry["config"].get("quantization_config") is not None) == (entry["variant"] == "fp8")
-    for value_key, source_key in (
-        ("config", "config_source"), ("weights_bytes", "weights_source"), ("params_by_dtype", "params_source"),
-        ("files", "files_source"), ("index_total_size", "index_source"),
-        ("generation_config", "generation_config_source"),
-    ):
-        if entry[value_key] is None:
-            assert entry[source_key] is None
-        else:
-            assert isinstance(entry[source_key], str) and len(entry[source_key]) > 20
+    assert_every_value_has_its_source(entry)
     if entry["weights_bytes_kind"] == "index_total_size":
         assert entry["weights_bytes"] == entry["index_total_size"]
     else:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.catalog.test_catalog_data_part4 import REQUIRED_KEYS, dense_params
+from tests.unit.catalog.test_catalog_data_part4 import REQUIRED_KEYS, assert_every_value_has_its_source, dense_params
 
 DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
 
@@ -50,15 +50,7 @@ def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     assert set(entry) == REQUIRED_KEYS
     assert entry["id"] == model_id == entry["base_model"]
     assert entry["variant"] == {"float16": "fp16", "bfloat16": "bf16"}[entry["config"]["torch_dtype"]]
-    for value_key, source_key in (
-        ("config", "config_source"), ("weights_bytes", "weights_source"), ("params_by_dtype", "params_source"),
-        ("files", "files_source"), ("index_total_size", "index_source"),
-        ("generation_config", "generation_config_source"),
-    ):
-        if entry[value_key] is None:
-            assert entry[source_key] is None
-        else:
-            assert isinstance(entry[source_key], str) and len(entry[source_key]) > 20
+    assert_every_value_has_its_source(entry)
     assert entry["weights_bytes"] == sum(ITEMSIZE[d] * n for d, n in entry["params_by_dtype"].items())
     if entry["weights_bytes_kind"] == "index_total_size":
         assert entry["weights_bytes"] == entry["index_total_size"]
