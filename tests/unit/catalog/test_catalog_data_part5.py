@@ -15,7 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.catalog.test_catalog_data_part4 import REQUIRED_KEYS, assert_every_value_has_its_source, dense_params
+from tests.unit.catalog.test_catalog_data_part4 import (
+    REQUIRED_KEYS,
+    assert_every_value_has_its_source,
+    dense_params,
+)
 
 DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
 
