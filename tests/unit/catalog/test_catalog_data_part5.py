@@ -124,3 +124,38 @@ def test_the_planner_finds_and_reads_them() -> None:
         found = find_entry(model_id)
         assert found is not None and found.id == model_id
         assert read_arch(found.config).num_hidden_layers == found.config["num_hidden_layers"]
+
+
+def test_minimax_m2_fp8_count_and_block_scales() -> None:
+    """MiniMax-M2 ships FP8 with one float32 scale per 128 x 128 block: 62 layers x (q 3,072 x 6,144, k and
+    v 3,072 x 1,024, o 6,144 x 3,072, 256 experts x 3 x 3,072 x 1,536) = 227,410,968,576 FP8 weights;
+    the scales number 13,880,064 of the 62,654,720 float32 values (the rest: routers and their biases)."""
+    entry = _load("MiniMaxAI/MiniMax-M2")
+    c = entry["config"]
+    h, hd, inter, experts = c["hidden_size"], c["head_dim"], c["intermediate_size"], c["num_local_experts"]
+    q, kv = c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
+    fp8 = c["num_hidden_layers"] * (2 * h * q + 2 * h * kv + experts * 3 * h * inter)
+    assert entry["params_by_dtype"]["F8_E4M3"] == fp8
+
+    def blocks(rows: int, cols: int) -> int:
+        return -(-rows // 128) * -(-cols // 128)
+
+    scales = c["num_hidden_layers"] * (2 * blocks(q, h) + 2 * blocks(kv, h) + experts * 3 * blocks(inter, h))
+    routers = c["num_hidden_layers"] * (experts * h + experts)  # gate weight and its score-correction bias
+    assert entry["params_by_dtype"]["F32"] == scales + routers
+    assert entry["weights_bytes"] == entry["index_total_size"] == (
+        fp8 + 4 * entry["params_by_dtype"]["F32"] + 2 * entry["params_by_dtype"]["BF16"])
+
+
+def test_kimi_k2_thinking_int4_experts() -> None:
+    """Kimi-K2-Thinking packs its routed experts as int4 (compressed-tensors pack-quantized, group 32): 8
+    weights per int32 plus a 2-value weight_shape per matrix: 60 MoE layers x 384 experts x 3 x (7,168 x
+    2,048 / 8 + 2) = 126,835,891,200 int32, the HF count."""
+    entry = _load("moonshotai/Kimi-K2-Thinking")
+    c = entry["config"]
+    moe_layers = c["num_hidden_layers"] - c["first_k_dense_replace"]
+    matrices = moe_layers * c["n_routed_experts"] * 3
+    assert entry["params_by_dtype"]["I32"] == matrices * (c["hidden_size"] * c["moe_intermediate_size"] // 8 + 2)
+    w = c["quantization_config"]["config_groups"]["group_0"]["weights"]
+    assert (w["num_bits"], w["group_size"], w["strategy"]) == (4, 32, "group")
+    assert entry["weights_bytes"] == entry["index_total_size"]
