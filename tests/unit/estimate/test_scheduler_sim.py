@@ -110,6 +110,23 @@ def test_poisson_arrivals_at_a_low_rate_do_not_queue() -> None:
     assert max(r.ttft_s) < 0.025  # at most one step of wait + its own prefill step
 
 
+def test_a_rate_with_a_concurrency_cap_paces_the_closed_loop() -> None:
+    """`vllm bench serve --request-rate R --max-concurrency C`: Poisson arrivals, at most C in flight.
+    A slow rate leaves the cap idle and the run lasts about n / R (cssnoeasy's Qwen3-32B ladder: 128
+    requests at 0.6 req/s, cap 32, 0.567 req/s achieved); a fast rate is held to C at a time."""
+    slow = simulate([10] * 40, [5] * 40, WIDE, flat, concurrency=8, request_rate=2.0)
+    last = arrival_times(40, 2.0)[-1]
+    assert slow.duration_s == pytest.approx(last + 0.05, abs=1e-9)  # the last arrival + its 5 steps
+    assert slow.max_running <= 2  # each lasts 50 ms, a gap is 500 ms on average: no overlap to speak of
+    assert max(slow.ttft_s) < 0.025
+    fast = simulate([10] * 12, [5] * 12, WIDE, flat, concurrency=3, request_rate=1000.0)
+    assert fast.max_running == 3 and fast.completed == 12
+    # the cap binds: four waves of three, as the plain closed loop, give or take the first arrivals
+    assert fast.duration_s == pytest.approx(4 * 0.05, abs=0.02)
+    # the client's wait for a slot is not part of TTFT (the client starts its clock when it sends)
+    assert max(fast.ttft_s) < 0.025
+
+
 def test_poisson_arrivals_are_vllm_bench_serves_numpy_draws() -> None:
     # vllm bench serve: np.random.seed(0), then one np.random.gamma(shape=1, scale=1/rate) per request;
     # benchmark_serving.py sends the first at t=0 and sleeps after each send; newer versions rescale so
