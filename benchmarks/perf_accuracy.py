@@ -49,7 +49,7 @@ GIB = 1 << 30
 DATA_DIR = Path(__file__).parent / "data"
 DATA_FILES = (DATA_DIR / "public-bench-results.jsonl", DATA_DIR / "collected-bench-results.jsonl")
 # runs gathered after the parameters were fitted: never fitted on, scored with the shipped parameters
-HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl",)
+HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "collected-bench-results-3.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
@@ -562,14 +562,21 @@ def print_table(summary: dict[str, dict[str, float]]) -> None:
 
 
 def print_held_out(paths: list[Path], profiles: list[Any], *, rows: bool) -> None:
-    scored, skipped = score_held_out(paths, profiles)
-    print(f"\nheld-out files ({', '.join(p.name for p in paths)}): {len(scored)} runs scored with the shipped "
-          f"parameters; skipped {len(skipped)}")
-    for s in skipped:
-        print(f"  skipped {s}")
-    if rows:
-        print_rows(scored)
-    print_table(summarize(scored))
+    """One table per held-out file, then all of them together when there are several."""
+    everything: list[tuple[Case, dict, dict]] = []
+    for path in paths:
+        scored, skipped = score_held_out([path], profiles)
+        everything += scored
+        print(f"\nheld-out file {path.name}: {len(scored)} runs scored with the shipped parameters; "
+              f"skipped {len(skipped)}")
+        for s in skipped:
+            print(f"  skipped {s}")
+        if rows:
+            print_rows(scored)
+        print_table(summarize(scored))
+    if len(paths) > 1:
+        print(f"\nheld-out files together ({', '.join(p.name for p in paths)}): {len(everything)} runs")
+        print_table(summarize(everything))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -193,6 +193,9 @@ class Efficiency:
     # shapes (MAMF, best shape: A100 SXM 86.9 % vs H100 SXM 80.3 %; at LLM shapes an H200 reached 67 %,
     # benchmarks/data/gpu-probe-h200.json); fitted, bounded below by the MAMF ratio
     ampere_compute: float = 1.0
+    # --enforce-eager: the host's cost of dispatching one decoder layer's kernels (with_eager; 0: CUDA
+    # graphs replay the step without it)
+    eager_dispatch_s: float = 0.0
     source: str = "estimated"
     note: str = ""
 
@@ -251,17 +254,29 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
 
 
 # --enforce-eager: no CUDA graphs, so every kernel of a step is launched from Python (PyTorch dispatch
-# plus the launch, tens of microseconds each) and the GPU idles between small decode kernels. Per
-# decoder layer of a stage, from the one stock public eager run we have: vllm#20469 (Qwen3-14B-AWQ on an
-# A100 80GB, vLLM 0.9.1 --enforce-eager, one request at a time): median TPOT 20.94 ms against 8.8 ms
-# modelled with graphs, (20.94 - 8.8) / 40 layers = 0.30 ms. A layer of an MoE model launches more
-# kernels (routing, two grouped GEMMs, the shared expert), so this is a floor there.
-EAGER_PER_LAYER_S = 0.30e-3
+# plus the launch, tens of microseconds each). The host dispatches asynchronously, ahead of the GPU: a
+# layer whose kernels run longer than their dispatch hides most of it, one whose kernels are short waits
+# on it. Per decoder layer the step takes sqrt(gpu^2 + dispatch^2) (the same soft maximum as the GEMM
+# roofline: neither side stays perfectly ahead of the other). The dispatch cost comes from the one stock
+# public eager run with one request at a time: vllm#20469 (Qwen3-14B-AWQ, 40 layers, A100 80GB, vLLM
+# 0.9.1 --enforce-eager): median TPOT 20.94 ms against 8.8 ms modelled with graphs, whose layers take
+# 0.165 ms each on the GPU: sqrt(0.4685^2 - 0.165^2) = 0.44 ms ((20.94 - 2.2 ms of step overhead) / 40
+# = 0.4685 ms a layer). A layer of an MoE model launches more kernels (routing, two grouped GEMMs, the
+# shared expert), so this is a floor there.
+EAGER_DISPATCH_PER_LAYER_S = 0.44e-3
 
 
 def with_eager(eff: Efficiency, model: ModelPerf) -> Efficiency:
-    """The efficiency of an --enforce-eager engine: the per-layer launch cost on every step."""
-    return replace(eff, step_overhead_s=eff.step_overhead_s + EAGER_PER_LAYER_S * model.layers)
+    """The efficiency of an --enforce-eager engine: each decoder layer's kernel dispatch on every step."""
+    return replace(eff, eager_dispatch_s=EAGER_DISPATCH_PER_LAYER_S)
+
+
+def eager_stage_seconds(stage_s: float, layers: int, dispatch_s: float) -> float:
+    """One stage's time under eager dispatch: per layer sqrt(gpu^2 + dispatch^2) (see above)."""
+    if dispatch_s <= 0 or layers <= 0:
+        return stage_s
+    per = stage_s / layers
+    return layers * sqrt(per * per + dispatch_s * dispatch_s)
 
 
 # --------------------------------------------------------------------------- one step
@@ -312,7 +327,8 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
     attn_cmp = model.attn_flops_per_pair * (context_sum + prefill_pairs) / peak
     t_mem = gemm_mem + attn_mem
     t_cmp = gemm_cmp + attn_cmp
-    stage = gemm_seconds(gemm_mem, gemm_cmp) + model.kernels_seconds(eff) + max(attn_mem, attn_cmp)
+    stage = eager_stage_seconds(gemm_seconds(gemm_mem, gemm_cmp) + model.kernels_seconds(eff)
+                                + max(attn_mem, attn_cmp), model.layers, eff.eager_dispatch_s)
     comm = allreduce_seconds(model, gpu, eff, tokens)
     overhead = eff.step_overhead_s + eff.per_seq_overhead_s * (decode + (1 if prefill_tokens else 0))
     return StepCost(seconds=model.pp * stage + comm + overhead, memory_s=model.pp * t_mem,
@@ -341,6 +357,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     ar = allreduce_seconds(model, gpu, eff, 1.0) if model.tp > 1 else 0.0
     ar_lat = allreduce_seconds(model, gpu, eff, 0.0) if model.tp > 1 else 0.0
     over, per_seq = eff.step_overhead_s, eff.per_seq_overhead_s
+    dispatch, layers = (eff.eager_dispatch_s, model.layers) if eff.eager_dispatch_s > 0 and model.layers > 0 else (0.0, 1)
 
     def fn(decode: int, context_sum: float, prefill: int, pairs: float) -> tuple[float, bool]:
         tokens = decode + prefill
@@ -354,6 +371,9 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
         attn_cmp = attn_pair * (context_sum + pairs) / peak
         stage = (sqrt(gemm_mem * gemm_mem + gemm_cmp * gemm_cmp) + kernels
                  + (attn_mem if attn_mem > attn_cmp else attn_cmp))
+        if dispatch:
+            per = stage / layers
+            stage = layers * sqrt(per * per + dispatch * dispatch)
         comm = ar_lat + (ar - ar_lat) * tokens
         seconds = pp * stage + comm + over + per_seq * (decode + (1 if prefill else 0))
         return seconds, (gemm_cmp + attn_cmp) > (gemm_mem + attn_mem)
@@ -395,13 +415,14 @@ def naive_roofline_tpot(model: ModelPerf, gpu: GpuPerf) -> float:
 
 __all__ = [
     "AMPERE_MAMF_RATIO",
-    "EAGER_PER_LAYER_S",
+    "EAGER_DISPATCH_PER_LAYER_S",
     "Efficiency",
     "GpuPerf",
     "KVRead",
     "ModelPerf",
     "StepCost",
     "decode_floor_seconds",
+    "eager_stage_seconds",
     "efficiency_for",
     "gemm_seconds",
     "make_step_fn",

@@ -133,13 +133,15 @@ def test_shipped_front_end_cost_is_no_more_than_a_real_vllm_costs() -> None:
 
 
 def test_enforce_eager_slows_every_step_by_the_launch_cost_of_its_layers() -> None:
-    """--enforce-eager: no CUDA graphs, 0.30 ms of Python launches per decoder layer on every step
-    (estimate/perf.py EAGER_PER_LAYER_S, from vllm#20469). Qwen3-8B has 36 layers: one request decodes
-    36 x 0.30 = 10.8 ms slower a token."""
+    """--enforce-eager: no CUDA graphs; the host dispatches each decoder layer's kernels in 0.44 ms
+    (estimate/perf.py EAGER_DISPATCH_PER_LAYER_S, from vllm#20469), asynchronously ahead of the GPU.
+    Qwen3-8B has 36 layers: a token cannot come faster than 36 x 0.44 = 15.8 ms, and the GPU's own
+    work overlaps the dispatch, so eager adds less than the full 15.8 ms to the graphs' TPOT."""
     wl = Workload(512, 128, concurrency=1)
     graphs = build_plan(REQ, ENV, perf=PerfOptions(workload=wl)).performance
     eager_plan = build_plan(REQ.model_copy(update={"enforce_eager": True}), ENV, perf=PerfOptions(workload=wl))
-    assert eager_plan.performance.tpot_ms.mean - graphs.tpot_ms.mean == pytest.approx(36 * 0.30, rel=0.03)
+    assert eager_plan.performance.tpot_ms.mean > 36 * 0.44
+    assert 0 < eager_plan.performance.tpot_ms.mean - graphs.tpot_ms.mean < 36 * 0.44
 
 
 def test_float32_streams_twice_the_weight_bytes() -> None:
