@@ -127,8 +127,9 @@ def allreduce_fusion_non_torch(*, tp: int, pp: int, dp: int, compute_capability:
 
 def sampler_bytes_per_element(path: str) -> int:
     """Bytes per (row, vocab) element at the dummy sampler's peak: "sort" (PyTorch sort-based
-    top-k/top-p), "triton" (the Triton top-k/top-p kernel, vLLM >= 0.17), else FlashInfer's sampling."""
-    return {"sort": SAMPLER_SORT_BYTES, "triton": SAMPLER_TRITON_BYTES}.get(path, SAMPLER_BYTES)
+    top-k/top-p), "triton" (the Triton top-k/top-p kernel, vLLM >= 0.17), "none" (a pipeline stage
+    before the last, which does not sample), else FlashInfer's sampling."""
+    return {"sort": SAMPLER_SORT_BYTES, "triton": SAMPLER_TRITON_BYTES, "none": 0}.get(path, SAMPLER_BYTES)
 
 
 def _activation_parts(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int,

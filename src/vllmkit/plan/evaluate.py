@@ -235,7 +235,8 @@ def prepare(
         if last:
             terms.update(last_stage_terms or {})
         budget = stage_budget(arch, split.per_stage_bytes[s], weights_source, len(layers), tp, pp, settings, rules,
-                              first_stage=s == 0, extra_terms=terms, weight_padding=split.per_stage_padding[s])
+                              first_stage=s == 0, last_stage=last, extra_terms=terms,
+                              weight_padding=split.per_stage_padding[s])
         budgets.append(budget)
         worker_avail.append(budget.kv_cache.bytes)
     tightest = min(range(len(budgets)), key=lambda i: budgets[i].kv_cache.bytes)
@@ -297,6 +298,7 @@ def stage_budget(
     rules: VersionRules,
     *,
     first_stage: bool = True,
+    last_stage: bool = True,
     extra_terms: dict[str, MemoryTerm] | None = None,
     weight_padding: int = 0,
 ) -> MemoryBudget:
@@ -338,7 +340,8 @@ def stage_budget(
         non_torch = MemoryTerm(bytes=non_torch.bytes + fusion, source="estimated",
                                note=f"{non_torch.note} + {fusion / GIB:.2f} GiB of FlashInfer all-reduce fusion "
                                     "workspace (TP on an NVSwitch fabric, vLLM >= 0.17)")
-    sampler = sampler_path(settings, rules)
+    # only the last pipeline stage samples (profile_run: _dummy_sampler_run on get_pp_group().is_last_rank)
+    sampler = sampler_path(settings, rules) if last_stage else "none"
     moe_gather = settings.data_parallel_size if settings.expert_parallel else 1
     activation = settings.calibrated.get("activation") or estimate_activation(
         arch, tp=tp, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs,

@@ -104,3 +104,28 @@ def test_a_forward_pass_peak_keeps_the_whole_constant() -> None:
                  enable_prefix_caching=False)
     assert "forward-pass share" not in plan.memory.notes["non_torch"]
     assert plan.memory.kv_cache_bytes / GIB == pytest.approx(28.44, rel=0.035)
+
+
+def test_only_the_last_pipeline_stage_samples() -> None:
+    """profile_run runs the dummy sampler on the last PP rank only (v1/worker/gpu_model_runner.py:
+    `if get_pp_group().is_last_rank: ... self._dummy_sampler_run`): with PP=4 on vLLM 0.19 the llm-d
+    planner's Llama-3.1-8B log prints 1.05 GiB of peak activation on the first stage, below the
+    1024 x 128,256 x 14 B = 1.71 GiB the Triton sampler takes on the last."""
+    from vllmkit.engine.versions import rules_for
+    from vllmkit.hardware.profiles import load_profiles, resolve_gpu
+    from vllmkit.hub.resolve import resolve_model
+    from vllmkit.plan.candidates import engine_settings, prepare_candidate
+    from vllmkit.plan.variants import make_variant
+
+    req = PlanRequest(model="meta-llama/Llama-3.1-8B-Instruct", source="catalog", gpu="h100-sxm",
+                      vllm_version="0.19.0", pipeline_parallel_size=4, tensor_parallel_size=1,
+                      gpu_memory_utilization=0.95, max_model_len=8192)
+    rules = rules_for("0.19.0")
+    variant = make_variant(resolve_model(req.model, source="catalog", revision=None, refresh=False, env=ENV), rules)
+    profile = resolve_gpu("h100-sxm", profiles=load_profiles(include_user_config=False))
+    settings = engine_settings(req, profile, rules, "auto", variant.arch, 1, 4, None)
+    prep = prepare_candidate(variant, 1, 4, settings, rules)
+    first, last = prep.budgets[0], prep.budgets[-1]
+    assert last.activation.bytes == 1024 * 128256 * SAMPLER_TRITON_BYTES
+    assert first.activation.bytes < 1.05 * GIB < last.activation.bytes
+    assert "Triton" not in first.activation.note
