@@ -103,6 +103,7 @@ class ModelPerf:
     moe_layers: int = 0
     expert_width: int = 0  # one expert's intermediate size on this rank (moe_intermediate_size / tp)
     gemm_kernels: int = 0  # GEMM kernels per step on a rank of the busiest stage; 0: 4 per layer
+    shared_experts: int = 0  # shared experts of an MoE layer (DeepSeek, Qwen2-MoE)
 
     def kernels_seconds(self, eff: Efficiency) -> float:
         """Fixed kernel costs of the linear layers of one step on one stage: GEMMs, plus W8A8's
@@ -264,11 +265,36 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
 # = 0.4685 ms a layer). A layer of an MoE model launches more kernels (routing, two grouped GEMMs, the
 # shared expert), so this is a floor there.
 EAGER_DISPATCH_PER_LAYER_S = 0.44e-3
+# The dispatch cost scales with the kernels a layer launches, counted in vLLM's modules (0.32: qwen3.py,
+# deepseek_v2.py, fused_moe/fused_moe.py fused_experts_impl). A dense GQA layer, the calibration's kind:
+# two fused add + RMSNorms, qkv, rotary, KV-cache write, attention, o_proj, gate_up, SiLU-and-mul, down =
+# 10. A fused-MoE block replaces the MLP's 3 with 7 (router GEMM, top-k softmax, moe_align_block_size,
+# two grouped GEMMs, the activation, moe_sum); shared experts add their MLP and the sum (4); MLA adds
+# the latent projections, their norm and the absorbed up-projections (4); tensor parallelism two
+# all-reduces.
+EAGER_LAUNCHES_DENSE_LAYER = 10
+EAGER_LAUNCHES_MOE_EXTRA = 4
+EAGER_LAUNCHES_SHARED_EXPERTS = 4
+EAGER_LAUNCHES_MLA_EXTRA = 4
+EAGER_LAUNCHES_TP_ALLREDUCE = 2
+
+
+def eager_launch_factor(model: ModelPerf) -> float:
+    """Kernels an average decoder layer of the model launches, relative to the calibration's dense layer."""
+    total_layers = max(model.layers * model.pp, 1)
+    moe_share = min(model.moe_layers / total_layers, 1.0) if model.is_moe else 0.0
+    launches = float(EAGER_LAUNCHES_DENSE_LAYER)
+    launches += moe_share * (EAGER_LAUNCHES_MOE_EXTRA + (EAGER_LAUNCHES_SHARED_EXPERTS if model.shared_experts else 0))
+    if any(g.kind == "mla" for g in model.kv):
+        launches += EAGER_LAUNCHES_MLA_EXTRA
+    if model.tp > 1:
+        launches += EAGER_LAUNCHES_TP_ALLREDUCE
+    return launches / EAGER_LAUNCHES_DENSE_LAYER
 
 
 def with_eager(eff: Efficiency, model: ModelPerf) -> Efficiency:
     """The efficiency of an --enforce-eager engine: each decoder layer's kernel dispatch on every step."""
-    return replace(eff, eager_dispatch_s=EAGER_DISPATCH_PER_LAYER_S)
+    return replace(eff, eager_dispatch_s=EAGER_DISPATCH_PER_LAYER_S * eager_launch_factor(model))
 
 
 def eager_stage_seconds(stage_s: float, layers: int, dispatch_s: float) -> float:
@@ -422,6 +448,7 @@ __all__ = [
     "ModelPerf",
     "StepCost",
     "decode_floor_seconds",
+    "eager_launch_factor",
     "eager_stage_seconds",
     "efficiency_for",
     "gemm_seconds",

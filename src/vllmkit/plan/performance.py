@@ -193,6 +193,7 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
         active_params=active_params, attn_flops_per_pair=attn_pair, kv=kv,
         compute_precision=precision, weight_kernel=kernel, moe_layers=moe_layers,
         expert_width=(arch.moe.moe_intermediate_size or arch.intermediate_size or 0) // tp if arch.moe else 0,
+        shared_experts=arch.moe.num_shared_experts if arch.moe else 0,
     )
 
 

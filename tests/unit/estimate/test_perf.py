@@ -181,3 +181,28 @@ def test_step_time_grows_with_the_batch_but_less_than_linearly(model, batch) -> 
     two = step_cost(model, H100, eff, decode=2 * batch, context_sum=2 * batch * 500).seconds
     assert one <= two <= 2 * one * (1 + 1e-9)
     assert math.isfinite(two)
+
+
+def test_eager_dispatch_scales_with_the_kernels_a_layer_launches() -> None:
+    """Launches per decoder layer counted in vLLM's modules (estimate/perf.py): a dense GQA layer 10 (the
+    vllm#20469 calibration's kind); DeepSeek-V2-Lite at TP=2 has 26 fused-MoE layers of 27 (+4 each,
+    +4 more for its shared experts), MLA (+4) and two all-reduces (+2): (10 + 26/27 x 8 + 4 + 2) / 10."""
+    from vllmkit.estimate.perf import EAGER_DISPATCH_PER_LAYER_S, eager_launch_factor, with_eager
+
+    dense = ModelPerf(tp=1, pp=1, layers=40, hidden_size=5120, dense_bytes=10**10)
+    assert eager_launch_factor(dense) == 1.0
+    assert with_eager(Efficiency(), dense).eager_dispatch_s == EAGER_DISPATCH_PER_LAYER_S
+    lite = ModelPerf(tp=2, pp=1, layers=27, hidden_size=2048, dense_bytes=10**9, expert_bytes=10**10,
+                     num_experts=64, experts_per_token=6, moe_layers=26, shared_experts=2,
+                     kv=(KVRead(kind="mla", layers=27, token_bytes=1152),))
+    assert eager_launch_factor(lite) == pytest.approx((10 + 26 / 27 * 8 + 4 + 2) / 10)
+
+
+def test_eager_stage_time_overlaps_dispatch_and_gpu() -> None:
+    """Per layer sqrt(gpu^2 + dispatch^2): short layers wait on the host, long ones hide it."""
+    from vllmkit.estimate.perf import eager_stage_seconds
+
+    assert eager_stage_seconds(40 * 0.1e-3, 40, 0.44e-3) == pytest.approx(40 * (0.1**2 + 0.44**2) ** 0.5 * 1e-3)
+    long_layers = eager_stage_seconds(64 * 1.0e-3, 64, 0.44e-3)
+    assert 64 * 1.0e-3 < long_layers < 64 * 1.1e-3  # a 1 ms layer hides most of a 0.44 ms dispatch
+    assert eager_stage_seconds(0.01, 10, 0.0) == 0.01  # CUDA graphs
