@@ -151,3 +151,11 @@ def test_float32_streams_twice_the_weight_bytes() -> None:
     bf16 = build_plan(REQ, ENV, perf=PerfOptions(workload=wl)).performance
     fp32 = build_plan(REQ.model_copy(update={"dtype": "float32"}), ENV, perf=PerfOptions(workload=wl)).performance
     assert 1.5 < fp32.tpot_ms.mean / bf16.tpot_ms.mean < 2.0
+
+
+def test_eager_dispatch_is_stated_among_the_assumptions() -> None:
+    wl = Workload(512, 128, concurrency=1)
+    eager_plan = build_plan(REQ.model_copy(update={"enforce_eager": True}), ENV, perf=PerfOptions(workload=wl))
+    assert any("--enforce-eager: 0.44 ms" in a for a in eager_plan.performance.assumptions)
+    graphs = build_plan(REQ, ENV, perf=PerfOptions(workload=wl)).performance
+    assert not any("enforce-eager" in a for a in graphs.assumptions)
