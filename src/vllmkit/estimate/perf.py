@@ -262,8 +262,7 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
 # public eager run with one request at a time: vllm#20469 (Qwen3-14B-AWQ, 40 layers, A100 80GB, vLLM
 # 0.9.1 --enforce-eager): median TPOT 20.94 ms against 8.8 ms modelled with graphs, whose layers take
 # 0.165 ms each on the GPU: sqrt(0.4685^2 - 0.165^2) = 0.44 ms ((20.94 - 2.2 ms of step overhead) / 40
-# = 0.4685 ms a layer). A layer of an MoE model launches more kernels (routing, two grouped GEMMs, the
-# shared expert), so this is a floor there.
+# = 0.4685 ms a layer). That is a dense layer's; other layers scale it by what they launch (below).
 EAGER_DISPATCH_PER_LAYER_S = 0.44e-3
 # The dispatch cost scales with the kernels a layer launches, counted in vLLM's modules (0.32: qwen3.py,
 # deepseek_v2.py, fused_moe/fused_moe.py fused_experts_impl). A dense GQA layer, the calibration's kind:
