@@ -59,7 +59,6 @@ SAMPLER_SORT_BYTES = 38
 # planner version sweep), all at TP=1: about 256 MiB (non-torch 0.13-0.14 GiB plus the runner's persistent
 # buffers). The rest of the constant is the forward pass's share.
 NON_TORCH_SORT_PEAK_REST = 256 * MIB
-NON_TORCH_FORWARD_SHARE = NON_TORCH_BASE - NON_TORCH_SORT_PEAK_REST
 # From vLLM 0.17 apply_top_k_top_p runs a Triton top-k/top-p kernel on the float32 logits in place
 # (v1/sample/ops/topk_topp_sampler.py; topk_topp_triton.py apply_top_k_top_p_triton), then softmax into
 # float32 probs and random_sample's exponential noise q, divided in place (sample_with_exponential_noise:
@@ -148,26 +147,25 @@ def _activation_parts(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, 
 
 
 def estimate_activation(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int,
-                        sampler_sort: bool = False, moe_gather: int = 1, sampler: str | None = None) -> MemoryTerm:
+                        sampler: str = "flashinfer", moe_gather: int = 1) -> MemoryTerm:
     """Peak of the profile run: the larger of one forward over max_num_batched_tokens and the
     sampler dummy run over min(max_num_seqs, max_num_batched_tokens) rows (they run one after the
     other). sampler: the dummy sampler's top-k/top-p path, "sort" (SAMPLER_SORT_BYTES per row x vocab
     element), "triton" (SAMPLER_TRITON_BYTES) or "flashinfer" (SAMPLER_BYTES); engine/versions.py says
-    in which releases (sampler_sort=True is "sort").
+    in which releases.
     moe_gather: data-parallel ranks whose tokens every MoE layer gathers (expert parallelism under
     --data-parallel-size: the all-to-all dispatch all-gathers the DP ranks' batches, and the fused-MoE
     workspace is sized for all of them x top-k)."""
-    path = sampler or ("sort" if sampler_sort else "flashinfer")
     forward, sampled, rows, gathered = _activation_parts(
         arch, tp=tp, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
-        sampler=path, moe_gather=moe_gather)
+        sampler=sampler, moe_gather=moe_gather)
     note = f"profile run over {max_num_batched_tokens} batched tokens + sampler over {max_num_seqs} sequences"
     if gathered != max_num_batched_tokens:
         note += f"; MoE layers over the {moe_gather} data-parallel ranks' tokens ({gathered})"
-    if path in ("sort", "triton") and sampled > forward:
-        kind = "sort-based" if path == "sort" else "Triton"
+    if sampler in ("sort", "triton") and sampled > forward:
+        kind = "sort-based" if sampler == "sort" else "Triton"
         note = (f"sampler dummy run: {kind} top-k/top-p over {rows} x {arch.vocab_size} logits "
-                f"({sampler_bytes_per_element(path)} B each)")
+                f"({sampler_bytes_per_element(sampler)} B each)")
     return MemoryTerm(bytes=max(forward, sampled), source="estimated", note=note)
 
 

@@ -12,8 +12,8 @@ What it mirrors (vllm/v1/core/sched/scheduler.py, `Scheduler.schedule`, 0.9 - 0.
 What a published benchmark does is simulated as such: `request_rate=None` with no concurrency is a
 burst (every prompt at t=0, as `vllm bench serve --request-rate inf`), a concurrency is a closed loop
 of that many clients, a rate is Poisson arrivals (burstiness 1), and a rate with a concurrency is
-Poisson arrivals of which at most that many are in flight (`--request-rate R --max-concurrency C`). The run ends when the last request
-finishes, so the throughput includes the tail of the run, as the benchmark's does.
+Poisson arrivals of which at most that many are in flight (`--request-rate R --max-concurrency C`).
+The run ends when the last request finishes, so the throughput includes the tail of the run, as the benchmark's does.
 """
 
 from __future__ import annotations
@@ -139,16 +139,12 @@ def simulate(
     n = len(input_lens)
     if n == 0 or n != len(output_lens):
         raise ValueError("need as many output lengths as input lengths (and at least one request)")
-    arrivals: list[float] = []
-    # a rate with a concurrency cap (`vllm bench serve --request-rate R --max-concurrency C`): Poisson
-    # arrivals, each sent when it has arrived and fewer than C are in flight (the client's semaphore
-    # holds the rest; their wait is not part of TTFT, which the client times from the send)
-    paced = arrival_times(n, request_rate, seed) if concurrency and request_rate and not math.isinf(request_rate) \
-        else None
-    if concurrency:
-        arrivals = paced[:min(concurrency, n)] if paced else [0.0] * min(concurrency, n)
-    else:
-        arrivals = arrival_times(n, request_rate, seed)
+    # when each request arrives (all at t=0 without a finite rate). A closed loop sends the first
+    # `concurrency` at their arrival and the next as one finishes, but not before it has arrived: a rate
+    # with a concurrency cap (`vllm bench serve --request-rate R --max-concurrency C`) holds the rest in
+    # the client's semaphore, whose wait is not part of TTFT (the client times from the send)
+    due = arrival_times(n, request_rate, seed)
+    arrivals = due[:min(concurrency, n)] if concurrency else due
     next_to_send = len(arrivals)  # closed loop: the next request index to send on a completion
     arrival_t = [0.0] * n
     ready_t = [0.0] * n
@@ -376,7 +372,7 @@ def simulate(
                 gaps_sum += span
                 gaps_n += output_lens[i] - 1
             if concurrency and next_to_send < n:
-                send(next_to_send, max(t, paced[next_to_send]) if paced else t)
+                send(next_to_send, max(t, due[next_to_send]))
                 next_to_send += 1
         # prefill chunks: a finished prompt yields its next token now
         for i, c in chunks:
@@ -402,7 +398,7 @@ def simulate(
                     gaps_sum += span
                     gaps_n += output_lens[i] - 1
                 if concurrency and next_to_send < n:
-                    send(next_to_send, max(t, paced[next_to_send]) if paced else t)
+                    send(next_to_send, max(t, due[next_to_send]))
                     next_to_send += 1
                 continue
             running[i] = "decode"

@@ -311,7 +311,8 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
             "recompute preemption); steady-state throughput over the middle of the run",
             "no prefix-cache hits, no speculative decoding; MoE routing assumed uniform",
         ] + ([f"--enforce-eager: {eff.eager_dispatch_s * 1e3:.2f} ms of host kernel dispatch per decoder layer, "
-              "overlapping the GPU's work (sqrt(gpu^2 + dispatch^2) a layer)"] if eff.eager_dispatch_s > 0 else []) + ([f"{gpu.name}: the profile has no datasheet peaks; assumed {gpu.bandwidth_bytes_s / 1e9:.0f} GB/s and "
+              "overlapping the GPU's work (sqrt(gpu^2 + dispatch^2) a layer)"] if eff.eager_dispatch_s > 0 else [])
+        + ([f"{gpu.name}: the profile has no datasheet peaks; assumed {gpu.bandwidth_bytes_s / 1e9:.0f} GB/s and "
               f"{max(gpu.tflops.values()):g} TFLOPS (a rough placeholder, not fitted)"] if gpu.vendor == "cpu" else []),
     )
 

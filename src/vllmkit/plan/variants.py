@@ -60,7 +60,7 @@ def _without_tied_head(total: int, arch: ModelArch) -> tuple[int, str]:
     "Model loading took 1.12 GiB" = the tied 596,049,920 parameters x 2 B)."""
     if not arch.tie_word_embeddings or arch.quantization is not None:
         return total, "measured"
-    head = arch.vocab_size * arch.hidden_size * (4 if arch.dtype == "float32" else 2)
+    head = arch.vocab_size * arch.hidden_size * arch.dtype_bytes
     extra = total - estimate_param_bytes(arch)
     if head and abs(extra - head) <= 0.02 * head:
         return total - head, "derived"
