@@ -37,6 +37,21 @@ class MLAFacts(BaseModel):
     qk_nope_head_dim: int | None = None
     v_head_dim: int | None = None
     q_lora_rank: int | None = None
+    # DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): the lightning indexer keeps its own key cache
+    # beside the latent, index_head_dim fp8 values + one float32 scale per 128 (vLLM deepseek_v2.py
+    # Indexer / DeepseekV32IndexerCache); None without one
+    index_head_dim: int | None = None
+    index_n_heads: int | None = None
+    index_topk: int | None = None  # context tokens each query attends to (the rest are skipped)
+    # model layers that build an indexer (index_topk_freq / index_topk_pattern); None = every layer
+    indexer_layers: list[int] | None = None
+
+    @property
+    def indexer_token_bytes(self) -> int:
+        """uint8 bytes one token takes in one layer's indexer cache: head_dim + head_dim // 128 * 4."""
+        if not self.index_head_dim:
+            return 0
+        return self.index_head_dim + self.index_head_dim // 128 * 4
 
 
 class MambaFacts(BaseModel):

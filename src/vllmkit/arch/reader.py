@@ -563,6 +563,35 @@ def _native_len(
     return int(best), key_used, warnings
 
 
+def _indexer_facts(cfg: dict[str, Any], n_layers: int, where: str) -> dict[str, Any]:
+    """DeepSeek sparse attention's lightning indexer (vLLM deepseek_v2.py, 0.32.0): a config with
+    `index_topk` builds one; index_head_dim defaults to 128 (transformers DeepseekV32Config /
+    GlmMoeDsaConfig). Layers without one: index_topk_pattern "S", else those where
+    max(layer - index_skip_topk_offset + 1, 0) % index_topk_freq != 0 (offset 2, freq 1: none)."""
+    if "index_topk" not in cfg:
+        return {}
+    head = cfg.get("index_head_dim")
+    head = 128 if head is None else head
+    if not isinstance(head, int) or isinstance(head, bool):
+        raise ConfigError(f"config.json{where} has index_head_dim = {head!r}, not an integer",
+                          "check the config", code="config-bad-field")
+    _check_limit(head, "index_head_dim", where, limit_key="head_dim")
+    pattern = cfg.get("index_topk_pattern")
+    freq = cfg.get("index_topk_freq") or 1
+    offset = cfg.get("index_skip_topk_offset", 2)
+    if isinstance(pattern, str) and pattern:
+        layers = [i for i in range(n_layers) if i >= len(pattern) or pattern[i] != "S"]
+    elif isinstance(freq, int) and isinstance(offset, int) and freq > 1:
+        layers = [i for i in range(n_layers) if max(i - offset + 1, 0) % freq == 0]
+    else:
+        layers = None
+    topk = cfg.get("index_topk")
+    heads = cfg.get("index_n_heads")
+    return {"index_head_dim": head, "indexer_layers": layers,
+            "index_topk": topk if isinstance(topk, int) and topk > 0 else None,
+            "index_n_heads": heads if isinstance(heads, int) and heads > 0 else 64}
+
+
 def read_arch(
     config: Any,
     *,
@@ -637,6 +666,7 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
             qk_nope_head_dim=cfg.get("qk_nope_head_dim"),
             v_head_dim=cfg.get("v_head_dim"),
             q_lora_rank=cfg.get("q_lora_rank"),
+            **_indexer_facts(cfg, n_layers, where),
         )
     if mla is not None:
         _check_limit(mla.kv_lora_rank, "kv_lora_rank", where)

@@ -104,6 +104,18 @@ class ModelPerf:
     expert_width: int = 0  # one expert's intermediate size on this rank (moe_intermediate_size / tp)
     gemm_kernels: int = 0  # GEMM kernels per step on a rank of the busiest stage; 0: 4 per layer
     shared_experts: int = 0  # shared experts of an MoE layer (DeepSeek, Qwen2-MoE)
+    # DeepSeek sparse attention: each query attends to at most `sparse_topk` context tokens, chosen by an
+    # indexer that scores every context token (`indexer_flops_per_pair` FLOPs per pair, per rank and stage)
+    sparse_topk: int = 0
+    indexer_flops_per_pair: float = 0.0
+
+    def attention_flops(self, decode: int, context_sum: float, prefill_tokens: float, prefill_pairs: float) -> float:
+        """Attention FLOPs of one step: decode queries over their contexts, prompt tokens over theirs."""
+        pairs = context_sum + prefill_pairs
+        if not self.sparse_topk:
+            return self.attn_flops_per_pair * pairs
+        attended = min(context_sum, decode * self.sparse_topk) + min(prefill_pairs, prefill_tokens * self.sparse_topk)
+        return self.attn_flops_per_pair * attended + self.indexer_flops_per_pair * pairs
 
     def kernels_seconds(self, eff: Efficiency) -> float:
         """Fixed kernel costs of the linear layers of one step on one stage: GEMMs, plus W8A8's
@@ -349,7 +361,7 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
     gemm_cmp = gemm_flops / peak
     # attention kernels run after / between the GEMMs (separate kernels): their time adds
     attn_mem = (model.kv_bytes_read(decode, context_sum) + model.kv_bytes_per_token() * tokens) / bw
-    attn_cmp = model.attn_flops_per_pair * (context_sum + prefill_pairs) / peak
+    attn_cmp = model.attention_flops(decode, context_sum, prefill_tokens, prefill_pairs) / peak
     t_mem = gemm_mem + attn_mem
     t_cmp = gemm_cmp + attn_cmp
     stage = eager_stage_seconds(gemm_seconds(gemm_mem, gemm_cmp) + model.kernels_seconds(eff)
@@ -377,6 +389,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     state_b = float(sum(2 * g.layers * g.state_bytes for g in model.kv if g.kind == "mamba"))
     write_tb = float(model.kv_bytes_per_token())
     attn_pair = model.attn_flops_per_pair
+    sparse = model.sparse_topk > 0
     pp = model.pp
     kernels = model.kernels_seconds(eff)
     ar = allreduce_seconds(model, gpu, eff, 1.0) if model.tp > 1 else 0.0
@@ -393,7 +406,8 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
         for tb, w in windowed:
             kv += tb * (min(context_sum, decode * w) if w else context_sum)
         attn_mem = (kv + write_tb * tokens) / bw
-        attn_cmp = attn_pair * (context_sum + pairs) / peak
+        attn_cmp = (attn_pair * (context_sum + pairs) if not sparse
+                    else model.attention_flops(decode, context_sum, prefill, pairs)) / peak
         stage = (sqrt(gemm_mem * gemm_mem + gemm_cmp * gemm_cmp) + kernels
                  + (attn_mem if attn_mem > attn_cmp else attn_cmp))
         if dispatch:

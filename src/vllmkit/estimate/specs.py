@@ -117,6 +117,8 @@ def default_block_size(arch: ModelArch, device: str, *, compute_capability: floa
         if arch.mla is not None and not cpu_amx:
             return BlockSizeChoice(16, "CPU MLA decode kernel requires block size 16 (platforms/cpu.py)")
         return BlockSizeChoice(128, "CPU backend default block size 128 (platforms/cpu.py)")
+    if arch.mla is not None and arch.mla.index_head_dim and device == "cuda":
+        return BlockSizeChoice(64, "DeepSeek sparse attention (FlashMLA sparse backend): kernel blocks of 64 tokens")
     if arch.mla is not None and device == "cuda" and compute_capability is not None:
         if compute_capability >= 12.0:
             pass  # sm12x: Triton MLA, multiples of 16
@@ -227,7 +229,19 @@ def build_specs(
                     chunk_size=arch.attention_chunk_size if kind is LayerKind.CHUNKED else None,
                 )
             )
+            if kind is LayerKind.MLA and _has_indexer(arch, i):
+                # the indexer's key cache is one more MLA spec of the same layer (same block size, so
+                # vLLM keeps it in the latent's group: UniformTypeKVCacheSpecs)
+                ids.append(i)
+                specs.append(LayerSpec(SpecKind.MLA, bs, token_bytes=arch.mla.indexer_token_bytes))  # type: ignore[union-attr]
     return ModelSpecs(tuple(ids), tuple(specs), bs, reason, token_bytes, state)
+
+
+def _has_indexer(arch: ModelArch, layer: int) -> bool:
+    mla = arch.mla
+    if mla is None or not mla.index_head_dim:
+        return False
+    return mla.indexer_layers is None or layer in mla.indexer_layers
 
 
 def kv_bytes_per_token_full(arch: ModelArch, tp: int, kv_cache_dtype: str, layers: int | None = None) -> int:
@@ -236,4 +250,9 @@ def kv_bytes_per_token_full(arch: ModelArch, tp: int, kv_cache_dtype: str, layer
     n = layers if layers is not None else sum(
         1 for k in arch.layer_kinds if k in (LayerKind.FULL, LayerKind.SLIDING, LayerKind.CHUNKED, LayerKind.MLA)
     )
-    return n * attention_token_bytes(arch, tp, kv_dtype_bytes(kv_cache_dtype, arch))
+    total = n * attention_token_bytes(arch, tp, kv_dtype_bytes(kv_cache_dtype, arch))
+    if arch.mla is not None and arch.mla.index_head_dim:
+        all_layers = sum(1 for k in arch.layer_kinds if k is LayerKind.MLA) or 1
+        indexed = all_layers if arch.mla.indexer_layers is None else len(arch.mla.indexer_layers)
+        total += n * indexed // all_layers * arch.mla.indexer_token_bytes
+    return total

@@ -175,11 +175,21 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
     q_heads_rank = max(arch.num_attention_heads // tp, 1)
     head = arch.head_dim
     attn_pair = 4.0 * q_heads_rank * head * attn_layers / pp
+    mla = arch.mla
+    sparse_topk = (mla.index_topk or 0) if mla is not None and mla.index_head_dim else 0
+    indexer_pair = 0.0
+    if sparse_topk:
+        # the indexer scores every context token: index_n_heads x index_head_dim multiply-adds per pair
+        # and layer in FP8 (half the BF16 time), replicated on every TP rank (vLLM deepseek_v2.py Indexer)
+        indexed = attn_layers if mla.indexer_layers is None else len(mla.indexer_layers)  # type: ignore[union-attr]
+        indexer_pair = float((mla.index_n_heads or 64) * mla.index_head_dim * indexed) / pp  # type: ignore[union-attr,operator]
     reads: dict[tuple[str, int, int | None, int], int] = {}
     for group in evaluation.groups:
         for spec in group.specs:
             kind = spec.kind.value
             window = spec.sliding_window if kind == "sliding" else (spec.chunk_size if kind == "chunked" else None)
+            if sparse_topk and kind == "mla" and spec.token_bytes != mla.indexer_token_bytes:  # type: ignore[union-attr]
+                kind, window = "sliding", sparse_topk  # the latent is read for the top-k tokens only
             key = (kind, int(spec.token_bytes), window, int(spec.state_bytes))
             reads[key] = reads.get(key, 0) + 1
     kv = tuple(KVRead(kind=k, layers=max(1, round(n / pp)), token_bytes=tb, window=w, state_bytes=sb)
@@ -194,6 +204,7 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
         compute_precision=precision, weight_kernel=kernel, moe_layers=moe_layers,
         expert_width=(arch.moe.moe_intermediate_size or arch.intermediate_size or 0) // tp if arch.moe else 0,
         shared_experts=arch.moe.num_shared_experts if arch.moe else 0,
+        sparse_topk=sparse_topk, indexer_flops_per_pair=indexer_pair,
     )
 
 
