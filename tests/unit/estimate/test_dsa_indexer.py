@@ -86,8 +86,8 @@ def test_without_index_topk_there_is_no_indexer() -> None:
 def test_sparse_attention_reads_and_flops() -> None:
     """A decode query at 32,768 tokens of context reads the latent of its top 2,048 tokens and the indexer
     keys of all of them: 1,152 x 2,048 + 132 x 32,768 = 6,684,672 B per layer; its attention FLOPs cover
-    2,048 pairs, the indexer's 32,768. A prompt chunk of 4,096 tokens over 8,386,560 causal pairs attends to
-    at most 4,096 x 2,048 of them."""
+    2,048 pairs, the indexer's 32,768. The last 4,096-token chunk of a 32,768-token prompt covers
+    4,096 x (28,673 + 32,768) / 2 = 125,831,168 causal pairs; each of its queries attends to 2,048 tokens."""
     from vllmkit.estimate.perf import KVRead, ModelPerf
 
     model = ModelPerf(tp=1, pp=1, layers=1, hidden_size=6144, dense_bytes=1,
@@ -95,6 +95,6 @@ def test_sparse_attention_reads_and_flops() -> None:
                       attn_flops_per_pair=100.0, sparse_topk=2048, indexer_flops_per_pair=10.0)
     assert model.kv_bytes_read(1, 32_768) == 6_684_672
     assert model.attention_flops(1, 32_768, 0, 0) == 100.0 * 2048 + 10.0 * 32_768
-    assert model.attention_flops(0, 0, 4096, 8_386_560) == 100.0 * 4096 * 2048 + 10.0 * 8_386_560
+    assert model.attention_flops(0, 0, 4096, 125_831_168) == 100.0 * 4096 * 2048 + 10.0 * 125_831_168
     dense = ModelPerf(tp=1, pp=1, layers=1, hidden_size=6144, dense_bytes=1, attn_flops_per_pair=100.0)
     assert dense.attention_flops(1, 32_768, 0, 0) == 100.0 * 32_768
