@@ -34,7 +34,14 @@ from frontend_overhead import request_overhead_bound_s
 from vllmkit.arch.model import QuantFacts
 from vllmkit.engine.versions import parse_version, rules_for
 from vllmkit.errors import VllmkitError
-from vllmkit.estimate.perf import AMPERE_MAMF_RATIO, Efficiency, naive_roofline_tpot, with_eager
+from vllmkit.estimate.perf import (
+    AMPERE_MAMF_RATIO,
+    Efficiency,
+    max_graph_tokens,
+    naive_roofline_tpot,
+    with_eager,
+    with_graph_limit,
+)
 from vllmkit.estimate.serving import SHAREGPT_MEAN_INPUT, SHAREGPT_MEAN_OUTPUT, Workload
 from vllmkit.hardware.profiles import load_profiles, resolve_gpu
 from vllmkit.hub.catalog import entry_to_metadata, find_entry
@@ -145,6 +152,7 @@ class Case:
     naive: dict[str, float] = field(default_factory=dict)
     offline: bool = False  # benchmark_throughput / benchmark_latency (the LLM class, no server)
     eager: bool = False  # the server ran with --enforce-eager
+    sm100: bool = False  # a datacenter Blackwell (sm 10.x): vLLM 0.32 captures graphs up to 1024 tokens
 
 
 def _version(row: dict[str, Any]) -> str:
@@ -274,7 +282,8 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     if "e2el_ms_mean" in measured and "e2e_latency_s_mean" not in measured:
         measured["e2e_latency_s_mean"] = measured["e2el_ms_mean"] / 1000.0
     case = Case(row, source_key(row), perf, workload, measured,
-                offline="benchmark_throughput" in tool or "benchmark_latency" in tool, eager=eager)
+                offline="benchmark_throughput" in tool or "benchmark_latency" in tool, eager=eager,
+                sm100=str(getattr(profile, "architecture", "")).startswith("sm_10"))
     case.naive = naive_prediction(case)
     return case
 
@@ -313,6 +322,10 @@ def model_prediction(case: Case, eff: Efficiency) -> dict[str, float]:
         final = replace(final, request_overhead_s=0.0)  # LLM.generate: no API server in front
     if case.eager:
         final = with_eager(final, p.model)
+    else:
+        top = max_graph_tokens(p.limits.max_num_seqs, p.limits.max_num_batched_tokens,
+                               sm100=case.sm100, vllm_version=rules_version(case))
+        final = with_graph_limit(final, p.model, top)
     pred = predict(p.model, p.gpu, final, p.limits, case.workload, steady=False, efficiency_is_final=True)
     return {
         "output_tok_s": pred.output_tokens_per_s, "total_tok_s": pred.total_tokens_per_s,

@@ -279,11 +279,13 @@ def kv_capacity(
             break
 
     blocks = [
-        avail // bytes_per_block(wg) if bytes_per_block(wg) else 0
+        (avail // bytes_per_block(wg) if bytes_per_block(wg) else 0, bytes_per_block(wg))
         for wg, avail in zip(worker_groups, worker_available, strict=True)
         if any(g.specs for g in wg)
     ]
-    num_blocks = max(min(blocks), 0) if blocks else 0
+    # the worker with the fewest blocks sets the count (stages of unequal layer counts differ)
+    num_blocks, limiting_block_bytes = min(blocks) if blocks else (0, 0)
+    num_blocks = max(num_blocks, 0)
     ppr = pages_per_request(groups, max_model_len, in_flight_tokens)
     concurrency = num_blocks / ppr if ppr else 0.0
     if tokens_from_concurrency:
@@ -293,7 +295,7 @@ def kv_capacity(
         min_block = min((g.specs[0].block_size for g in groups if g.specs), default=0)
         tokens = num_blocks // max(len(groups), 1) * min_block
     return KVCapacity(
-        bytes_per_block=bytes_per_block(worker_groups[0]) if worker_groups else 0,
+        bytes_per_block=limiting_block_bytes,
         num_blocks=num_blocks,
         pages_per_request=ppr,
         max_model_len=max_model_len,

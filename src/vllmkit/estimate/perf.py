@@ -209,6 +209,10 @@ class Efficiency:
     # --enforce-eager: the host's cost of dispatching one decoder layer's kernels (with_eager; 0: CUDA
     # graphs replay the step without it)
     eager_dispatch_s: float = 0.0
+    # CUDA graphs are captured up to `graph_max_tokens` tokens a step (0: no limit); a larger step runs
+    # the compiled model without a graph and pays `graphless_dispatch_s` of host dispatch per layer
+    graph_max_tokens: int = 0
+    graphless_dispatch_s: float = 0.0
     source: str = "estimated"
     note: str = ""
 
@@ -308,6 +312,31 @@ def with_eager(eff: Efficiency, model: ModelPerf) -> Efficiency:
     return replace(eff, eager_dispatch_s=EAGER_DISPATCH_PER_LAYER_S * eager_launch_factor(model))
 
 
+def with_graph_limit(eff: Efficiency, model: ModelPerf, max_capture_tokens: int) -> Efficiency:
+    """Steps of more tokens than the largest captured CUDA graph run the model without a graph (vLLM's
+    CUDAGraphWrapper falls through above max_cudagraph_capture_size): each layer's kernels are dispatched
+    by the host, as under --enforce-eager (GRAPHLESS_DISPATCH_SHARE of it: Inductor fuses some kernels)."""
+    if max_capture_tokens <= 0 or eff.eager_dispatch_s > 0:
+        return eff
+    return replace(eff, graph_max_tokens=max_capture_tokens,
+                   graphless_dispatch_s=EAGER_DISPATCH_PER_LAYER_S * eager_launch_factor(model) * GRAPHLESS_DISPATCH_SHARE)
+
+
+# not fitted: the --enforce-eager dispatch cost as it stands (a compiled step launches somewhat fewer kernels)
+GRAPHLESS_DISPATCH_SHARE = 1.0
+
+
+def max_graph_tokens(max_num_seqs: int, max_num_batched_tokens: int, *, sm100: bool = False,
+                     vllm_version: tuple[int, int, int] | None = None) -> int:
+    """The largest step vLLM captures a CUDA graph for by default (config/vllm.py
+    _set_cudagraph_sizes, read in 0.32): min(2 x max_num_seqs, 512 -- 1024 on sm 10.x in 0.32 --,
+    max_num_batched_tokens). 0 for the V0 engine (< 0.8), whose batch effects the fit carries."""
+    if vllm_version is not None and vllm_version < (0, 8, 0):
+        return 0
+    top = 1024 if sm100 and (vllm_version is None or vllm_version >= (0, 32, 0)) else 512
+    return max(min(2 * max_num_seqs, top, max_num_batched_tokens), 1)
+
+
 def eager_stage_seconds(stage_s: float, layers: int, dispatch_s: float) -> float:
     """One stage's time under eager dispatch: per layer sqrt(gpu^2 + dispatch^2) (see above)."""
     if dispatch_s <= 0 or layers <= 0:
@@ -364,8 +393,9 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
     attn_cmp = model.attention_flops(decode, context_sum, prefill_tokens, prefill_pairs) / peak
     t_mem = gemm_mem + attn_mem
     t_cmp = gemm_cmp + attn_cmp
+    dispatch_s = eff.eager_dispatch_s or (eff.graphless_dispatch_s if 0 < eff.graph_max_tokens < tokens else 0.0)
     stage = eager_stage_seconds(gemm_seconds(gemm_mem, gemm_cmp) + model.kernels_seconds(eff)
-                                + max(attn_mem, attn_cmp), model.layers, eff.eager_dispatch_s)
+                                + max(attn_mem, attn_cmp), model.layers, dispatch_s)
     comm = allreduce_seconds(model, gpu, eff, tokens)
     overhead = eff.step_overhead_s + eff.per_seq_overhead_s * (decode + (1 if prefill_tokens else 0))
     return StepCost(seconds=model.pp * stage + comm + overhead, memory_s=model.pp * t_mem,
@@ -396,6 +426,10 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     ar_lat = allreduce_seconds(model, gpu, eff, 0.0) if model.tp > 1 else 0.0
     over, per_seq = eff.step_overhead_s, eff.per_seq_overhead_s
     dispatch, layers = (eff.eager_dispatch_s, model.layers) if eff.eager_dispatch_s > 0 and model.layers > 0 else (0.0, 1)
+    graph_max = eff.graph_max_tokens if not dispatch and model.layers > 0 else 0
+    graphless = eff.graphless_dispatch_s if graph_max else 0.0
+    if graph_max:
+        layers = model.layers
 
     def fn(decode: int, context_sum: float, prefill: int, pairs: float) -> tuple[float, bool]:
         tokens = decode + prefill
@@ -413,6 +447,9 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
         if dispatch:
             per = stage / layers
             stage = layers * sqrt(per * per + dispatch * dispatch)
+        elif graph_max and tokens > graph_max:
+            per = stage / layers
+            stage = layers * sqrt(per * per + graphless * graphless)
         comm = ar_lat + (ar - ar_lat) * tokens
         seconds = pp * stage + comm + over + per_seq * (decode + (1 if prefill else 0))
         return seconds, (gemm_cmp + attn_cmp) > (gemm_mem + attn_mem)
@@ -466,7 +503,9 @@ __all__ = [
     "efficiency_for",
     "gemm_seconds",
     "make_step_fn",
+    "max_graph_tokens",
     "naive_roofline_tpot",
     "step_cost",
     "with_eager",
+    "with_graph_limit",
 ]

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from vllmkit.arch.model import LayerKind, ModelArch
 from vllmkit.engine.versions import VersionRules
-from vllmkit.estimate.kv import KVCapacity, KVGroup, group_layers, kv_capacity, project_groups
+from vllmkit.estimate.kv import KVCapacity, KVGroup, bytes_per_block, group_layers, kv_capacity, project_groups
 from vllmkit.estimate.memory import (
     MemoryBudget,
     MemoryTerm,
@@ -239,7 +239,12 @@ def prepare(
                               weight_padding=split.per_stage_padding[s])
         budgets.append(budget)
         worker_avail.append(budget.kv_cache.bytes)
-    tightest = min(range(len(budgets)), key=lambda i: budgets[i].kv_cache.bytes)
+    # the stage with the fewest KV blocks (the one vLLM's count follows), else the least KV memory
+    def _blocks(i: int) -> tuple[float, int]:
+        per_block = bytes_per_block(worker_groups[i]) if any(g.specs for g in worker_groups[i]) else 0
+        return (budgets[i].kv_cache.bytes // per_block if per_block else float("inf"), budgets[i].kv_cache.bytes)
+
+    tightest = min(range(len(budgets)), key=_blocks)
     refusal = startup_refusal(budgets[tightest], settings, rules)
     graph_oom = next((g for s, layers in enumerate(stages)
                       if (g := graph_capture_check(arch, budgets[s], len(layers), settings, rules))), None)

@@ -27,7 +27,9 @@ from vllmkit.estimate.perf import (
     ModelPerf,
     decode_floor_seconds,
     efficiency_for,
+    max_graph_tokens,
     with_eager,
+    with_graph_limit,
 )
 from vllmkit.estimate.scheduler_sim import SchedulerLimits
 from vllmkit.estimate.serving import ServingPrediction, Workload, predict
@@ -358,10 +360,14 @@ class CandidatePerf:
     efficiency: Efficiency  # final (family / calibration applied)
     precision: str
     gpus: int
+    graph_top: int = 0  # the largest graph capture size before the 2 x max_num_seqs cap (0: none)
 
     def predict(self, wl: Workload, *, max_num_seqs: int | None = None, steady: bool = True) -> ServingPrediction:
         limits = self.limits if max_num_seqs is None else replace(self.limits, max_num_seqs=max_num_seqs)
-        return predict(self.model, self.gpu, self.efficiency, limits, wl, steady=steady, efficiency_is_final=True)
+        eff = self.efficiency
+        if max_num_seqs is not None and eff.graph_max_tokens and self.graph_top:
+            eff = replace(eff, graph_max_tokens=max(min(2 * max_num_seqs, self.graph_top), 1))
+        return predict(self.model, self.gpu, eff, limits, wl, steady=steady, efficiency_is_final=True)
 
 
 def candidate_perf(arch: ModelArch, evaluation: Any, settings: Any, label: str, profile: Any,
@@ -375,7 +381,13 @@ def candidate_perf(arch: ModelArch, evaluation: Any, settings: Any, label: str, 
                                 vllm_version=version)
     if getattr(settings, "enforce_eager", False) and eff.source != "calibrated":
         eff = with_eager(eff, model)  # a calibration measured on this engine already includes it
-    return CandidatePerf(model, gpu, limits, eff, label, evaluation.tp * evaluation.pp)
+    graph_top = 0
+    if not getattr(settings, "enforce_eager", False) and eff.source != "calibrated" and gpu.vendor != "cpu":
+        sm100 = str(getattr(profile, "architecture", "")).startswith("sm_10")
+        graph_top = max_graph_tokens(1 << 30, limits.max_num_batched_tokens, sm100=sm100, vllm_version=version)
+        eff = with_graph_limit(eff, model, max_graph_tokens(limits.max_num_seqs, limits.max_num_batched_tokens,
+                                                            sm100=sm100, vllm_version=version))
+    return CandidatePerf(model, gpu, limits, eff, label, evaluation.tp * evaluation.pp, graph_top)
 
 
 __all__ = ["FITTED_EFFICIENCY", "CandidatePerf", "PerformanceInfo", "candidate_perf", "gpu_perf",

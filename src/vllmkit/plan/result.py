@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from vllmkit.arch import ModelArch
+from vllmkit.arch.model import LayerKind
 from vllmkit.engine.versions import VersionRules
 from vllmkit.errors import DoesNotFitError
 from vllmkit.estimate.specs import effective_kv_cache_dtype, kv_bytes_per_token_full, pp_layer_ranges
@@ -128,7 +129,8 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
             trust_remote_code=arch.trust_remote_code,
             weight_files_bytes=variant.meta.weight_file_bytes(),
             is_moe=arch.moe is not None,
-            is_hybrid=arch.is_hybrid,
+            # attention + recurrent state (mamba / linear attention): what vLLM's prefix caching treats apart
+            is_hybrid=LayerKind.MAMBA in arch.layer_kinds,
         ),
         gpu=GpuInfo(
             name=profile.name,

@@ -29,3 +29,20 @@ def test_catalog_model_plans(model_id: str, gpu: str) -> None:
         assert kv.max_model_len <= plan.model.native_max_model_len
     assert mem.requested_bytes <= mem.total_bytes
     assert plan.serve_command and plan.serve_command[0] == "vllm"
+
+
+@pytest.mark.parametrize(("model_id", "hybrid"), [
+    ("meta-llama/Llama-4-Scout-17B-16E-Instruct", False),  # chunked local + full attention, no recurrent state
+    ("google/gemma-3-12b-it", False),  # sliding + full attention
+    ("Qwen/Qwen3-Next-80B-A3B-Instruct", True),  # gated delta net + attention
+    ("ibm-granite/granite-4.0-h-small", True),  # mamba2 + attention
+])
+def test_prefix_caching_note_names_align_mode_only_for_recurrent_hybrids(model_id: str, hybrid: bool) -> None:
+    """vLLM's 'align' mode is a mamba-state cache mode; attention-only layer mixes never use it."""
+    from vllmkit.launch.presets import plan_features
+
+    req = PlanRequest(model=model_id, source="catalog", gpu="h200")
+    plan = build_plan(req, {"VLLMKIT_NO_CALIBRATION": "1"})
+    assert plan.model.is_hybrid is hybrid
+    note = plan_features(plan, req, registry=None).prefix_caching.detail
+    assert ("'align' mode" in note) is hybrid
