@@ -53,6 +53,15 @@ CATALOG_CASES = [
     ("zai-org/GLM-4.5-Air", "glm45", "glm45"),
     ("meta-llama/Meta-Llama-3-8B", None, None),  # a base model: no preset
     ("google/gemma-3-27b-it", None, None),  # no parser documented
+    # vllm-project/recipes Qwen/Qwen3.5.md: --reasoning-parser qwen3, tools --tool-call-parser qwen3_coder
+    ("Qwen/Qwen3.5-4B", "qwen3_coder", "qwen3"),
+    ("Qwen/Qwen3.5-35B-A3B", "qwen3_coder", "qwen3"),
+    # recipes Mistral/Ministral-3-Instruct.md: --tool-call-parser mistral, no reasoning parser
+    ("mistralai/Ministral-3-8B-Instruct-2512", "mistral", None),
+    # recipes GLM/GLM5.md: --tool-call-parser glm47 --reasoning-parser glm45
+    ("zai-org/GLM-5", "glm47", "glm45"),
+    # Nemotron 3 Nano's model card / NVIDIA's vLLM commands: qwen3_coder tools, its own reasoning parser
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "qwen3_coder", "nemotron_v3"),
 ]
 
 
@@ -74,6 +83,10 @@ def test_catalog_models_get_their_family_parsers(model_id: str, tool: str | None
     ("kimi_k2", "moonshotai/Kimi-K2-Instruct", "kimi_k2", None),
     ("qwen3", "Qwen/Qwen3-8B-Base", None, None),
     ("qwen3", "my-finetune", "hermes", "qwen3"),  # local folder name: the family still applies
+    # recipes Mistral/Ministral-3-Reasoning.md: --tool-call-parser mistral --reasoning-parser mistral
+    ("ministral3", "mistralai/Ministral-3-8B-Reasoning-2512", "mistral", "mistral"),
+    ("qwen3_5_text", "Qwen/Qwen3.5-27B", "qwen3_coder", "qwen3"),  # the text config's type, as plans read it
+    ("nemotron_h", "nvidia/NVIDIA-Nemotron-Nano-9B-v2", None, None),  # the Nano 3 preset does not claim v2
 ])  # fmt: skip
 def test_named_models(model_type: str, name: str, tool: str | None, reasoning: str | None) -> None:
     preset = find_preset(model_type, "", name)
