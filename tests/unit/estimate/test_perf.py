@@ -206,3 +206,36 @@ def test_eager_stage_time_overlaps_dispatch_and_gpu() -> None:
     long_layers = eager_stage_seconds(64 * 1.0e-3, 64, 0.44e-3)
     assert 64 * 1.0e-3 < long_layers < 64 * 1.1e-3  # a 1 ms layer hides most of a 0.44 ms dispatch
     assert eager_stage_seconds(0.01, 10, 0.0) == 0.01  # CUDA graphs
+
+
+def test_largest_graph_capture_size_follows_vllm_defaults() -> None:
+    """config/vllm.py _set_cudagraph_sizes (0.32): min(2 x max_num_seqs x decode query length, 512; 1024
+    on sm 10.x), never above max_num_batched_tokens; the V0 engine's batch effects are left to its fit."""
+    from vllmkit.estimate.perf import max_graph_tokens
+
+    assert max_graph_tokens(1024, 8192) == 512  # H100 API server defaults
+    assert max_graph_tokens(128, 8192) == 256
+    assert max_graph_tokens(1024, 256) == 256
+    assert max_graph_tokens(1024, 8192, sm100=True, vllm_version=(0, 32, 0)) == 1024
+    assert max_graph_tokens(1024, 8192, sm100=True, vllm_version=(0, 19, 0)) == 512
+    assert max_graph_tokens(256, 8192, vllm_version=(0, 6, 4)) == 0
+
+
+def test_a_step_above_the_largest_graph_pays_eager_dispatch() -> None:
+    """Up to the capture size the step replays a graph (no dispatch term); above it each layer's kernels
+    are dispatched from the host, exactly as an --enforce-eager step of the same size."""
+    from vllmkit.estimate.perf import with_eager, with_graph_limit
+
+    limited = make_step_fn(DENSE, H100, with_graph_limit(EFF, DENSE, 512))
+    graphed = make_step_fn(DENSE, H100, EFF)
+    eager = make_step_fn(DENSE, H100, with_eager(EFF, DENSE))
+    assert limited(512, 512 * 1000.0, 0, 0.0)[0] == graphed(512, 512 * 1000.0, 0, 0.0)[0]
+    big = (600, 600 * 1000.0, 0, 0.0)
+    assert limited(*big)[0] == pytest.approx(eager(*big)[0], rel=1e-12)
+    assert limited(*big)[0] > graphed(*big)[0]
+    # the slow path and step_cost agree
+    eff = with_graph_limit(EFF, DENSE, 512)
+    assert limited(*big)[0] == pytest.approx(step_cost(DENSE, H100, eff, decode=600, context_sum=600 * 1000.0).seconds,
+                                             rel=1e-9)
+    # --enforce-eager keeps its own term; a graph limit adds nothing to it
+    assert with_graph_limit(with_eager(EFF, DENSE), DENSE, 512).graph_max_tokens == 0
