@@ -4,7 +4,8 @@ The total comes from the repository (tensor bytes from safetensors headers or th
 total_size, else weight-file sizes): that is what vLLM's "Model loading took X GiB" reports on one
 GPU. Splitting: vocabulary-parallel embedding and lm_head are divided by TP and live on the first /
 last PP stage; decoder layers are divided by TP and spread over stages by get_pp_indices;
-K/V projections are replicated when the model has fewer KV heads than TP ranks.
+K/V projections are replicated when the model has fewer KV heads than TP ranks; MLA down-projections,
+sparse-attention indexers and MoE routers are whole on every rank (replicated_layer_bytes).
 """
 
 from __future__ import annotations
@@ -51,6 +52,33 @@ def estimate_param_bytes(arch: ModelArch) -> int:
     return n * layer_bytes + embed * _EMBED_BYTES
 
 
+def replicated_layer_bytes(arch: ModelArch) -> int:
+    """Bytes of an average decoder layer that every TP rank holds whole (vLLM 0.32 builds them unsharded):
+    - MLA's down-projections: fused_qkv_a_proj (q_lora_rank + kv_lora_rank + rope rows,
+      MergedColumnParallelLinear(disable_tp=True)) or kv_a_proj_with_mqa (ReplicatedLinear)
+      (model_executor/models/deepseek_v2.py);
+    - DeepSeek sparse attention's indexer: wq_b (ReplicatedLinear, quantized like the checkpoint) and
+      wk_weights_proj (head_dim + n_heads rows, disable_tp, unquantized: FP8 wk is upcast to BF16 at load);
+    - every MoE layer's router (`gate = ReplicatedLinear(hidden, num_experts)`, 16-bit).
+    Block-FP8 checkpoints (quant_method fp8) store the projections in one byte."""
+    h, n = arch.hidden_size, max(arch.num_hidden_layers, 1)
+    q = arch.quantization
+    w = 1 if q is not None and q.method == "fp8" else _EMBED_BYTES
+    total = 0.0
+    m = arch.mla
+    if m is not None:
+        total += (m.kv_lora_rank + m.qk_rope_head_dim + (m.q_lora_rank or 0)) * h * w
+        if m.index_head_dim:
+            share = 1.0 if m.indexer_layers is None else len(m.indexer_layers) / n
+            heads = m.index_n_heads or 64
+            wq_b = (m.q_lora_rank or h) * heads * m.index_head_dim * w
+            total += share * (wq_b + h * (m.index_head_dim + heads) * _EMBED_BYTES)
+    if arch.moe is not None and arch.moe.num_experts:
+        moe_share = max(n - arch.moe.dense_layers, 0) / n
+        total += moe_share * arch.moe.num_experts * h * _EMBED_BYTES
+    return int(total)
+
+
 def split_weights(
     arch: ModelArch, total_bytes: int, *, tp: int, pp: int, mtp_layers: int = 0, mtp_own_embeddings: bool = True,
     pad_per_layer: list[int] | None = None,
@@ -77,6 +105,9 @@ def split_weights(
     if arch.mla is None and arch.num_kv_heads < tp:
         per_rank_kv = 2 * arch.hidden_size * arch.head_dim * _EMBED_BYTES  # one head per rank
         replicated_extra = max(per_rank_kv - kv_proj // tp, 0)
+    if tp > 1:
+        whole = min(replicated_layer_bytes(arch), per_layer)
+        replicated_extra += whole - whole // tp
     stages = pp_layer_ranges(n, pp)
     per_stage: list[int] = []
     per_stage_pad: list[int] = []

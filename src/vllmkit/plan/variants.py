@@ -176,10 +176,18 @@ def mtp_layers(arch: ModelArch, meta: ModelMetadata) -> int:
     return 0
 
 
+# model types whose MTP layer stores no embedding or head of its own: GLM-4.5/4.6/4.7 and GLM-5/5.1,
+# whose published parameter counts equal the config's shapes only with the MTP layer sharing the main
+# embed_tokens and lm_head (the catalog entries' tests; the GLM-5.1-FP8 H200 logs' 89.39 GiB agrees)
+MTP_SHARES_EMBEDDINGS = frozenset({"glm4_moe", "glm_moe_dsa"})
+
+
 def mtp_own_embeddings(meta: ModelMetadata) -> bool:
-    """DeepSeek/GLM MTP layers carry their own embed_tokens + shared_head; Qwen3-Next's and Qwen3.5's
+    """DeepSeek MTP layers carry their own embed_tokens + shared_head; GLM's, Qwen3-Next's and Qwen3.5's
     share the main ones (mtp_use_dedicated_embeddings false)."""
     cfg = _mtp_config(meta)
+    if str(cfg.get("model_type", "")) in MTP_SHARES_EMBEDDINGS:
+        return False
     return "mtp_num_hidden_layers" not in cfg or bool(cfg.get("mtp_use_dedicated_embeddings"))
 
 
