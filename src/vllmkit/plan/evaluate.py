@@ -10,7 +10,14 @@ from dataclasses import dataclass, field
 
 from vllmkit.arch.model import LayerKind, ModelArch
 from vllmkit.engine.versions import VersionRules
-from vllmkit.estimate.kv import KVCapacity, KVGroup, bytes_per_block, group_layers, kv_capacity, project_groups
+from vllmkit.estimate.kv import (
+    KVCapacity,
+    KVGroup,
+    bytes_per_block,
+    group_layers,
+    kv_capacity,
+    project_groups,
+)
 from vllmkit.estimate.memory import (
     MemoryBudget,
     MemoryTerm,

@@ -23,7 +23,7 @@ from tests.unit.catalog.test_catalog_data_part6_cn import _blocks, _dsa_indexer,
 DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
 
 GLM_IDS: tuple[str, ...] = ("zai-org/GLM-5-FP8", "zai-org/GLM-5.1", "zai-org/GLM-5.1-FP8")
-PART6_GLM5_IDS: tuple[str, ...] = GLM_IDS + ("moonshotai/Kimi-K2.5",)
+PART6_GLM5_IDS: tuple[str, ...] = (*GLM_IDS, "moonshotai/Kimi-K2.5")
 ITEMSIZE = {"BF16": 2, "F8_E4M3": 1, "F32": 4, "I32": 4}
 GIB = 1 << 30
 
