@@ -62,6 +62,8 @@ CATALOG_CASES = [
     ("zai-org/GLM-5", "glm47", "glm45"),
     # Nemotron 3 Nano's model card / NVIDIA's vLLM commands: qwen3_coder tools, its own reasoning parser
     ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "qwen3_coder", "nemotron_v3"),
+    # recipes moonshotai/Kimi-K2.5.md: --tool-call-parser kimi_k2 --reasoning-parser kimi_k2
+    ("moonshotai/Kimi-K2.5", "kimi_k2", "kimi_k2"),
 ]
 
 
