@@ -68,6 +68,20 @@ def dense_params(cfg: dict[str, Any]) -> int:
     return embed + layers * per_layer + h
 
 
+# bytes per element of the safetensors dtypes the catalog records
+SAFETENSORS_ITEMSIZE = {"BF16": 2, "F16": 2, "F32": 4, "F8_E4M3": 1, "I32": 4}
+
+
+def assert_weights_add_up(entry: dict[str, Any]) -> None:
+    """weights_bytes is the dtype split times its element sizes, and the index total when that is its kind."""
+    split = entry["params_by_dtype"]
+    assert entry["weights_bytes"] == sum(SAFETENSORS_ITEMSIZE[d] * n for d, n in split.items())
+    if entry["weights_bytes_kind"] == "index_total_size":
+        assert entry["weights_bytes"] == entry["index_total_size"]
+    else:
+        assert entry["weights_bytes_kind"] == "params_x_dtype"
+
+
 def assert_every_value_has_its_source(entry: dict[str, Any]) -> None:
     """A recorded value cites where it came from; an absent one has no source either."""
     for value_key, source_key in (

@@ -16,7 +16,11 @@ from typing import Any
 
 import pytest
 from tests.unit.catalog.test_catalog_data_part3 import _deepseek_v3_split, _glm4_moe_params
-from tests.unit.catalog.test_catalog_data_part4 import REQUIRED_KEYS, assert_every_value_has_its_source
+from tests.unit.catalog.test_catalog_data_part4 import (
+    REQUIRED_KEYS,
+    assert_every_value_has_its_source,
+    assert_weights_add_up,
+)
 
 DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
 
@@ -30,7 +34,6 @@ PART6_IDS: tuple[str, ...] = (
     "MiniMaxAI/MiniMax-M2.5",
     "moonshotai/Kimi-K2-Instruct-0905",
 )
-ITEMSIZE = {"BF16": 2, "F8_E4M3": 1, "F32": 4}
 GIB = 1 << 30
 
 
@@ -56,7 +59,7 @@ def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     assert (entry["config"].get("quantization_config") is not None) == (entry["variant"] == "fp8")
     assert_every_value_has_its_source(entry)
     assert entry["weights_bytes_kind"] == "params_x_dtype"
-    assert entry["weights_bytes"] == sum(ITEMSIZE[d] * n for d, n in entry["params_by_dtype"].items())
+    assert_weights_add_up(entry)
     # a config that is not this repository's own file says so in its source
     if "REBUILT" in entry["config_source"]:
         assert "not verbatim" in entry["config_source"] or "not this repository's file" in entry["config_source"]

@@ -17,14 +17,17 @@ from typing import Any
 
 import pytest
 from tests.unit.catalog.test_catalog_data_part3 import _deepseek_v3_split
-from tests.unit.catalog.test_catalog_data_part4 import REQUIRED_KEYS, assert_every_value_has_its_source
+from tests.unit.catalog.test_catalog_data_part4 import (
+    REQUIRED_KEYS,
+    assert_every_value_has_its_source,
+    assert_weights_add_up,
+)
 from tests.unit.catalog.test_catalog_data_part6_cn import _blocks, _dsa_indexer, _glm5_params
 
 DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
 
 GLM_IDS: tuple[str, ...] = ("zai-org/GLM-5-FP8", "zai-org/GLM-5.1", "zai-org/GLM-5.1-FP8")
 PART6_GLM5_IDS: tuple[str, ...] = (*GLM_IDS, "moonshotai/Kimi-K2.5")
-ITEMSIZE = {"BF16": 2, "F8_E4M3": 1, "F32": 4, "I32": 4}
 GIB = 1 << 30
 
 # published totals (table id 69468411049: total_params)
@@ -43,11 +46,7 @@ def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     assert entry["id"] == model_id
     assert entry["variant"] in ("bf16", "fp8", "int4")
     assert_every_value_has_its_source(entry)
-    assert entry["weights_bytes"] == sum(ITEMSIZE[d] * n for d, n in entry["params_by_dtype"].items())
-    if entry["weights_bytes_kind"] == "index_total_size":
-        assert entry["weights_bytes"] == entry["index_total_size"]
-    else:
-        assert entry["weights_bytes_kind"] == "params_x_dtype"
+    assert_weights_add_up(entry)
     if "REBUILT" in entry["config_source"]:
         assert "not verbatim" in entry["config_source"] or "not this repository's file" in entry["config_source"]
 

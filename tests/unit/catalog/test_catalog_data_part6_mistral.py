@@ -33,6 +33,7 @@ import pytest
 from tests.unit.catalog.test_catalog_data_part4 import (
     REQUIRED_KEYS,
     assert_every_value_has_its_source,
+    assert_weights_add_up,
     dense_params,
 )
 
@@ -46,7 +47,6 @@ MINISTRAL_IDS: tuple[str, ...] = (
 SMALL_ID = "mistralai/Mistral-Small-3.2-24B-Instruct-2506"  # BF16, the 3.1 architecture
 DEVSTRAL_ID = "mistralai/Devstral-Small-2-24B-Instruct-2512"  # FP8 release, ministral3 text stack
 IDS: tuple[str, ...] = (*MINISTRAL_IDS, SMALL_ID, DEVSTRAL_ID)
-ITEMSIZE = {"BF16": 2, "F8_E4M3": 1, "F32": 4}
 # published safetensors totals (all tensors, 0-dim scales not counted): the HF API totals of the 3B and 8B
 # FP8 repositories and of the BF16 siblings, see each entry's params_source
 PUBLISHED_TOTAL = {
@@ -118,11 +118,7 @@ def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     else:
         assert entry["base_model"] == model_id  # no unquantized sibling (Devstral ships FP8 only)
     assert_every_value_has_its_source(entry)
-    assert entry["weights_bytes"] == sum(ITEMSIZE[d] * n for d, n in entry["params_by_dtype"].items())
-    if entry["weights_bytes_kind"] == "index_total_size":
-        assert entry["weights_bytes"] == entry["index_total_size"]
-    else:
-        assert entry["weights_bytes_kind"] == "params_x_dtype"
+    assert_weights_add_up(entry)
 
 
 def test_the_text_formula_on_the_mistral_small_entry() -> None:

@@ -21,7 +21,11 @@ from tests.unit.catalog.test_catalog_data_part3 import (
     _qwen3_vl_vision_params,
     _qwen35_text_params,
 )
-from tests.unit.catalog.test_catalog_data_part4 import REQUIRED_KEYS, assert_every_value_has_its_source
+from tests.unit.catalog.test_catalog_data_part4 import (
+    REQUIRED_KEYS,
+    assert_every_value_has_its_source,
+    assert_weights_add_up,
+)
 
 DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
 
@@ -32,7 +36,6 @@ PART6_IDS: tuple[str, ...] = (
     "Qwen/Qwen3-Next-80B-A3B-Thinking",
     "Qwen/Qwen3-VL-235B-A22B-Instruct",
 )
-ITEMSIZE = {"BF16": 2, "F32": 4, "F8_E4M3": 1}
 
 # published totals (sources in each entry's params_source)
 NANO_BF16_HF_TOTAL = 31_577_937_344  # HF total of the BF16 repo: leaves out the 2,944 F32 router biases
@@ -64,7 +67,7 @@ def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     assert (entry["config"].get("quantization_config") is not None) == (entry["variant"] == "fp8")
     assert_every_value_has_its_source(entry)
     assert entry["weights_bytes_kind"] == "params_x_dtype"
-    assert entry["weights_bytes"] == sum(ITEMSIZE[d] * n for d, n in entry["params_by_dtype"].items())
+    assert_weights_add_up(entry)
 
 
 def test_the_planner_finds_and_reads_them() -> None:
