@@ -206,9 +206,11 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     tool = str(row.get("benchmark_tool") or "")
     util = re.search(r"--gpu-memory-utilization[ =](0?\.\d+|1(?:\.0+)?)\b", flags)
     eager = bool(re.search(r"--enforce-eager\b", str(row.get("server_cmd") or "")))
+    pc = row.get("enable_prefix_caching")
     req = PlanRequest(model=catalog_id, gpu=gpu_name, tensor_parallel_size=tp, pipeline_parallel_size=pp,
                       kv_cache_dtype=row.get("kv_cache_dtype") or "auto",
-                      gpu_memory_utilization=float(util.group(1)) if util else None)
+                      gpu_memory_utilization=float(util.group(1)) if util else None,
+                      enable_prefix_caching=pc if isinstance(pc, bool) else None)
     if req.kv_cache_dtype in ("auto", None, ""):
         req.kv_cache_dtype = "auto"
     settings = engine_settings(req, profile, rules, req.kv_cache_dtype, variant.arch, tp, pp, None)
@@ -273,8 +275,10 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     if "benchmark_latency" in tool:
         n, rate_f = int(conc or 8), None
         conc = None
+    # vLLM's serving benchmark sends its first prompt once before timing (the initial test run)
+    warmup = "benchmark_serving" in tool or "bench serve" in tool or "bench_serving" in tool
     workload = Workload(mean_in, mean_out, concurrency=int(conc) if conc else None, request_rate=rate_f,
-                        num_requests=int(n), dataset=wl_kind, output_cap=output_cap)
+                        num_requests=int(n), dataset=wl_kind, output_cap=output_cap, warmup_first_prompt=warmup)
     measured = {k: float(v) for k, v in m.items() if isinstance(v, (int, float))}
     if "throughput_tok_s_unlabeled" in measured and "total_tok_s" not in measured:
         # GPUStack's quantization table: its other pages call total token throughput "Total TPS"

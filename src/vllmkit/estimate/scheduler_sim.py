@@ -135,7 +135,10 @@ def simulate(
     request_rate: float | None = None,
     seed: int = 0,
     request_overhead_s: float = 0.0,
+    cached_prefix: Sequence[int] = (),
 ) -> SimResult:
+    """cached_prefix[i]: tokens of request i's prompt already in the prefix cache when the run starts (a
+    benchmark's warm-up sent that prompt before timing); used only with prefix caching on."""
     n = len(input_lens)
     if n == 0 or n != len(output_lens):
         raise ValueError("need as many output lengths as input lengths (and at least one request)")
@@ -182,6 +185,11 @@ def simulate(
     cached_len = [0] * n  # tokens it had computed when preempted
     evict_mark = [0.0] * n  # value of `allocated` at which its first freed block gets reused
     allocated = 0.0  # tokens allocated from the free-block queue so far (the eviction clock)
+    if limits.prefix_caching:
+        for i, k in enumerate(cached_prefix[:n]):
+            if k > 0:
+                # freed into an otherwise empty cache: reused only once the whole cache has been handed out
+                cached[i], cached_len[i], evict_mark[i] = True, min(int(k), input_lens[i]), float(cap)
     prefilling: dict[int, None] = {}  # running requests still in their prompt (scheduling order)
     running: dict[int, str] = {}  # insertion order = scheduling order; value "prefill" | "decode"
     finish_at: dict[int, list[tuple[int, int]]] = {}
@@ -296,7 +304,8 @@ def simulate(
                 # prefix-cache hit on those of its freed blocks not yet reallocated (full 16-token
                 # blocks; at least the last token is recomputed)
                 hit = cached_len[i] - max(allocated - evict_mark[i], 0.0)
-                hit = min(int(max(hit, 0.0)) // 16 * 16, prefill_target[i] - 1)
+                # (vLLM caps the hit at num_tokens - 1 before counting whole blocks: get_computed_blocks)
+                hit = min(int(max(hit, 0.0)), prefill_target[i] - 1) // 16 * 16
                 if used + hit + min(prefill_target[i] - hit, budget) > cap:
                     blocked = "kv-capacity"
                     break

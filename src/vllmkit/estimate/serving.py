@@ -41,6 +41,10 @@ class Workload:
     # the completions' cap (`max_tokens`) when some stop earlier at the end-of-sequence token (a random
     # dataset without --ignore-eos): output_len is then their mean and the lengths spread below the cap
     output_cap: int | None = None
+    # `vllm bench serve` (and benchmark_serving.py before it) sends the first prompt once before timing
+    # ("Starting initial single prompt test run", vllm/benchmarks/serve.py): with prefix caching on, the
+    # timed run's first request finds that prompt cached
+    warmup_first_prompt: bool = False
 
     @property
     def is_burst(self) -> bool:
@@ -147,7 +151,8 @@ def predict(
     step_fn = make_step_fn(model, gpu, eff)
     sim = simulate(ins, outs, limits, step_fn, concurrency=workload.concurrency,
                    request_rate=None if workload.is_burst else workload.request_rate, seed=seed,
-                   request_overhead_s=eff.request_overhead_s)
+                   request_overhead_s=eff.request_overhead_s,
+                   cached_prefix=ins[:1] if workload.warmup_first_prompt else ())
     duration = max(sim.duration_s, 1e-9)
     out_tps = sim.output_tokens / duration
     req_ps = sim.completed / duration

@@ -104,7 +104,9 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         enforce_eager=req.enforce_eager,
         prefix_caching=(
             req.enable_prefix_caching if req.enable_prefix_caching is not None
-            else not (arch.mamba is not None and not rules.hybrid_prefix_caching)
+            # off by default before the V1 engine (V0 EngineArgs.enable_prefix_caching = False) and, until
+            # 0.15, for hybrids
+            else rules.v1_engine and not (arch.mamba is not None and not rules.hybrid_prefix_caching)
         ),
         kv_cache_memory_bytes=req.kv_cache_memory_bytes,
         compute_capability=cc,

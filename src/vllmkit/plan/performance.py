@@ -36,7 +36,7 @@ from vllmkit.estimate.serving import ServingPrediction, Workload, predict
 from vllmkit.estimate.weights import attention_params
 
 # Efficiencies fitted on the public vLLM runs in benchmarks/data (benchmarks/perf_accuracy.py --fit-all,
-# 2026-12-01: 120 Nelder-Mead iterations with two restarts, at most 12 runs per publisher; its
+# 2026-12-01, round 10 (with the graph-capture ceiling): 120 Nelder-Mead iterations with two restarts, at most 12 runs per publisher; its
 # leave-one-source-out report is the accuracy on runs not fitted on). NVIDIA datacenter baseline;
 # estimate/perf.py FAMILY_PRIORS adjusts other families. bandwidth and compute are bounded by what an
 # H200 measured (benchmarks/data/gpu-probe-h200*.json): the 4.28 TB/s copy rate (0.892 of 4.8 TB/s; the
@@ -48,15 +48,15 @@ from vllmkit.estimate.weights import attention_params
 FITTED_EFFICIENCY = Efficiency(
     bandwidth=0.8917,
     compute=0.4343,
-    step_overhead_s=2.151e-3,
-    per_seq_overhead_s=3.708e-5,
+    step_overhead_s=2.145e-3,
+    per_seq_overhead_s=3.873e-5,
     allreduce_latency_s=1.2e-5,
-    moe_compute=0.6515,
-    moe_width_ref=589.7,
-    request_overhead_s=0.006904,
-    rocm_legacy=0.3525,
-    v0_seq_factor=4.969,
-    ampere_compute=1.665,
+    moe_compute=0.4139,
+    moe_width_ref=806.1,
+    request_overhead_s=0.006958,
+    rocm_legacy=0.3444,
+    v0_seq_factor=5.351,
+    ampere_compute=1.743,
     source="estimated",
     note="fitted on public vLLM runs of 8 publishers (benchmarks/perf_accuracy.py --fit-all), bounded by the "
          "GEMM ceilings measured on an H200 and the API-server cost measured on a real vLLM",

@@ -180,3 +180,35 @@ def test_throughput_never_falls_when_concurrency_rises_below_the_kv_limit(conc, 
     hi = predict(MODEL, GPU, Efficiency(), limits, Workload(512, 128, concurrency=2 * conc,
                                                              num_requests=8 * conc * factor))
     assert hi.output_tokens_per_s >= lo.output_tokens_per_s * 0.97
+
+
+def test_a_benchmark_warm_up_leaves_the_first_prompt_cached() -> None:
+    """`vllm bench serve` sends input_requests[0] once before timing (vllm/benchmarks/serve.py, "initial
+    single prompt test run"). With prefix caching on, the timed run's first request finds its full 16-token
+    blocks cached and recomputes the rest (at least its last token): 10,000 tokens -> 9,984 cached, one
+    16-token chunk (one step) instead of three 4,096-token steps. The second request is not helped, and
+    without prefix caching neither is."""
+    limits = SchedulerLimits(max_num_seqs=8, max_num_batched_tokens=4096, kv_capacity_tokens=10**6)
+    warm = simulate([10_000, 10_000], [2, 2], limits, flat, concurrency=1, cached_prefix=[10_000])
+    assert warm.ttft_s[0] == pytest.approx(0.010)
+    assert warm.ttft_s[1] == pytest.approx(0.030)
+    cold = simulate([10_000, 10_000], [2, 2], replace(limits, prefix_caching=False), flat, concurrency=1,
+                    cached_prefix=[10_000])
+    assert cold.ttft_s == [pytest.approx(0.030)] * 2
+
+    def per_token(decode: int, ctx: float, prefill: int, pairs: float) -> tuple[float, bool]:
+        return 0.001 * prefill + 0.001, False
+
+    # 10,000 is a whole number of blocks: the hit stops one block short (16 tokens recomputed, 17 ms)
+    assert simulate([10_000], [2], limits, per_token, cached_prefix=[10_000]).ttft_s == [pytest.approx(0.017)]
+
+
+def test_the_warm_up_flag_reaches_the_simulation() -> None:
+    wl = Workload(10_000, 2, num_requests=1)
+    model = ModelPerf(tp=1, pp=1, layers=32, hidden_size=4096, dense_bytes=16 * 10**9, active_params=8e9,
+                      attn_flops_per_pair=4 * 32 * 128 * 32, kv=(KVRead("full", 32, 4096),))
+    gpu = GpuPerf("h100-sxm", "nvidia", "hopper", 3.35e12, {"bf16": 989.5}, 450e9)
+    eff = Efficiency(request_overhead_s=0.0)
+    cold = predict(model, gpu, eff, WIDE, wl, steady=False, efficiency_is_final=True)
+    warm = predict(model, gpu, eff, WIDE, replace(wl, warmup_first_prompt=True), steady=False, efficiency_is_final=True)
+    assert warm.ttft_ms.mean < 0.2 * cold.ttft_ms.mean
