@@ -325,6 +325,9 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
             "no prefix-cache hits, no speculative decoding; MoE routing assumed uniform",
         ] + ([f"--enforce-eager: {eff.eager_dispatch_s * 1e3:.2f} ms of host kernel dispatch per decoder layer, "
               "overlapping the GPU's work (sqrt(gpu^2 + dispatch^2) a layer)"] if eff.eager_dispatch_s > 0 else [])
+        + ([f"CUDA graphs cover steps of up to {eff.graph_max_tokens} tokens (vLLM's default capture sizes); a "
+            f"larger step pays {eff.graphless_dispatch_s * 1e3:.2f} ms of host dispatch per decoder layer, as "
+            "under --enforce-eager"] if eff.graph_max_tokens and max(pred.max_batch, wl.input_len) > eff.graph_max_tokens else [])
         + ([f"{gpu.name}: the profile has no datasheet peaks; assumed {gpu.bandwidth_bytes_s / 1e9:.0f} GB/s and "
               f"{max(gpu.tflops.values()):g} TFLOPS (a rough placeholder, not fitted)"] if gpu.vendor == "cpu" else []),
     )

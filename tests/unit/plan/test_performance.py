@@ -159,3 +159,12 @@ def test_eager_dispatch_is_stated_among_the_assumptions() -> None:
     assert any("--enforce-eager: 0.44 ms" in a for a in eager_plan.performance.assumptions)
     graphs = build_plan(REQ, ENV, perf=PerfOptions(workload=wl)).performance
     assert not any("enforce-eager" in a for a in graphs.assumptions)
+
+
+def test_the_graph_ceiling_is_named_when_steps_exceed_it() -> None:
+    """vLLM captures CUDA graphs up to min(2 x max_num_seqs, 512) tokens a step by default (config/vllm.py):
+    a 1000-client closed loop of short prompts runs decode steps above that, a single short request does not."""
+    big = _plan(Workload(200, 500, concurrency=1000)).performance
+    small = _plan(Workload(200, 50, concurrency=1)).performance
+    assert any("CUDA graphs cover steps of up to 512 tokens" in a for a in big.assumptions)
+    assert not any("CUDA graphs cover" in a for a in small.assumptions)
