@@ -157,8 +157,10 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
     expert_total = min(expert_params * bpw, body_total)
     rank_bytes = split.max_rank_bytes
     expert_rank = expert_total / tp * layers_stage / max(arch.num_hidden_layers, 1)
-    # the input embedding is a gather (a few rows per step), not a full read
-    dense_rank = max(rank_bytes - expert_rank - (split.embedding_bytes / tp if pp == 1 else 0), 1.0)
+    # the input embedding is a gather (a few rows per step), not a full read; a tied one is also the LM head,
+    # whose logits GEMM reads all of it every step
+    gather = split.embedding_bytes / tp if pp == 1 and split.lm_head_bytes else 0
+    dense_rank = max(rank_bytes - expert_rank - gather, 1.0)
     if label == "mxfp4" and arch.moe is not None and arch.moe.num_experts:
         # MXFP4 checkpoints (gpt-oss) quantize only the routed experts; attention and router stay 16-bit
         # (quantization_config.modules_to_not_convert), and the loaded bytes include the experts'

@@ -168,3 +168,31 @@ def test_the_graph_ceiling_is_named_when_steps_exceed_it() -> None:
     small = _plan(Workload(200, 50, concurrency=1)).performance
     assert any("CUDA graphs cover steps of up to 512 tokens" in a for a in big.assumptions)
     assert not any("CUDA graphs cover" in a for a in small.assumptions)
+
+
+def test_a_tied_embedding_is_read_every_step_as_the_lm_head() -> None:
+    """Llama-3.2-1B ties lm_head to embed_tokens (128,256 x 2,048 x 2 B = 525,336,576 B): the logits GEMM
+    reads that matrix every decode step, so it stays in the bytes a step reads; an untied model's input
+    embedding is only gathered (Llama-3.1-8B: its 1,050,673,152-byte embedding is left out, its lm_head kept)."""
+    from vllmkit.engine.versions import rules_for
+    from vllmkit.hardware.profiles import load_profiles, resolve_gpu
+    from vllmkit.hub.catalog import entry_to_metadata, find_entry
+    from vllmkit.plan.candidates import engine_settings, prepare_candidate
+    from vllmkit.plan.evaluate import at_length
+    from vllmkit.plan.performance import model_perf
+    from vllmkit.plan.variants import make_variant
+
+    rules = rules_for("0.11.0")
+    profile = resolve_gpu("h100", profiles=load_profiles())
+
+    def dense_and_rank(model: str) -> tuple[int, int]:
+        variant = make_variant(entry_to_metadata(find_entry(model)), rules)
+        req = PlanRequest(model=model, gpu="h100", tensor_parallel_size=1)
+        settings = engine_settings(req, profile, rules, "auto", variant.arch, 1, 1, None)
+        ev = at_length(prepare_candidate(variant, 1, 1, settings, rules), 8192)
+        return model_perf(variant.arch, ev, variant.label, profile).dense_bytes, ev.weights.max_rank_bytes
+
+    dense, rank = dense_and_rank("meta-llama/Llama-3.2-1B-Instruct")
+    assert dense == pytest.approx(rank, abs=2)
+    dense, rank = dense_and_rank("meta-llama/Llama-3.1-8B-Instruct")
+    assert dense == pytest.approx(rank - 1_050_673_152, abs=2)
