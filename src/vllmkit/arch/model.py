@@ -53,6 +53,15 @@ class MLAFacts(BaseModel):
             return 0
         return self.index_head_dim + self.index_head_dim // 128 * 4
 
+    def has_indexer(self, layer: int) -> bool:
+        return bool(self.index_head_dim) and (self.indexer_layers is None or layer in self.indexer_layers)
+
+    def indexer_layer_count(self, num_layers: int) -> int:
+        """How many of `num_layers` MLA layers build an indexer (0 without sparse attention)."""
+        if not self.index_head_dim:
+            return 0
+        return num_layers if self.indexer_layers is None else len(self.indexer_layers)
+
 
 class MambaFacts(BaseModel):
     """Raw parameters of the recurrent state; per-rank shapes are computed in estimate/."""

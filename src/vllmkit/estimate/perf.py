@@ -425,11 +425,11 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     ar = allreduce_seconds(model, gpu, eff, 1.0) if model.tp > 1 else 0.0
     ar_lat = allreduce_seconds(model, gpu, eff, 0.0) if model.tp > 1 else 0.0
     over, per_seq = eff.step_overhead_s, eff.per_seq_overhead_s
-    dispatch, layers = (eff.eager_dispatch_s, model.layers) if eff.eager_dispatch_s > 0 and model.layers > 0 else (0.0, 1)
-    graph_max = eff.graph_max_tokens if not dispatch and model.layers > 0 else 0
-    graphless = eff.graphless_dispatch_s if graph_max else 0.0
-    if graph_max:
-        layers = model.layers
+    # host dispatch per layer: every step under --enforce-eager, else only steps above the graph ceiling
+    layers = model.layers
+    eager = eff.eager_dispatch_s if layers > 0 else 0.0
+    graph_max = eff.graph_max_tokens if not eager and layers > 0 else 0
+    graphless = eff.graphless_dispatch_s
 
     def fn(decode: int, context_sum: float, prefill: int, pairs: float) -> tuple[float, bool]:
         tokens = decode + prefill
@@ -444,12 +444,10 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
                     else model.attention_flops(decode, context_sum, prefill, pairs)) / peak
         stage = (sqrt(gemm_mem * gemm_mem + gemm_cmp * gemm_cmp) + kernels
                  + (attn_mem if attn_mem > attn_cmp else attn_cmp))
+        dispatch = eager or (graphless if 0 < graph_max < tokens else 0.0)
         if dispatch:
             per = stage / layers
             stage = layers * sqrt(per * per + dispatch * dispatch)
-        elif graph_max and tokens > graph_max:
-            per = stage / layers
-            stage = layers * sqrt(per * per + graphless * graphless)
         comm = ar_lat + (ar - ar_lat) * tokens
         seconds = pp * stage + comm + over + per_seq * (decode + (1 if prefill else 0))
         return seconds, (gemm_cmp + attn_cmp) > (gemm_mem + attn_mem)

@@ -229,19 +229,12 @@ def build_specs(
                     chunk_size=arch.attention_chunk_size if kind is LayerKind.CHUNKED else None,
                 )
             )
-            if kind is LayerKind.MLA and _has_indexer(arch, i):
+            if kind is LayerKind.MLA and arch.mla is not None and arch.mla.has_indexer(i):
                 # the indexer's key cache is one more MLA spec of the same layer (same block size, so
                 # vLLM keeps it in the latent's group: UniformTypeKVCacheSpecs)
                 ids.append(i)
-                specs.append(LayerSpec(SpecKind.MLA, bs, token_bytes=arch.mla.indexer_token_bytes))  # type: ignore[union-attr]
+                specs.append(LayerSpec(SpecKind.MLA, bs, token_bytes=arch.mla.indexer_token_bytes))
     return ModelSpecs(tuple(ids), tuple(specs), bs, reason, token_bytes, state)
-
-
-def _has_indexer(arch: ModelArch, layer: int) -> bool:
-    mla = arch.mla
-    if mla is None or not mla.index_head_dim:
-        return False
-    return mla.indexer_layers is None or layer in mla.indexer_layers
 
 
 def kv_bytes_per_token_full(arch: ModelArch, tp: int, kv_cache_dtype: str, layers: int | None = None) -> int:
@@ -253,6 +246,5 @@ def kv_bytes_per_token_full(arch: ModelArch, tp: int, kv_cache_dtype: str, layer
     total = n * attention_token_bytes(arch, tp, kv_dtype_bytes(kv_cache_dtype, arch))
     if arch.mla is not None and arch.mla.index_head_dim:
         all_layers = sum(1 for k in arch.layer_kinds if k is LayerKind.MLA) or 1
-        indexed = all_layers if arch.mla.indexer_layers is None else len(arch.mla.indexer_layers)
-        total += n * indexed // all_layers * arch.mla.indexer_token_bytes
+        total += n * arch.mla.indexer_layer_count(all_layers) // all_layers * arch.mla.indexer_token_bytes
     return total

@@ -69,7 +69,7 @@ def replicated_layer_bytes(arch: ModelArch) -> int:
     if m is not None:
         total += (m.kv_lora_rank + m.qk_rope_head_dim + (m.q_lora_rank or 0)) * h * w
         if m.index_head_dim:
-            share = 1.0 if m.indexer_layers is None else len(m.indexer_layers) / n
+            share = m.indexer_layer_count(n) / n
             heads = m.index_n_heads or 64
             wq_b = (m.q_lora_rank or h) * heads * m.index_head_dim * w
             total += share * (wq_b + h * (m.index_head_dim + heads) * _EMBED_BYTES)

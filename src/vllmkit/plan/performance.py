@@ -185,7 +185,7 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
     if sparse_topk:
         # the indexer scores every context token: index_n_heads x index_head_dim multiply-adds per pair
         # and layer in FP8 (half the BF16 time), replicated on every TP rank (vLLM deepseek_v2.py Indexer)
-        indexed = attn_layers if mla.indexer_layers is None else len(mla.indexer_layers)  # type: ignore[union-attr]
+        indexed = mla.indexer_layer_count(attn_layers)  # type: ignore[union-attr]
         indexer_pair = float((mla.index_n_heads or 64) * mla.index_head_dim * indexed) / pp  # type: ignore[union-attr,operator]
     reads: dict[tuple[str, int, int | None, int], int] = {}
     for group in evaluation.groups:

@@ -373,15 +373,16 @@ def test_qwen35_formula_reproduces_qwen3_next() -> None:
     assert _qwen35_text_params(config) == 81_324_862_720
 
 
-@pytest.mark.parametrize(
-    ("model_id", "published"),
-    [
-        ("Qwen/Qwen3.5-27B", 27_781_427_952),
-        ("Qwen/Qwen3.5-35B-A3B", 35_951_822_704),
-        ("Qwen/Qwen3.5-122B-A10B", 125_086_497_008),
-        ("Qwen/Qwen3.5-397B-A17B", 403_397_928_944),
-    ],
-)
+# the published (HF) parameter counts of the Qwen3.5 entries (their params_source)
+QWEN35_PUBLISHED = [
+    ("Qwen/Qwen3.5-27B", 27_781_427_952),
+    ("Qwen/Qwen3.5-35B-A3B", 35_951_822_704),
+    ("Qwen/Qwen3.5-122B-A10B", 125_086_497_008),
+    ("Qwen/Qwen3.5-397B-A17B", 403_397_928_944),
+]
+
+
+@pytest.mark.parametrize(("model_id", "published"), QWEN35_PUBLISHED)
 def test_qwen35_counts_follow_from_the_config(model_id: str, published: int) -> None:
     entry = _load(model_id)
     config = entry["config"]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.unit.catalog.test_catalog_data_part3 import QWEN35_PUBLISHED
 from tests.unit.catalog.test_catalog_data_part4 import REQUIRED_KEYS, assert_every_value_has_its_source
 
 DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
@@ -128,15 +129,7 @@ def f32_params(t: dict[str, Any]) -> int:
 # --------------------------------------------------------------------------- the formula on known counts
 
 
-@pytest.mark.parametrize(
-    ("model_id", "published"),
-    [
-        ("Qwen/Qwen3.5-27B", 27_781_427_952),
-        ("Qwen/Qwen3.5-35B-A3B", 35_951_822_704),
-        ("Qwen/Qwen3.5-122B-A10B", 125_086_497_008),
-        ("Qwen/Qwen3.5-397B-A17B", 403_397_928_944),
-    ],
-)
+@pytest.mark.parametrize(("model_id", "published"), QWEN35_PUBLISHED)
 def test_the_formula_on_the_qwen35_entries_already_in_the_catalog(model_id: str, published: int) -> None:
     """27B by hand: 48 Gated-DeltaNet layers x 115,876,064 (in_proj_qkv 5,120 x 10,240 + in_proj_z 5,120 x 6,144
     + in_proj_a/b 2 x 5,120 x 48 + conv1d 10,240 x 4 + dt_bias/A_log 96 + norm 128 + out_proj 6,144 x 5,120) +
