@@ -64,7 +64,29 @@ VERSION_ASSUMED = {
     "vllm-12330-llama3-8b-a100-40g": "0.6.5",
     "vllm-13061-r1-distill-qwen14b-2x4090": "0.7.2",
     "barkla-qwen3-coder-30b-a3b-80gb": "0.11.0",
+    # the aws-samples directory README pins vLLM 0.24.0 for these deployments (row vllm_version_note)
+    "awssamples-4xl40s-qwen3-coder-next-tp4-len16384-mamba-fail": "0.24.0",
+    "awssamples-4xl40s-qwen36-35b-a3b-tp4-len262144": "0.24.0",
 }
+
+
+# the catalog checkpoint a row ran, where the row names it only in prose
+CATALOG_ID = {
+    # "Qwen/Qwen3-14B NVFP4 (RedHatAI prequantized per post)" / the 30B-A3B sibling
+    "blog-5070ti-qwen3-14b-nvfp4": "RedHatAI/Qwen3-14B-NVFP4",
+    "blog-5070ti-qwen3-30b-a3b-nvfp4-fail": "RedHatAI/Qwen3-30B-A3B-NVFP4",
+}
+
+
+def catalog_id(row: dict) -> str | None:
+    """The bundled checkpoint a row ran: its model_catalog_id, a mapping above, or its `model` when that is a
+    repository id the catalog holds (e.g. TheBloke/Mistral-7B-Instruct-v0.2-GPTQ)."""
+    if row.get("model_catalog_id"):
+        return str(row["model_catalog_id"])
+    if row["id"] in CATALOG_ID:
+        return CATALOG_ID[row["id"]]
+    named = str(row.get("model") or "").split(" ")[0]
+    return named if "/" in named and find_entry(named) is not None else None
 
 
 # rows whose "Model loading took" figure set a weight factor (estimate/weights.py mxfp4_load_factor)
@@ -147,7 +169,7 @@ def skip_reason(row: dict) -> str:
     if not row.get("model_family_key"):
         return "no model named"
     quant = (row.get("quantization") or "").lower()
-    if quant and quant != "fp8" and not row.get("model_catalog_id"):
+    if quant and quant != "fp8" and not catalog_id(row):
         return f"{quant} checkpoint of {row['model_family_key']} not in the bundled catalog"
     return f"model not in the bundled catalog ({row.get('model_catalog_id') or row.get('model_family_key')})"
 
@@ -165,8 +187,8 @@ def evaluate_row(row: dict) -> Row | None:
         return None
     model_id = key
     quant = (row.get("quantization") or "").lower()
-    if row.get("model_catalog_id"):
-        model_id = row["model_catalog_id"]
+    if catalog_id(row):
+        model_id = catalog_id(row)  # type: ignore[assignment]
     elif "gptq" in quant and find_entry(key + "-GPTQ-Int4"):
         model_id = key + "-GPTQ-Int4"
     elif quant and quant != "fp8":

@@ -35,6 +35,8 @@ CASES = [
     ("llama4_text", GIB, 4096),  # chunked local attention (chunk 256) + one global layer in four
     ("gpt_oss", GIB, 4096),  # alternating sliding (128) / full attention, MoE
     ("gemma2", GIB, 4096),  # alternating sliding (256) / full attention
+    # Gemma-4: wider full-attention heads (K = V), three layers reading earlier layers' caches
+    ("gemma4_text", GIB, 4096),
 ]
 
 # budgets too small for max_model_len: vLLM refuses to start and prints its estimate

@@ -55,6 +55,26 @@ ARCHS: dict[str, tuple[str, dict[str, Any]]] = {
             "query_pre_attn_scalar": 64,
         },
     ),
+    # Gemma-4: sliding layers (head 64, 2 KV heads) and full layers (global_head_dim 128, one KV head,
+    # K = V); the last 3 layers read earlier layers' caches (num_kv_shared_layers); per-layer embeddings
+    "gemma4_text": (
+        "Gemma4TextConfig",
+        {
+            "num_hidden_layers": 8,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "sliding_window": 256,
+            "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2
+            + ["sliding_attention", "full_attention"],
+            "global_head_dim": 128,
+            "num_global_key_value_heads": 1,
+            "attention_k_eq_v": True,
+            "num_kv_shared_layers": 3,
+            "hidden_size_per_layer_input": 16,
+            "vocab_size_per_layer_input": 512,
+            "tie_word_embeddings": True,
+        },
+    ),
     "deepseek_v2": (
         "DeepseekV2Config",
         {

@@ -136,6 +136,15 @@ class ModelArch(BaseModel):
     # head size the attention layers really use when the model code ignores config.head_dim
     # (vLLM sizes hybrid block alignment with head_dim but the layers' pages with this)
     layer_head_dim: int | None = None
+    # Gemma-4: full-attention layers' head size and KV heads where they differ from the sliding layers'
+    full_head_dim: int | None = None
+    full_num_kv_heads: int | None = None
+    k_eq_v: bool = False  # Gemma-4 attention_k_eq_v: full layers' V slot filled from K (allocated anyway)
+    kv_shared_from: int | None = None  # Gemma-3n/4: layers from here reuse an earlier layer's KV cache
+    # Gemma-4 with use_bidirectional_attention "vision" (a multimodal prefix LM): one multimodal item must fit
+    # in one batch, so vLLM raises the default max_num_batched_tokens to the largest item (tokens)
+    mm_prefix_min_batched_tokens: int = 0
+    per_layer_embedding_params: int = 0  # Gemma-3n/4 embed_tokens_per_layer (a gather, split like the embedding)
     attn_output_gate: bool = False  # Qwen3-Next / Qwen3.5: q_proj also emits a sigmoid gate (2x rows)
     layer_kinds: list[LayerKind]
     sliding_window: int | None = None
@@ -154,9 +163,14 @@ class ModelArch(BaseModel):
     is_encoder_decoder: bool = False
     warnings: list[str] = Field(default_factory=list)
 
+    def owns_kv_cache(self, layer: int) -> bool:
+        """False for a layer that reads another layer's cache (vLLM kv_sharing_target_layer_name)."""
+        return self.kv_shared_from is None or layer < self.kv_shared_from
+
     @property
     def kv_layer_count(self) -> int:
-        return sum(1 for k in self.layer_kinds if k not in (LayerKind.NONE, LayerKind.MAMBA))
+        return sum(1 for i, k in enumerate(self.layer_kinds)
+                   if k not in (LayerKind.NONE, LayerKind.MAMBA) and self.owns_kv_cache(i))
 
     @property
     def is_hybrid(self) -> bool:

@@ -47,6 +47,14 @@ FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
         "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
         "max_position_embeddings": 131_072, "sliding_window": 4096, "tie_word_embeddings": True,
     },
+    # transformers 5.x configuration_gemma4.py Gemma4TextConfig (global_head_dim is popped in __post_init__
+    # with default 512; hidden_size_per_layer_input > 0 builds the per-layer embedding table)
+    "gemma4_text": {
+        "vocab_size": 262_144, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 30,
+        "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "global_head_dim": 512,
+        "max_position_embeddings": 131_072, "sliding_window": 512, "tie_word_embeddings": True,
+        "hidden_size_per_layer_input": 256, "vocab_size_per_layer_input": 262_144,
+    },
     "gemma2": {
         "vocab_size": 256_000, "head_dim": 256, "max_position_embeddings": 8192, "sliding_window": 4096,
         "tie_word_embeddings": True,
@@ -322,6 +330,14 @@ def derive_layer_pattern(cfg: dict[str, Any], model_type: str, n_layers: int) ->
 
 
 def _layer_kinds(cfg: dict[str, Any], model_type: str, n_layers: int, mla: bool) -> list[LayerKind]:
+    kinds = _layer_kinds_as_declared(cfg, model_type, n_layers, mla)
+    if model_type == "gemma4_text" and kinds and kinds[-1] is LayerKind.SLIDING:
+        # Gemma4TextConfig.__post_init__: "Last layer must use `full_attention`", forced so
+        kinds[-1] = LayerKind.FULL
+    return kinds
+
+
+def _layer_kinds_as_declared(cfg: dict[str, Any], model_type: str, n_layers: int, mla: bool) -> list[LayerKind]:
     attn_kind = LayerKind.MLA if mla else LayerKind.FULL
     sliding = cfg.get("sliding_window")
     layer_types = cfg.get("layer_types") or cfg.get("layers_block_type") or cfg.get("attn_type_list")
@@ -346,7 +362,7 @@ def _layer_kinds(cfg: dict[str, Any], model_type: str, n_layers: int, mla: bool)
     derived = derive_layer_pattern(cfg, model_type, n_layers)
     if derived is not None:
         return [attn_kind if k is LayerKind.FULL else k for k in derived]
-    if model_type in ("gemma3", "gemma3_text") and sliding:
+    if model_type in ("gemma3", "gemma3_text", "gemma4_text") and sliding:
         pattern = int(cfg.get("sliding_window_pattern") or 6)
         return [LayerKind.FULL if (i + 1) % pattern == 0 else LayerKind.SLIDING for i in range(n_layers)]
     if model_type == "cohere2" and sliding:
@@ -430,16 +446,23 @@ def _moe_facts(cfg: dict[str, Any]) -> MoEFacts | None:
             break
     if experts is None:
         return None
-    per_tok = cfg.get("num_experts_per_tok") or cfg.get("num_experts_per_token") or cfg.get("moe_topk") or 1
+    per_tok = (cfg.get("num_experts_per_tok") or cfg.get("num_experts_per_token") or cfg.get("moe_topk")
+               or cfg.get("top_k_experts") or 1)
     shared = cfg.get("n_shared_experts") or cfg.get("num_shared_experts") or 0
-    if not shared and cfg.get("shared_expert_intermediate_size"):
+    shared_inter = cfg.get("shared_expert_intermediate_size")
+    if not shared and shared_inter:
         shared = 1
+    if cfg.get("model_type") == "gemma4_text" or "top_k_experts" in cfg:
+        # Gemma-4 MoE (vllm gemma4.py Gemma4DecoderLayer): the dense MLP (intermediate_size) runs beside the
+        # routed experts (moe_intermediate_size / expert_intermediate_size) in every layer, i.e. a shared expert
+        shared, shared_inter = 1, cfg.get("intermediate_size")
     return MoEFacts(
         num_experts=experts,
         experts_per_token=int(per_tok),
-        moe_intermediate_size=cfg.get("moe_intermediate_size") or cfg.get("intermediate_size"),
+        moe_intermediate_size=(cfg.get("moe_intermediate_size") or cfg.get("expert_intermediate_size")
+                               or cfg.get("intermediate_size")),
         num_shared_experts=int(shared),
-        shared_expert_intermediate_size=cfg.get("shared_expert_intermediate_size"),
+        shared_expert_intermediate_size=shared_inter,
         dense_layers=int(cfg.get("first_k_dense_replace") or 0),
     )
 
@@ -497,6 +520,19 @@ def _vision_facts(config: dict[str, Any], text_hidden: int) -> VisionFacts | Non
             patch_size=patch, out_hidden_size=text_hidden, max_tokens_per_item=tokens,
             patches_per_token=max(patches // tokens, 1),
             source="Gemma-3 SigLIP 896px, mm_tokens_per_image per image (pan-and-scan off)",
+        )
+    if top == "gemma4":
+        # patch 16, pooling kernel 3: each soft token pools 3 x 3 patches; an image is at most
+        # vision_config.default_output_length soft tokens (vllm gemma4_mm.py get_mm_max_tokens_per_item;
+        # the supported budgets are 70 / 140 / 280 / 560 / 1120, 280 in the released configs)
+        pool = num("pooling_kernel_size", 3)
+        return VisionFacts(
+            family="gemma4", depth=num("num_hidden_layers", 16), hidden_size=num("hidden_size", 768),
+            intermediate_size=num("intermediate_size", 3072), num_heads=num("num_attention_heads", 12),
+            patch_size=num("patch_size", 16), out_hidden_size=text_hidden,
+            max_tokens_per_item=num("default_output_length", 280), patches_per_token=pool * pool,
+            source="Gemma-4 vision: default_output_length soft tokens per image, pooling kernel squared "
+                   "patches each (video frames, 70 tokens each, not counted)",
         )
     if top == "llama4":
         # 336px tiles of 24x24 patches (+1 class token), pixel shuffle 0.5 -> 144 tokens per tile;
@@ -627,6 +663,8 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
     model_type = str(cfg.get("model_type") or top_type or "unknown")
     if where and model_type == top_type == "gemma3":
         model_type = "gemma3_text"  # the nested text config of Gemma3ForConditionalGeneration
+    if where and model_type == top_type == "gemma4":
+        model_type = "gemma4_text"
     defaults = FAMILY_DEFAULTS.get(model_type)
     if defaults:
         cfg = {**defaults, **{k: v for k, v in cfg.items() if v is not None or k not in defaults}}
@@ -726,6 +764,7 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
     if model_type == "granitemoehybrid" and heads and hidden // heads != head_dim:
         # vllm/model_executor/models/granitemoehybrid.py: head_dim = hidden_size // num_heads
         layer_head_dim = hidden // heads
+    gemma4 = _gemma4_attention(cfg, config, model_type, n_layers, kinds, where)
     # vllm qwen3_next.py / qwen3_5.py: self.attn_output_gate = getattr(config, "attn_output_gate", True)
     gated = cfg.get("attn_output_gate", str(cfg.get("model_type", model_type)).startswith(("qwen3_next", "qwen3_5")))
     return ModelArch(
@@ -759,4 +798,61 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
         vision=_vision_facts(config, hidden) if is_mm else None,
         is_encoder_decoder=bool(config.get("is_encoder_decoder")),
         warnings=warnings,
+        **gemma4,
     )
+
+
+def _gemma4_attention(cfg: dict[str, Any], top: dict[str, Any], model_type: str, n_layers: int,
+                      kinds: list[LayerKind], where: str) -> dict[str, Any]:
+    """Gemma-4's per-layer-type attention and cache sharing (vllm 0.32 gemma4.py, transformers 5.x
+    configuration_gemma4.py):
+    - full-attention layers use global_head_dim (default 512) and, when attention_k_eq_v is set,
+      num_global_key_value_heads KV heads (Gemma4TextConfig.__post_init__ per_layer_config);
+    - attention_k_eq_v: those layers ship k_proj only and vLLM loads it into both the K and V slots of
+      qkv_proj (the V slot is allocated: _gemma4_layer_weights_mapper);
+    - the last num_kv_shared_layers layers read the cache of the last earlier layer of their type
+      (kv_sharing_target_layer_name) and get no cache of their own;
+    - hidden_size_per_layer_input > 0: a per-layer embedding table embed_tokens_per_layer
+      [vocab_size_per_layer_input, num_layers * hidden_size_per_layer_input] (VocabParallelEmbedding)."""
+    out: dict[str, Any] = {}
+    if model_type != "gemma4_text":
+        shared = cfg.get("num_kv_shared_layers")
+        if isinstance(shared, int) and 0 < shared < n_layers:
+            out["kv_shared_from"] = n_layers - shared
+        return out
+    if LayerKind.FULL in kinds:
+        head = cfg.get("global_head_dim", 512)
+        heads = cfg.get("num_global_key_value_heads") if cfg.get("attention_k_eq_v") else None
+        # a config saved by transformers carries the resolved per_layer_config {layer: overrides} instead
+        per_layer = cfg.get("per_layer_config")
+        if isinstance(per_layer, dict) and per_layer:
+            full = kinds.index(LayerKind.FULL)
+            # keys are layer indices, saved as zero-padded strings ("05") by transformers
+            by_layer = {int(k): v for k, v in per_layer.items() if str(k).strip().isdigit()}
+            override = by_layer.get(full)
+            override = override if isinstance(override, dict) else {}
+            head = override.get("head_dim", cfg.get("head_dim"))
+            heads = override.get("num_key_value_heads")
+        if isinstance(head, int) and head > 0:
+            _check_limit(head, "global_head_dim", where, limit_key="head_dim")
+            out["full_head_dim"] = head
+        if isinstance(heads, int) and heads > 0:
+            _check_limit(heads, "num_global_key_value_heads", where, limit_key="num_key_value_heads")
+            out["full_num_kv_heads"] = heads
+        out["k_eq_v"] = bool(cfg.get("attention_k_eq_v"))
+    shared = cfg.get("num_kv_shared_layers") or 0
+    if isinstance(shared, int) and 0 < shared < n_layers:
+        out["kv_shared_from"] = n_layers - shared
+    if cfg.get("use_bidirectional_attention") == "vision":
+        # Gemma4ModelArchConfigConvertor.is_mm_prefix_lm -> EngineArgs raises max_num_batched_tokens to the
+        # most expensive modality's tokens per item (_get_min_mm_batched_tokens over
+        # get_mm_max_tokens_per_item): a video of 32 frames x (70 soft tokens + 2 + 6) = 2496 tokens, above an
+        # image's default_output_length (vllm gemma4_mm.py _VIDEO_MAX_FRAMES / _VIDEO_MAX_SOFT_TOKENS)
+        vision = top.get("vision_config") if isinstance(top.get("vision_config"), dict) else {}
+        image = vision.get("default_output_length") if isinstance(vision.get("default_output_length"), int) else 280
+        out["mm_prefix_min_batched_tokens"] = max(32 * (70 + 2 + 6), image)
+    ple = cfg.get("hidden_size_per_layer_input") or 0
+    if isinstance(ple, int) and ple > 0:
+        vocab = cfg.get("vocab_size_per_layer_input") or cfg.get("vocab_size") or 0
+        out["per_layer_embedding_params"] = int(vocab) * n_layers * ple
+    return out

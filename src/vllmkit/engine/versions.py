@@ -70,6 +70,10 @@ class VersionRules:
     # Fp8LinearMethod (quant_method "fp8"), and compressed-tensors FP8 tensor/block schemes
     rocm_fp8_padding: bool = False
     rocm_ct_fp8_padding: bool = False
+    # hybrids (mamba / linear attention) with FULL decode CUDA graphs refuse to start when max_num_seqs
+    # exceeds the KV blocks (one mamba state block per decoding sequence): vllm PR #38270 (merged
+    # 2026-03-26, in 0.19.0; config/compilation.py _check_and_update_cudagraph_mode in 0.32)
+    mamba_blocks_bound_max_num_seqs: bool = False
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -108,6 +112,7 @@ def rules_for(version: str) -> VersionRules:
         # 0.28.0 models/interfaces.py _mark_tower_model: a tower whose modalities all have limit 0
         # is not built (StageMissingLayer); not verified for older releases, so only from 0.28.
         mm_tower_skipped_at_zero_limit=v >= (0, 28, 0),
+        mamba_blocks_bound_max_num_seqs=v >= (0, 19, 0),
         # 0.28.0 engine/arg_utils.py adds --language-model-only (MultiModalConfig.language_model_only)
         language_model_only_flag=v >= (0, 28, 0),
         # engine/arg_utils.py create_engine_config resolves "auto" with

@@ -50,15 +50,22 @@ def kv_heads_per_rank(arch: ModelArch, tp: int) -> int:
     return max(1, arch.num_kv_heads // tp)
 
 
-def attention_token_bytes(arch: ModelArch, tp: int, dtype_bytes: int, *, layer: bool = True) -> int:
+def attention_token_bytes(arch: ModelArch, tp: int, dtype_bytes: int, *, layer: bool = True,
+                          kind: LayerKind | None = None) -> int:
     """Bytes one token takes in one attention layer on one rank. layer=False gives the figure
-    vLLM's platform code computes from the config's head size (hybrid block alignment)."""
+    vLLM's platform code computes from the config's head size (hybrid block alignment). kind=FULL on
+    Gemma-4 gives the full-attention layers' figure (global_head_dim, num_global_key_value_heads)."""
     if arch.mla is not None:
         # one latent (kv_lora_rank + rope dims) per token, no separate V; every rank holds it all
         return arch.head_dim * dtype_bytes
     head = arch.layer_head_dim if (layer and arch.layer_head_dim) else arch.head_dim
     head_v = head if arch.head_dim_v is None else arch.head_dim_v
-    return kv_heads_per_rank(arch, tp) * (head + head_v) * dtype_bytes
+    kv_heads = kv_heads_per_rank(arch, tp)
+    if layer and kind is LayerKind.FULL and arch.full_head_dim:
+        head = head_v = arch.full_head_dim
+        if arch.full_num_kv_heads:
+            kv_heads = max(1, arch.full_num_kv_heads // tp)
+    return kv_heads * (head + head_v) * dtype_bytes
 
 
 def _divide(a: int, b: int) -> int:
@@ -213,8 +220,8 @@ def build_specs(
     ids: list[int] = []
     specs: list[LayerSpec] = []
     for i, kind in enumerate(arch.layer_kinds):
-        if kind not in _KIND_TO_SPEC:
-            continue
+        if kind not in _KIND_TO_SPEC or not arch.owns_kv_cache(i):
+            continue  # no cache, or another layer's (get_kv_cache_spec skips KV-sharing layers)
         ids.append(i)
         if kind is LayerKind.MAMBA:
             padded = mamba_padded_page if has_attention and mamba_padded_page > state else None
@@ -224,7 +231,7 @@ def build_specs(
                 LayerSpec(
                     _KIND_TO_SPEC[kind],
                     bs,
-                    token_bytes=token_bytes,
+                    token_bytes=attention_token_bytes(arch, tp, dtype_bytes, kind=kind),
                     sliding_window=arch.sliding_window if kind is LayerKind.SLIDING else None,
                     chunk_size=arch.attention_chunk_size if kind is LayerKind.CHUNKED else None,
                 )
@@ -239,11 +246,16 @@ def build_specs(
 
 def kv_bytes_per_token_full(arch: ModelArch, tp: int, kv_cache_dtype: str, layers: int | None = None) -> int:
     """Per-rank bytes per token summed over attention layers as if all were full attention
-    (the classic 2 * layers * kv_heads * head_dim * bytes figure; MLA: layers * latent * bytes)."""
-    n = layers if layers is not None else sum(
-        1 for k in arch.layer_kinds if k in (LayerKind.FULL, LayerKind.SLIDING, LayerKind.CHUNKED, LayerKind.MLA)
-    )
-    total = n * attention_token_bytes(arch, tp, kv_dtype_bytes(kv_cache_dtype, arch))
+    (the classic 2 * layers * kv_heads * head_dim * bytes figure; MLA: layers * latent * bytes).
+    Layers that read another layer's cache add nothing; `layers` scales the sum to that many layers."""
+    dtype_bytes = kv_dtype_bytes(kv_cache_dtype, arch)
+    attn = (LayerKind.FULL, LayerKind.SLIDING, LayerKind.CHUNKED, LayerKind.MLA)
+    owned = [attention_token_bytes(arch, tp, dtype_bytes, kind=k)
+             for i, k in enumerate(arch.layer_kinds) if k in attn and arch.owns_kv_cache(i)]
+    total = sum(owned)
+    if layers is not None:
+        total = total * layers // max(len(owned), 1)
+    n = layers if layers is not None else len(owned)
     if arch.mla is not None and arch.mla.index_head_dim:
         all_layers = sum(1 for k in arch.layer_kinds if k is LayerKind.MLA) or 1
         total += n * arch.mla.indexer_layer_count(all_layers) // all_layers * arch.mla.indexer_token_bytes

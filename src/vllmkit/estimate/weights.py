@@ -23,6 +23,7 @@ class WeightSplit(BaseModel):
     total_bytes: int
     embedding_bytes: int
     lm_head_bytes: int
+    per_layer_embedding_bytes: int = 0  # Gemma-3n/4 embed_tokens_per_layer (vocabulary-parallel, first stage)
     per_layer_bytes: int
     skipped_bytes: int  # e.g. MTP layers vLLM does not load without speculative decoding
     per_stage_bytes: list[int]  # one rank of each PP stage (after TP split)
@@ -86,17 +87,22 @@ def split_weights(
     """pad_per_layer: bytes one rank of each decoder layer grows by at load (rocm_fp8_padding)."""
     embed = arch.vocab_size * arch.hidden_size * _EMBED_BYTES
     lm_head = 0 if arch.tie_word_embeddings else embed
-    if embed + lm_head >= total_bytes:
+    ple = arch.per_layer_embedding_params * _EMBED_BYTES
+    if embed + lm_head + ple >= total_bytes:
         # the files are smaller than the config's embedding shapes (e.g. a stub repository):
         # no meaningful split, spread everything evenly
-        embed = lm_head = 0
+        embed = lm_head = ple = 0
     n = arch.num_hidden_layers
     # an MTP (next-token-prediction) layer carries its own embedding, head and eh_proj (2h -> h)
     # (DeepSeek-V3 / GLM-4.5 style); Qwen3-Next style MTP shares the main model's embeddings
     mtp_extra = mtp_layers * 2 * arch.hidden_size * arch.hidden_size * _EMBED_BYTES
     if mtp_own_embeddings:
         mtp_extra += mtp_layers * (embed + (lm_head or embed))
-    body = max(total_bytes - embed - lm_head - mtp_extra, 0)
+    body = max(total_bytes - embed - lm_head - ple - mtp_extra, 0)
+    # Gemma-4 attention_k_eq_v: full-attention layers ship k_proj only, vLLM allocates the V slot of
+    # qkv_proj too and loads K into it (gemma4.py _gemma4_layer_weights_mapper)
+    v_slot = k_eq_v_slot_bytes(arch)
+    body += v_slot
     per_layer = body // max(n + mtp_layers, 1)
     skipped = per_layer * mtp_layers + mtp_extra
     # K/V projections replicated on every rank when kv heads < TP (vLLM QKVParallelLinear)
@@ -116,20 +122,32 @@ def split_weights(
         per_stage_pad.append(pad)
         b = body * len(layers) // max(n + mtp_layers, 1) // tp + len(layers) * replicated_extra + pad
         if i == 0:
-            b += embed // tp
+            b += (embed + ple) // tp
         if i == len(stages) - 1:
             # a tied lm_head still needs the embedding matrix on the last stage under PP
             b += (lm_head if lm_head else (embed if pp > 1 else 0)) // tp
         per_stage.append(b)
     return WeightSplit(
-        total_bytes=total_bytes - skipped + tp * sum(per_stage_pad),
+        total_bytes=total_bytes - skipped + tp * sum(per_stage_pad) + v_slot,
         embedding_bytes=embed,
         lm_head_bytes=lm_head,
+        per_layer_embedding_bytes=ple,
         per_layer_bytes=per_layer,
         skipped_bytes=skipped,
         per_stage_bytes=per_stage,
         per_stage_padding=per_stage_pad,
     )
+
+
+def k_eq_v_slot_bytes(arch: ModelArch) -> int:
+    """Bytes vLLM allocates beyond the checkpoint for Gemma-4's attention_k_eq_v layers: the V rows of
+    each full-attention layer that owns its cache (hidden x KV heads x head size, 16-bit)."""
+    if not arch.k_eq_v:
+        return 0
+    heads = arch.full_num_kv_heads or arch.num_kv_heads
+    head = arch.full_head_dim or arch.head_dim
+    layers = sum(1 for i, k in enumerate(arch.layer_kinds) if k is LayerKind.FULL and arch.owns_kv_cache(i))
+    return layers * arch.hidden_size * heads * head * _EMBED_BYTES
 
 
 def rocm_fp8_padding(arch: ModelArch, tp: int) -> list[int]:

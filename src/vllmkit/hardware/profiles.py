@@ -117,6 +117,9 @@ class GpuProfile(BaseModel):
     tflops_fp4: float | None = Field(default=None, gt=0)
     interconnect: Interconnect | None = None
     gpus_per_node: int = Field(default=1, ge=1)
+    # NVML reports the device's memory (nvmlDeviceGetMemoryInfo). Not on unified-memory GB10, where vLLM's
+    # get_batch_defaults catches the error and takes the small-GPU defaults (2048 batched tokens, 256 seqs)
+    nvml_memory_info: bool = True
     supports: Supports
     specs_source: str | None = None
     notes: str | None = None

@@ -47,7 +47,8 @@ def batch_defaults(profile, rules: VersionRules, world_size: int) -> tuple[int, 
     """vLLM EngineArgs.get_batch_defaults for the OpenAI API server."""
     if profile.vendor == "cpu":
         return 2048 * world_size, 128 * world_size
-    mem = profile.memory_bytes or 0
+    # NVML's memory total; where NVML has none (GB10) vLLM's query raises and it takes the small defaults
+    mem = (profile.memory_bytes or 0) if getattr(profile, "nvml_memory_info", True) else 0
     if mem >= 160 * GIB and rules.large_gpu_batch_defaults:
         return 16384, 1024
     if mem >= 70 * GIB and "a100" not in profile.display_name.lower():
@@ -82,6 +83,10 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
             target, is_multimodal=arch.is_multimodal, sliding_window=arch.sliding_window is not None,
             device="cuda" if profile.vendor == "nvidia" else profile.runtime,
             lora=req.enable_lora, speculative=bool(req.speculative_config))
+    if arch.mm_prefix_min_batched_tokens > mnbt and arch.is_multimodal and mm_image_limit(req) != 0:
+        # a multimodal prefix LM (Gemma-4 26B / 31B): EngineArgs raises the default so that one item of the most
+        # expensive modality fits in a batch ("Raising max_num_batched_tokens from N to M ...")
+        mnbt = arch.mm_prefix_min_batched_tokens
     mnbt = req.max_num_batched_tokens or mnbt
     seqs = scheduler_max_num_seqs(req.max_num_seqs, seqs, mnbt, v1=engine_is_v1(rules, env or {}))
     cc = float(profile.compute_capability) if profile.compute_capability else None
@@ -99,6 +104,7 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         gpu_memory_utilization=req.gpu_memory_utilization or rules.gpu_memory_utilization,
         max_num_batched_tokens=mnbt,
         max_num_seqs=seqs,
+        max_num_seqs_given=req.max_num_seqs is not None,
         kv_cache_dtype=kv_dtype,
         block_size=req.block_size,
         enforce_eager=req.enforce_eager,

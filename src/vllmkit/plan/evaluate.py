@@ -54,6 +54,7 @@ class EngineSettings:
     prefix_caching: bool
     kv_cache_memory_bytes: int | None
     compute_capability: float | None = None
+    max_num_seqs_given: bool = False  # --max-num-seqs was set (vLLM's default may be lowered otherwise)
     cpu_amx: bool = False
     cpu_avx512_bf16: bool = False
     calibrated: dict[str, MemoryTerm] = field(default_factory=dict)
@@ -92,10 +93,15 @@ class Evaluation:
 
     startup_refusal: str | None = None  # vLLM refuses to start before sizing the KV cache
     graph_capture_oom: str | None = None  # the unbudgeted CUDA-graph capture will likely run out of memory
+    # max_num_seqs exceeds the mamba cache blocks (the block count): a refusal when --max-num-seqs was given,
+    # else the plan lowers vLLM's default to it (mamba_seqs_lowered)
+    mamba_seq_limit: int | None = None
+    mamba_seqs_lowered: bool = False
 
     @property
     def fits(self) -> bool:
-        return self.capacity.fits and self.capacity.num_blocks > 0 and self.startup_refusal is None
+        return (self.capacity.fits and self.capacity.num_blocks > 0 and self.startup_refusal is None
+                and (self.mamba_seq_limit is None or self.mamba_seqs_lowered))
 
 
 def startup_refusal(budget: MemoryBudget, settings: EngineSettings, rules: VersionRules) -> str | None:
@@ -187,6 +193,19 @@ class Prepared:
     tokens_from_concurrency: bool
     startup_refusal: str | None = None
     graph_capture_oom: str | None = None
+    # max_num_seqs when vLLM refuses more decoding sequences than mamba cache blocks (else None)
+    mamba_bound_seqs: int | None = None
+    max_num_seqs_given: bool = False  # --max-num-seqs was set (else the plan may lower the default)
+
+
+def mamba_bound_seqs(arch: ModelArch, settings: EngineSettings, rules: VersionRules) -> int | None:
+    """max_num_seqs when vLLM (>= 0.19) checks it against the KV blocks: a hybrid with mamba / linear-attention
+    layers whose decode runs FULL CUDA graphs (CUDA, not --enforce-eager) needs one mamba cache block per
+    decoding sequence and raises "max_num_seqs (N) exceeds available Mamba cache blocks (M)" otherwise."""
+    if (not rules.mamba_blocks_bound_max_num_seqs or settings.enforce_eager or settings.device != "cuda"
+            or LayerKind.MAMBA not in arch.layer_kinds):
+        return None
+    return settings.max_num_seqs
 
 
 def prepare(
@@ -269,6 +288,8 @@ def prepare(
         tokens_from_concurrency=rules.tokens_from_concurrency,
         startup_refusal=refusal,
         graph_capture_oom=graph_oom,
+        mamba_bound_seqs=mamba_bound_seqs(arch, settings, rules),
+        max_num_seqs_given=settings.max_num_seqs_given,
     )
 
 
@@ -296,6 +317,9 @@ def at_length(prep: Prepared, max_model_len: int, auto_fit: bool = False) -> Eva
         in_flight_tokens=prep.in_flight_tokens,
         startup_refusal=prep.startup_refusal,
         graph_capture_oom=prep.graph_capture_oom,
+        mamba_seq_limit=(cap.num_blocks if prep.mamba_bound_seqs is not None and cap.num_blocks > 0
+                         and prep.mamba_bound_seqs > cap.num_blocks else None),
+        mamba_seqs_lowered=not prep.max_num_seqs_given,
     )
 
 

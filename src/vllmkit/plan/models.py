@@ -234,6 +234,8 @@ class PlanResult(BaseModel):
     estimated_max_model_len: int | None = None
     startup_refusal: str | None = None  # why vLLM refuses to start before sizing the KV cache
     graph_capture_oom: str | None = None  # why the CUDA-graph capture after KV sizing will likely OOM
+    # max_num_seqs exceeds the mamba cache blocks, which vLLM (>= 0.19) refuses: the block count
+    mamba_seq_limit: int | None = None
     serve_command: list[str] = Field(default_factory=list)
     serve_env: dict[str, str] = Field(default_factory=dict)
     alternatives: list[Alternative] = Field(default_factory=list)

@@ -67,7 +67,8 @@ BYTES_PER_WEIGHT = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1
 
 _FAMILIES = (
     ("sm_7", "volta"), ("sm_75", "turing"), ("sm_80", "ampere"), ("sm_86", "ampere"), ("sm_87", "ampere"),
-    ("sm_89", "ada"), ("sm_90", "hopper"), ("sm_10", "blackwell"), ("sm_12", "blackwell"),
+    ("sm_89", "ada"), ("sm_90", "hopper"), ("sm_10", "blackwell"), ("sm_11", "blackwell"),
+    ("sm_12", "blackwell"),
     ("gfx90a", "cdna2"), ("gfx942", "cdna3"), ("gfx950", "cdna4"),
 )
 
@@ -152,7 +153,8 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
     bpw = BYTES_PER_WEIGHT.get(label, 2.0)
     layers_stage = math.ceil(arch.num_hidden_layers / pp)
     expert_params, moe_layers = _expert_params(arch)
-    body_total = max(split.total_bytes - split.embedding_bytes - split.lm_head_bytes, 1)
+    body_total = max(split.total_bytes - split.embedding_bytes - split.lm_head_bytes
+                     - split.per_layer_embedding_bytes, 1)
     # routed experts are up to ~99 % of a large MoE body (Kimi-K2: 1014.7 of 1024.2 GB): no fixed share cap
     expert_total = min(expert_params * bpw, body_total)
     rank_bytes = split.max_rank_bytes
@@ -160,6 +162,7 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
     # the input embedding is a gather (a few rows per step), not a full read; a tied one is also the LM head,
     # whose logits GEMM reads all of it every step
     gather = split.embedding_bytes / tp if pp == 1 and split.lm_head_bytes else 0
+    gather += split.per_layer_embedding_bytes / tp  # Gemma-3n/4 per-layer embeddings: rows gathered per token
     dense_rank = max(rank_bytes - expert_rank - gather, 1.0)
     if label == "mxfp4" and arch.moe is not None and arch.moe.num_experts:
         # MXFP4 checkpoints (gpt-oss) quantize only the routed experts; attention and router stay 16-bit

@@ -9,6 +9,7 @@ from vllmkit.errors import DoesNotFitError
 from vllmkit.estimate.specs import effective_kv_cache_dtype, kv_bytes_per_token_full, pp_layer_ranges
 from vllmkit.hub.base import ModelMetadata
 from vllmkit.plan.candidates import Candidate
+from vllmkit.plan.evaluate import EngineSettings, Evaluation
 from vllmkit.plan.models import (
     Alternative,
     GpuInfo,
@@ -149,7 +150,8 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
         settings=SettingsInfo(
             gpu_memory_utilization=settings.gpu_memory_utilization,
             max_model_len=ev.max_model_len,
-            max_num_seqs=settings.max_num_seqs,
+            max_num_seqs=(ev.mamba_seq_limit if ev.mamba_seq_limit is not None and ev.mamba_seqs_lowered
+                          else settings.max_num_seqs),
             max_num_batched_tokens=settings.max_num_batched_tokens,
             kv_cache_dtype=kv_dtype,
             dtype=_serving_dtype(req, arch, profile, warnings),
@@ -164,14 +166,24 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
         fits=ev.fits,
         estimated_max_model_len=None if ev.fits else cap.estimated_max_model_len,
         startup_refusal=ev.startup_refusal,
+        mamba_seq_limit=None if ev.mamba_seqs_lowered else ev.mamba_seq_limit,
         graph_capture_oom=ev.graph_capture_oom,
         alternatives=[alternative(c, chosen) for c in candidates if c.listed or c is chosen],
         reasons=_reasons(chosen, profile, candidates),
         calibration=settings.calibration_source,
-        warnings=warnings + _kv_dtype_note(kv_dtype, arch) + ([ev.graph_capture_oom] if ev.graph_capture_oom else []),
+        warnings=warnings + _kv_dtype_note(kv_dtype, arch) + ([ev.graph_capture_oom] if ev.graph_capture_oom else [])
+        + _mamba_seqs_note(ev, settings),
     )
     _data_parallel_option(result, req, chosen, candidates)  # issue 13
     return result
+
+
+def _mamba_seqs_note(ev: Evaluation, settings: EngineSettings) -> list[str]:
+    if ev.mamba_seq_limit is None or not ev.mamba_seqs_lowered:
+        return []
+    return [f"--max-num-seqs {ev.mamba_seq_limit}: vLLM's default ({settings.max_num_seqs}) exceeds the "
+            f"{ev.mamba_seq_limit} Mamba cache blocks this budget leaves (one per decoding sequence under CUDA "
+            "graphs), which vLLM refuses at start"]
 
 
 def _data_parallel_option(result: PlanResult, req: PlanRequest, chosen: Candidate, candidates: list[Candidate]) -> None:
@@ -232,6 +244,12 @@ def does_not_fit_error(plan: PlanResult) -> DoesNotFitError | None:
     if plan.startup_refusal:
         return DoesNotFitError(f"{plan.model.id}: vLLM {plan.vllm_version} will refuse to start: {plan.startup_refusal}",
                                "stop the other processes on the GPU or lower --gpu-memory-utilization")
+    if plan.mamba_seq_limit is not None:
+        return DoesNotFitError(
+            f"{plan.model.id}: vLLM {plan.vllm_version} will refuse to start: max_num_seqs "
+            f"({plan.settings.max_num_seqs}) exceeds the {plan.mamba_seq_limit} Mamba cache blocks (one per "
+            "decoding sequence under CUDA graphs)",
+            f"use --max-num-seqs {plan.mamba_seq_limit} or less, or a higher --gpu-memory-utilization")
     est = plan.estimated_max_model_len
     if est:
         hint = f"use --max-model-len {est} (vLLM's estimate), a quantized variant, --kv-cache-dtype fp8 or more GPUs"

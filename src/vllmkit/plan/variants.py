@@ -40,6 +40,8 @@ def variant_label(meta: ModelMetadata, arch: ModelArch) -> str:
     if method in ("gptq", "gptq_marlin"):
         return f"gptq-int{q.bits or 4}"
     if method == "compressed-tensors":
+        if q.bits == 4 and (q.weight_format or "").startswith(("nvfp4", "float")):
+            return "nvfp4"  # NVFP4 (format nvfp4-pack-quantized: 4-bit floats in groups of 16)
         return "int8" if q.bits == 8 else f"int{q.bits or 4}"
     return method
 
