@@ -64,6 +64,11 @@ CATALOG_CASES = [
     ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "qwen3_coder", "nemotron_v3"),
     # recipes moonshotai/Kimi-K2.5.md: --tool-call-parser kimi_k2 --reasoning-parser kimi_k2
     ("moonshotai/Kimi-K2.5", "kimi_k2", "kimi_k2"),
+    # vLLM 0.19.0 release notes (Gemma 4 with reasoning and tool use); 0.32 registry names both "gemma4"
+    ("google/gemma-4-E4B-it", "gemma4", "gemma4"),
+    ("google/gemma-4-26B-A4B-it", "gemma4", "gemma4"),
+    # Qwen3-Coder-Next is a Qwen3-Next hybrid (model_type qwen3_next) with Qwen3-Coder's XML tool calls
+    ("Qwen/Qwen3-Coder-Next", "qwen3_coder", None),
 ]
 
 
