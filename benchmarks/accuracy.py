@@ -218,6 +218,11 @@ def evaluate_row(row: dict) -> Row | None:
         data_parallel_size=row.get("data_parallel_size"),
         speculative_config=row.get("speculative_config"),
         flashinfer_installed=row.get("flashinfer_installed"),
+        enable_lora=bool(row.get("enable_lora")),
+        max_loras=row.get("max_loras"),
+        max_lora_rank=row.get("max_lora_rank"),
+        limit_mm_per_prompt=row.get("limit_mm_per_prompt"),
+        enable_prefix_caching=row.get("enable_prefix_caching"),
     )
     in_use = memory_in_use_from_log(req, row)
     if in_use:

@@ -74,6 +74,9 @@ class VersionRules:
     # exceeds the KV blocks (one mamba state block per decoding sequence): vllm PR #38270 (merged
     # 2026-03-26, in 0.19.0; config/compilation.py _check_and_update_cudagraph_mode in 0.32)
     mamba_blocks_bound_max_num_seqs: bool = False
+    # --enable-lora builds LoRA stacks for every routed expert (FusedMoEWithLoRA, vllm PR #21229 "LoRA for
+    # fused MoE", in the 0.12 release line; threshold approximate); before, expert layers took no adapter
+    moe_lora: bool = False
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -113,6 +116,7 @@ def rules_for(version: str) -> VersionRules:
         # is not built (StageMissingLayer); not verified for older releases, so only from 0.28.
         mm_tower_skipped_at_zero_limit=v >= (0, 28, 0),
         mamba_blocks_bound_max_num_seqs=v >= (0, 19, 0),
+        moe_lora=v >= (0, 12, 0),
         # 0.28.0 engine/arg_utils.py adds --language-model-only (MultiModalConfig.language_model_only)
         language_model_only_flag=v >= (0, 28, 0),
         # engine/arg_utils.py create_engine_config resolves "auto" with

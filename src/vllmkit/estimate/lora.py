@@ -11,8 +11,11 @@ the row-parallel layers (o_proj, down_proj) split A and keep B whole (fully_shar
   gate_up  A: 2 x (r x H)               B: 2 x I / tp x r
   down     A: r x I / tp                B: H x r
 
---max-cpu-loras sizes a host-memory cache only (no GPU term). MoE expert LoRA (newer releases) is
-not counted: the term below covers attention and dense MLP layers.
+--max-cpu-loras sizes a host-memory cache only (no GPU term).
+
+Routed experts (FusedMoEWithLoRA, vllm/lora/layers/fused_moe.py in 0.32; `moe=True`): per MoE layer, adapter
+and local expert, gate and up A [r, H] each, their B [I/tp, r] each, down's A [r, I/tp] and B [H, r]
+(gated experts, fully_sharded_loras and enable_moe_shared_loras off): r x (3H + 3I/tp) elements.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ DEFAULT_MAX_LORAS = 1  # vLLM LoRAConfig defaults
 DEFAULT_MAX_LORA_RANK = 16
 
 
-def lora_bytes_per_adapter_rank(arch: ModelArch, tp: int) -> int:
-    """Elements of one rank-1 slice of one adapter over all layers of one TP rank."""
+def lora_bytes_per_adapter_rank(arch: ModelArch, tp: int, *, moe: bool = False) -> int:
+    """Elements of one rank-1 slice of one adapter over all layers of one TP rank (moe: with the routed
+    experts' stacks)."""
     tp = max(tp, 1)
     h = arch.hidden_size
     q = arch.num_attention_heads * arch.head_dim
@@ -37,10 +41,16 @@ def lora_bytes_per_adapter_rank(arch: ModelArch, tp: int) -> int:
     o = q // tp + h
     gate_up = 2 * h + 2 * inter // tp
     down = inter // tp + h
-    return attn_layers * (qkv + o) + dense_mlp_layers * (gate_up + down)
+    total = attn_layers * (qkv + o) + dense_mlp_layers * (gate_up + down)
+    if moe and arch.moe is not None and arch.moe.num_experts:
+        expert_inter = (arch.moe.moe_intermediate_size or inter) // tp
+        moe_layers = max(arch.num_hidden_layers - arch.moe.dense_layers, 0)
+        total += moe_layers * arch.moe.num_experts * (3 * h + 3 * expert_inter)
+    return total
 
 
 def lora_weight_bytes(arch: ModelArch, *, tp: int, max_loras: int = DEFAULT_MAX_LORAS,
-                      max_lora_rank: int = DEFAULT_MAX_LORA_RANK, dtype_bytes: int = 2) -> int:
-    """Bytes of the preallocated LoRA stacks on one GPU."""
-    return max(max_loras, 0) * max(max_lora_rank, 0) * lora_bytes_per_adapter_rank(arch, tp) * dtype_bytes
+                      max_lora_rank: int = DEFAULT_MAX_LORA_RANK, dtype_bytes: int = 2, moe: bool = False) -> int:
+    """Bytes of the preallocated LoRA stacks on one GPU (moe: the release builds expert LoRA stacks)."""
+    return (max(max_loras, 0) * max(max_lora_rank, 0) * lora_bytes_per_adapter_rank(arch, tp, moe=moe)
+            * dtype_bytes)

@@ -83,9 +83,11 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
             target, is_multimodal=arch.is_multimodal, sliding_window=arch.sliding_window is not None,
             device="cuda" if profile.vendor == "nvidia" else profile.runtime,
             lora=req.enable_lora, speculative=bool(req.speculative_config))
-    if arch.mm_prefix_min_batched_tokens > mnbt and arch.is_multimodal and mm_image_limit(req) != 0:
+    video_off = req.language_model_only or (req.limit_mm_per_prompt or {}).get("video", None) == 0
+    if arch.mm_prefix_min_batched_tokens > mnbt and arch.is_multimodal and not video_off:
         # a multimodal prefix LM (Gemma-4 26B / 31B): EngineArgs raises the default so that one item of the most
-        # expensive modality fits in a batch ("Raising max_num_batched_tokens from N to M ...")
+        # expensive supported modality, a video, fits in a batch ("Raising max_num_batched_tokens from N to M");
+        # a zero limit for images alone leaves video on (a GB10 log with --limit-mm-per-prompt '{"image":0}')
         mnbt = arch.mm_prefix_min_batched_tokens
     mnbt = req.max_num_batched_tokens or mnbt
     seqs = scheduler_max_num_seqs(req.max_num_seqs, seqs, mnbt, v1=engine_is_v1(rules, env or {}))
@@ -149,7 +151,7 @@ def mm_image_limit(req: PlanRequest) -> int | None:
     return max(int(v) for v in limits.values())
 
 
-def feature_terms(variant: Variant, tp: int, settings: EngineSettings):
+def feature_terms(variant: Variant, tp: int, settings: EngineSettings, rules: VersionRules | None = None):
     """issue 13: LoRA stacks (every stage), the speculative drafter (last stage) and its KV layers."""
     every: dict[str, MemoryTerm] = {}
     last: dict[str, MemoryTerm] = {}
@@ -159,8 +161,10 @@ def feature_terms(variant: Variant, tp: int, settings: EngineSettings):
         from vllmkit.estimate.lora import lora_weight_bytes
 
         loras, rank_ = settings.lora
-        every["lora"] = MemoryTerm(bytes=lora_weight_bytes(arch, tp=tp, max_loras=loras, max_lora_rank=rank_),
-                                   source="derived", note=f"LoRA stacks for {loras} adapter(s) of rank {rank_}")
+        moe = bool(rules is not None and rules.moe_lora and arch.moe is not None)
+        every["lora"] = MemoryTerm(bytes=lora_weight_bytes(arch, tp=tp, max_loras=loras, max_lora_rank=rank_, moe=moe),
+                                   source="derived", note=f"LoRA stacks for {loras} adapter(s) of rank {rank_}"
+                                   + (" (routed experts included)" if moe else ""))
     if settings.speculative:
         from vllmkit.estimate.speculative import speculative_terms
         from vllmkit.estimate.weights import split_weights
@@ -181,7 +185,7 @@ def feature_terms(variant: Variant, tp: int, settings: EngineSettings):
 
 def prepare_candidate(variant: Variant, tp: int, pp: int, settings: EngineSettings, rules: VersionRules) -> Prepared:
     weight_bytes, weight_source = loaded_weight_bytes(variant, settings, rules.key)
-    every, last, spec_kv = feature_terms(variant, tp, settings)
+    every, last, spec_kv = feature_terms(variant, tp, settings, rules)
     if settings.expert_parallel and settings.data_parallel_size > 1 and variant.arch.moe is not None:
         from vllmkit.estimate.weights import expert_parallel_total
 

@@ -130,3 +130,24 @@ def test_gb10_takes_the_small_gpu_batch_defaults() -> None:
     has 121.69 GiB (an RTX PRO 6000 of 94.97 GiB gets 8192)."""
     assert _plan("Qwen/Qwen3-8B", "gb10").settings.max_num_batched_tokens == 2048
     assert _plan("Qwen/Qwen3-8B", "rtx-pro-6000-server").settings.max_num_batched_tokens == 8192
+
+
+def test_lora_stacks_cover_the_routed_experts() -> None:
+    """FusedMoEWithLoRA (vllm/lora/layers/fused_moe.py) stacks, per MoE layer, adapter and expert, gate and up
+    A [16, 2816] and B [704, 16], down A [16, 704] and B [2816, 16]: for 26B-A4B's 30 layers x 128 experts and
+    4 adapters of rank 16, 4 x 16 x 30 x 128 x (3 x 2816 + 3 x 704) x 2 B. The GB10 log with exactly those flags
+    (--enable-lora --max-loras 4 --max-lora-rank 16, vLLM 0.25.0) loaded 53.62 GiB: checkpoint + V slots +
+    stacks must come within 1.5 % of it (without the expert stacks it would be 10 % short)."""
+    from vllmkit.estimate.lora import lora_weight_bytes
+
+    arch = read_arch(find_entry("google/gemma-4-26B-A4B-it").config)
+    with_experts = lora_weight_bytes(arch, tp=1, max_loras=4, max_lora_rank=16, moe=True)
+    without = lora_weight_bytes(arch, tp=1, max_loras=4, max_lora_rank=16)
+    assert with_experts - without == 4 * 16 * 30 * 128 * (3 * 2816 + 3 * 704) * 2
+    plan = _plan("google/gemma-4-26B-A4B-it", "gb10", vllm_version="0.25.0", max_model_len=32768, max_num_seqs=4,
+                 gpu_memory_utilization=0.55, enable_lora=True, max_loras=4, max_lora_rank=16)
+    loaded = (plan.memory.weights_bytes + plan.memory.lora_bytes) / GIB
+    assert abs(loaded - 53.62) / 53.62 < 0.015
+    older = _plan("google/gemma-4-26B-A4B-it", "gb10", vllm_version="0.11.0", max_model_len=32768, max_num_seqs=4,
+                  enable_lora=True, max_loras=4, max_lora_rank=16)
+    assert older.memory.lora_bytes == without  # before expert LoRA, the experts took no adapter
