@@ -237,6 +237,16 @@ def _quantization(cfg: dict[str, Any]) -> QuantFacts | None:
                 group = group or weights.get("group_size")
                 weight_format = weight_format or weights.get("type")
                 break
+    if method == "quark":
+        # AMD Quark: global_quant_config.weight.dtype ("fp8_e4m3", "fp4", "int4", ...)
+        glob = q.get("global_quant_config") if isinstance(q.get("global_quant_config"), dict) else {}
+        wdt = str((glob.get("weight") or {}).get("dtype") or "") if isinstance(glob.get("weight"), dict) else ""
+        if wdt.startswith("fp8"):
+            bits, weight_format = bits or 8, weight_format or "float"
+        elif wdt in ("fp4", "mxfp4"):
+            bits, weight_format = bits or 4, weight_format or "float"
+        elif wdt.lstrip("u").startswith("int"):
+            bits = bits or int("".join(ch for ch in wdt if ch.isdigit()) or 4)
     if method == "fp8":
         bits = bits or 8
     if method == "mxfp4":

@@ -65,6 +65,11 @@ ALIASES: dict[str, str] = {
     # Neural Magic's quantized releases moved to the RedHatAI organisation (2025); the neuralmagic/
     # ids are still what many guides and scripts use (public notes: "namespace moved to RedHatAI").
     "neuralmagic/llama-3.3-70b-instruct-fp8-dynamic": "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic",
+    # the other way round for entries catalogued under the neuralmagic/ id the benchmarks name
+    "redhatai/meta-llama-3.1-8b-instruct-fp8": "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8",
+    "redhatai/meta-llama-3.1-70b-instruct-fp8": "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8",
+    "redhatai/llama-3.1-nemotron-70b-instruct-hf-fp8-dynamic":
+        "neuralmagic/Llama-3.1-Nemotron-70B-Instruct-HF-FP8-dynamic",
 }
 
 

@@ -28,7 +28,7 @@ def variant_label(meta: ModelMetadata, arch: ModelArch) -> str:
         return "fp16" if arch.dtype == "float16" else "bf16"
     method = q.method
     if method in ("fp8", "fbgemm_fp8", "ptpc_fp8") or (
-        method == "compressed-tensors" and q.bits == 8 and (q.weight_format or "").startswith("float")
+        method in ("compressed-tensors", "quark") and q.bits == 8 and (q.weight_format or "").startswith("float")
     ):
         return "fp8"
     if method == "modelopt":  # NVIDIA ModelOpt FP8 family (quant_algo FP8 / FP8_PB_WO / FP8_PER_CHANNEL_PER_TOKEN)

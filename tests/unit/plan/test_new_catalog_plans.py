@@ -109,7 +109,9 @@ def test_glm46_fits_eight_h200_not_eight_h100() -> None:
     # loaded weights (MTP layer skipped) 352,797,829,024 params x 2 B = 657.1 GiB: more than the
     # 8 x 79.19 = 633.5 GiB eight H100 have in all; 82.1 GiB per H200 at TP=8 (< 0.92 x 139.81 = 128.6)
     assert 2 * 352_797_829_024 / GIB > 8 * 79.19
-    assert not _plan("zai-org/GLM-4.6", "h100", 8).fits
+    # the BF16 checkpoint itself (a plan left free to choose takes the catalog's GLM-4.6-FP8 sibling there)
+    assert not _plan("zai-org/GLM-4.6", "h100", 8, tensor_parallel_size=8).fits
+    assert _plan("zai-org/GLM-4.6", "h100", 8).model.id == "zai-org/GLM-4.6-FP8"
     plan = _plan("zai-org/GLM-4.6", "h200", 8)
     assert plan.fits and plan.parallel.tensor_parallel_size == 8
     # GLM's MTP layer shares the main embedding and head (plan/variants.MTP_SHARES_EMBEDDINGS), so only its
