@@ -273,3 +273,12 @@ def test_any_serve_flag_value_gets_a_documented_exit_code(flags: dict[str, str])
     if res.exit_code == 0:
         port = flags.get("--port")
         assert port is None or 1 <= int(port) <= 65535
+
+
+def test_a_huge_gpu_count_with_a_tp_size_answers_at_once() -> None:
+    """-tp 3 with --gpu-count 10**12: the hint lists the TP sizes the model accepts up to the GPU count; it
+    used to try every size up to the count (hypothesis found the hang). Qwen3-8B's 32 heads bound the list."""
+    res = run("plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--source", "catalog", "-tp", "3", "--gpu-count",
+              str(10**12), env=OFFLINE)
+    assert res.exit_code == 2
+    assert "1, 2, 4, 8, 16, 32" in res.stderr.replace("\n", " ")

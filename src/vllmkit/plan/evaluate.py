@@ -97,6 +97,7 @@ class Evaluation:
     # else the plan lowers vLLM's default to it (mamba_seqs_lowered)
     mamba_seq_limit: int | None = None
     mamba_seqs_lowered: bool = False
+    mamba_blocks_bound: bool = False  # decoding sequences are bounded by the KV blocks (the rule applies)
 
     @property
     def fits(self) -> bool:
@@ -320,6 +321,7 @@ def at_length(prep: Prepared, max_model_len: int, auto_fit: bool = False) -> Eva
         mamba_seq_limit=(cap.num_blocks if prep.mamba_bound_seqs is not None and cap.num_blocks > 0
                          and prep.mamba_bound_seqs > cap.num_blocks else None),
         mamba_seqs_lowered=not prep.max_num_seqs_given,
+        mamba_blocks_bound=prep.mamba_bound_seqs is not None,
     )
 
 

@@ -219,8 +219,11 @@ def scheduler_limits(evaluation: Any, settings: Any, *, max_num_seqs: int | None
                      chunked_prefill: bool = True) -> SchedulerLimits:
     cap = evaluation.capacity
     tokens = cap.num_blocks * evaluation.specs.block_size if cap.num_blocks else cap.tokens
+    seqs = max_num_seqs or settings.max_num_seqs
+    if getattr(evaluation, "mamba_blocks_bound", False) and cap.num_blocks:
+        seqs = min(seqs, cap.num_blocks)  # one mamba cache block per decoding sequence (vLLM >= 0.19)
     return SchedulerLimits(
-        max_num_seqs=max_num_seqs or settings.max_num_seqs,
+        max_num_seqs=seqs,
         max_num_batched_tokens=settings.max_num_batched_tokens,
         kv_capacity_tokens=max(int(min(tokens, cap.tokens * 1.05 + 1) if cap.tokens else tokens), 1),
         chunked_prefill=chunked_prefill,

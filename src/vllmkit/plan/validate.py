@@ -49,8 +49,10 @@ def tp_problems(arch: ModelArch, tp: int) -> list[str]:
 
 
 def accepted_tp_sizes(arch: ModelArch, limit: int) -> list[int]:
-    """Every TP size from 1 to `limit` that vLLM accepts for this model (not only powers of two)."""
-    return [tp for tp in range(1, max(limit, 1) + 1) if not tp_problems(arch, tp)]
+    """Every TP size from 1 to `limit` that vLLM accepts for this model (not only powers of two). None can
+    exceed the attention heads (they must divide by TP), so a huge --gpu-count is not walked through."""
+    top = min(max(limit, 1), max(arch.num_attention_heads, 1))
+    return [tp for tp in range(1, top + 1) if not tp_problems(arch, tp)]
 
 
 def validate_parallelism(arch: ModelArch, *, tp: int | None, pp: int | None, gpu_count: int | None,

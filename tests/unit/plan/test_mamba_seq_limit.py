@@ -59,3 +59,19 @@ def test_an_explicit_max_num_seqs_above_the_blocks_is_refused_with_the_fix() -> 
     err = json.loads(result.stdout)["errors"][0]
     assert "exceeds the" in err["message"] and "Mamba cache blocks" in err["message"]
     assert "--max-num-seqs" in err["hint"]
+
+
+def test_the_performance_model_runs_no_more_sequences_than_blocks() -> None:
+    """With 2,000 clients the scheduler may run at most max_num_seqs sequences; on a hybrid that vLLM bounds
+    by its mamba blocks the simulated batch stays at or below the block count."""
+    from vllmkit.estimate.serving import Workload
+    from vllmkit.plan.performance import PerfOptions
+
+    plan = build_plan(PlanRequest(model="Qwen/Qwen3.6-27B", gpu="h100", source="catalog", tensor_parallel_size=1,
+                                  quantization="fp8", gpu_memory_utilization=0.95, max_model_len=8192,
+                                  vllm_version="0.32.0"),
+                      ENV, perf=PerfOptions(workload=Workload(512, 64, concurrency=2000, num_requests=4000)))
+    blocks = plan.kv_cache.num_blocks
+    assert plan.settings.max_num_seqs <= blocks < 1024 or plan.settings.max_num_seqs == 1024
+    assert plan.performance is not None
+    assert plan.performance.batch <= min(blocks, plan.settings.max_num_seqs)
