@@ -825,10 +825,10 @@ def _gemma4_attention(cfg: dict[str, Any], top: dict[str, Any], model_type: str,
     - hidden_size_per_layer_input > 0: a per-layer embedding table embed_tokens_per_layer
       [vocab_size_per_layer_input, num_layers * hidden_size_per_layer_input] (VocabParallelEmbedding)."""
     out: dict[str, Any] = {}
+    shared = cfg.get("num_kv_shared_layers") or 0
+    if isinstance(shared, int) and 0 < shared < n_layers:
+        out["kv_shared_from"] = n_layers - shared
     if model_type != "gemma4_text":
-        shared = cfg.get("num_kv_shared_layers")
-        if isinstance(shared, int) and 0 < shared < n_layers:
-            out["kv_shared_from"] = n_layers - shared
         return out
     if LayerKind.FULL in kinds:
         head = cfg.get("global_head_dim", 512)
@@ -850,9 +850,6 @@ def _gemma4_attention(cfg: dict[str, Any], top: dict[str, Any], model_type: str,
             _check_limit(heads, "num_global_key_value_heads", where, limit_key="num_key_value_heads")
             out["full_num_kv_heads"] = heads
         out["k_eq_v"] = bool(cfg.get("attention_k_eq_v"))
-    shared = cfg.get("num_kv_shared_layers") or 0
-    if isinstance(shared, int) and 0 < shared < n_layers:
-        out["kv_shared_from"] = n_layers - shared
     if cfg.get("use_bidirectional_attention") == "vision":
         # Gemma4ModelArchConfigConvertor.is_mm_prefix_lm -> EngineArgs raises max_num_batched_tokens to the
         # most expensive modality's tokens per item (_get_min_mm_batched_tokens over

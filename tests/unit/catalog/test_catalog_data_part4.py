@@ -44,8 +44,12 @@ REQUIRED_KEYS = frozenset(
 )
 
 
-def _load(model_id: str) -> dict[str, Any]:
+def load_entry(model_id: str) -> dict[str, Any]:
+    """A bundled catalog entry's JSON as stored (src/vllmkit/catalog/data/<org>__<name>.json)."""
     return json.loads((DATA_DIR / (model_id.replace("/", "__") + ".json")).read_text(encoding="utf-8"))
+
+
+_load = load_entry
 
 
 def dense_params(cfg: dict[str, Any]) -> int:
@@ -69,13 +73,18 @@ def dense_params(cfg: dict[str, Any]) -> int:
 
 
 # bytes per element of the safetensors dtypes the catalog records
-SAFETENSORS_ITEMSIZE = {"BF16": 2, "F16": 2, "F32": 4, "F8_E4M3": 1, "I32": 4}
+SAFETENSORS_ITEMSIZE = {"BF16": 2, "F16": 2, "F32": 4, "F8_E4M3": 1, "I32": 4, "U8": 1}
+
+
+def split_bytes(split: dict[str, int]) -> int:
+    """Bytes of a parameter split by safetensors dtype."""
+    return sum(SAFETENSORS_ITEMSIZE[d] * n for d, n in split.items())
 
 
 def assert_weights_add_up(entry: dict[str, Any]) -> None:
     """weights_bytes is the dtype split times its element sizes, and the index total when that is its kind."""
     split = entry["params_by_dtype"]
-    assert entry["weights_bytes"] == sum(SAFETENSORS_ITEMSIZE[d] * n for d, n in split.items())
+    assert entry["weights_bytes"] == split_bytes(split)
     if entry["weights_bytes_kind"] == "index_total_size":
         assert entry["weights_bytes"] == entry["index_total_size"]
     else:

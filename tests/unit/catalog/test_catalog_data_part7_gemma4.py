@@ -24,7 +24,6 @@ full attention, num_kv_shared_layers) move the parameter count little or not at 
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,9 @@ from tests.unit.catalog.test_catalog_data_part4 import (
     REQUIRED_KEYS,
     assert_every_value_has_its_source,
     assert_weights_add_up,
+)
+from tests.unit.catalog.test_catalog_data_part4 import (
+    load_entry as _load,
 )
 
 DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
@@ -47,8 +49,6 @@ PUBLISHED: tuple[tuple[str, int], ...] = (
 IDS = tuple(model_id for model_id, _ in PUBLISHED)
 
 
-def _load(model_id: str) -> dict[str, Any]:
-    return json.loads((DATA_DIR / (model_id.replace("/", "__") + ".json")).read_text(encoding="utf-8"))
 
 
 # --------------------------------------------------------------------------- the shape formulas

@@ -11,7 +11,6 @@ from (the base model's HF count, the Qwen2.5-VL-7B / -32B towers), so that the a
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,9 @@ from tests.unit.catalog.test_catalog_data_part4 import (
     assert_every_value_has_its_source,
     assert_weights_add_up,
     dense_params,
+)
+from tests.unit.catalog.test_catalog_data_part4 import (
+    load_entry as _load,
 )
 from tests.unit.catalog.test_catalog_data_part6_qwen35 import f32_params, qwen35_params
 
@@ -55,8 +57,6 @@ QWEN36_PUBLISHED: tuple[tuple[str, int], ...] = (
 CODER_NEXT_PUBLISHED = 79_674_391_296
 
 
-def _load(model_id: str) -> dict[str, Any]:
-    return json.loads((DATA_DIR / (model_id.replace("/", "__") + ".json")).read_text(encoding="utf-8"))
 
 
 # --------------------------------------------------------------------------- keys, sources, weights

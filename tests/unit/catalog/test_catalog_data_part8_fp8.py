@@ -17,7 +17,6 @@ public guides print. A wrong config (one shape off) fails these checks.
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +24,15 @@ import pytest
 from tests.unit.catalog.test_catalog_data_part3 import _glm4_moe_params
 from tests.unit.catalog.test_catalog_data_part4 import (
     REQUIRED_KEYS,
-    SAFETENSORS_ITEMSIZE,
     assert_every_value_has_its_source,
     assert_weights_add_up,
     dense_params,
+)
+from tests.unit.catalog.test_catalog_data_part4 import (
+    load_entry as _load,
+)
+from tests.unit.catalog.test_catalog_data_part4 import (
+    split_bytes as _bytes,
 )
 
 DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
@@ -58,12 +62,8 @@ NM_70B_GUIDE_GIB = 67.7  # 'neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8 (70B, 67
 NM_8B_GUIDE_GB = 8.5  # 'Meta-Llama-3.1-8B-Instruct-FP8 (Footprint: ~8.5 GB VRAM)', id 69649592182
 
 
-def _load(model_id: str) -> dict[str, Any]:
-    return json.loads((DATA_DIR / (model_id.replace("/", "__") + ".json")).read_text(encoding="utf-8"))
 
 
-def _bytes(split: dict[str, int]) -> int:
-    return sum(SAFETENSORS_ITEMSIZE[d] * n for d, n in split.items())
 
 
 # --------------------------------------------------------------------------- keys, sources, bytes

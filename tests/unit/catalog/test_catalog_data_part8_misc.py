@@ -24,6 +24,9 @@ from tests.unit.catalog.test_catalog_data_part4 import (
     assert_weights_add_up,
     dense_params,
 )
+from tests.unit.catalog.test_catalog_data_part4 import (
+    load_entry as _load,
+)
 from tests.unit.catalog.test_catalog_data_part7_qwen import awq_split
 
 DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
@@ -68,8 +71,6 @@ SHAPE_KEYS = (
 )
 
 
-def _load(model_id: str) -> dict[str, Any]:
-    return json.loads((DATA_DIR / (model_id.replace("/", "__") + ".json")).read_text(encoding="utf-8"))
 
 
 def _hf_bytes(config: dict[str, Any]) -> int:
