@@ -91,7 +91,7 @@ def catalog_id(row: dict) -> str | None:
 
 # rows whose "Model loading took" figure set a weight factor (estimate/weights.py mxfp4_load_factor)
 WEIGHT_FIT_ROWS = {"vllm-23278-gpt-oss-120b-h100-fail", "myoceane-a100-gpt-oss-20b-util065-v019"}
-HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jsonl")
+HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jsonl", "collected-startup-logs-5.jsonl")
 
 
 @dataclass

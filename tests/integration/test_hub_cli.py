@@ -81,4 +81,5 @@ def test_plan_alternatives_include_hub_siblings_with_real_sizes(hub: HubServer, 
     fp8_file = len(repos["acme/tiny-llama-FP8"].files["model.safetensors"])
     # TP=1 rows carry the sibling's whole weight-file size as listed by the hub
     tp1 = [a for a in doc["data"]["alternatives"] if a["model_id"] == "acme/tiny-llama-FP8" and a["tensor_parallel_size"] == 1]
-    assert tp1 and tp1[0]["weights_bytes"] == fp8_file
+    # plus vLLM's RoPE cos/sin cache: 2,048 positions x head 16 (64 / 4 heads) x 2 B
+    assert tp1 and tp1[0]["weights_bytes"] == fp8_file + 2048 * 16 * 2

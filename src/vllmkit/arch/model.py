@@ -145,6 +145,9 @@ class ModelArch(BaseModel):
     # in one batch, so vLLM raises the default max_num_batched_tokens to the largest item (tokens)
     mm_prefix_min_batched_tokens: int = 0
     per_layer_embedding_params: int = 0  # Gemma-3n/4 embed_tokens_per_layer (a gather, split like the embedding)
+    # positions x width of the RoPE cos/sin caches vLLM builds at load, summed over the distinct ones
+    # (estimate/weights.py rope_cache_bytes; arch/reader.py _rope_cache_elements)
+    rope_cache_elements: int = 0
     attn_output_gate: bool = False  # Qwen3-Next / Qwen3.5: q_proj also emits a sigmoid gate (2x rows)
     layer_kinds: list[LayerKind]
     sliding_window: int | None = None

@@ -807,9 +807,102 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
         is_multimodal=is_mm,
         vision=_vision_facts(config, hidden) if is_mm else None,
         is_encoder_decoder=bool(config.get("is_encoder_decoder")),
+        rope_cache_elements=_rope_cache_elements(cfg, model_type, head_dim, mla, kinds, gemma4.get("full_head_dim")),
         warnings=warnings,
         **gemma4,
     )
+
+
+# model types whose attention has no rotary embedding (learned positions or ALiBi): no cos/sin cache
+_NO_ROPE_MODEL_TYPES = frozenset({"gpt2", "gpt_bigcode", "opt", "bloom", "mpt", "jais", "whisper", "bert", "roberta"})
+# mRoPE (Qwen2-VL and after): the cache covers 4x the positions, since video positions run past the
+# token count (vllm 0.32 rotary_embedding/mrope.py: cache_max_position_num = max_position x positions_factor 4)
+_MROPE_POSITIONS_FACTOR = 4
+_MROPE_MODEL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_5", "qwen2_5_omni", "qwen3_omni")
+
+
+def _rope_positions(rope: dict[str, Any], max_pos: int) -> int:
+    """Rows of the cos/sin cache vLLM's get_rope builds for one rope config (vllm 0.32
+    model_executor/layers/rotary_embedding/__init__.py and the classes it picks):
+    - default, llama3, ntk, dynamic-alpha, proportional: max_position (base.py _compute_cos_sin_cache);
+    - linear and dynamic with a factor: max_position x factor (linear_scaling_rope.py,
+      dynamic_ntk_scaling_rope.py: "max_len = max_position_embeddings * scaling_factor");
+    - yarn, deepseek_yarn: original_max_position_embeddings x factor (yarn_scaling_rope.py,
+      deepseek_scaling_rope.py);
+    - longrope: a short cache of original_max_position rows and a long one of max_position
+      (phi3_long_rope_scaled_rope.py long_short_cos_sin_cache);
+    - an mrope_section (default or yarn): MRotaryEmbedding, 4x the positions (mrope.py)."""
+    kind = str(rope.get("rope_type") or rope.get("type") or "default")
+    factor = rope.get("factor")
+    factor = float(factor) if isinstance(factor, (int, float)) and not isinstance(factor, bool) and factor > 0 else None
+    original = rope.get("original_max_position_embeddings")
+    original = original if isinstance(original, int) and not isinstance(original, bool) and original > 0 else None
+    if "mrope_section" in rope or kind == "mrope":
+        return (original if kind == "yarn" and original else max_pos) * _MROPE_POSITIONS_FACTOR
+    if kind in ("linear", "dynamic") and factor and "alpha" not in rope:
+        return int(max_pos * factor)
+    if kind in ("yarn", "deepseek_yarn", "deepseek_llama_scaling") and factor and original:
+        return int(original * factor)
+    if kind in ("longrope", "su") and original:
+        return original + max_pos
+    return max_pos
+
+
+def _rope_cache_elements(cfg: dict[str, Any], model_type: str, head_dim: int, mla: MLAFacts | None,
+                         kinds: list[LayerKind], full_head_dim: int | None) -> int:
+    """Elements of the RoPE cos/sin caches vLLM registers as buffers when it builds the model, which
+    "Model loading took" counts: rows (_rope_positions) x rotary width, once per distinct rope config
+    (get_rope caches instances in _ROPE_DICT), on every rank whole. The models pass
+    config.max_position_embeddings, not max_model_len. Checked on public logs: Llama-4-Scout
+    (max_position_embeddings 10,485,760, head 128) loads 2.50 GiB above its checkpoint share on each of
+    4 H100s; Gemma-3 (linear factor 8 over 131,072 positions, head 256, plus a local default rope)
+    0.56 GiB."""
+    if model_type in _NO_ROPE_MODEL_TYPES or cfg.get("alibi") or cfg.get("use_alibi") or cfg.get("position_embedding_type") in ("alibi", "absolute"):
+        return 0
+    if all(k in (LayerKind.NONE, LayerKind.MAMBA) for k in kinds):
+        return 0
+    max_pos = cfg.get("max_position_embeddings") or cfg.get("n_positions") or cfg.get("seq_length")
+    if not isinstance(max_pos, int) or isinstance(max_pos, bool) or max_pos <= 0:
+        return 0
+    max_pos = min(max_pos, CONFIG_LIMITS["max_position_embeddings"])
+    rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
+    if not isinstance(rope, dict):
+        rope = {}
+    # get_rope: rotary_dim = rope_parameters["rope_dim"], else head_size x partial_rotary_factor (transformers 5
+    # moves partial_rotary_factor into rope_parameters; older configs keep it, or GPT-NeoX's rotary_pct, on top)
+    partial = rope.get("partial_rotary_factor", cfg.get("partial_rotary_factor", cfg.get("rotary_pct", 1.0)))
+    partial = float(partial) if isinstance(partial, (int, float)) and not isinstance(partial, bool) and 0 < partial <= 1 else 1.0
+    width = mla.qk_rope_head_dim if mla is not None else int(head_dim * partial)
+    if isinstance(rope.get("rope_dim"), int) and not isinstance(rope.get("rope_dim"), bool) and rope["rope_dim"] > 0:
+        width = rope["rope_dim"]
+    elif (mla is None and "partial_rotary_factor" not in rope and isinstance(cfg.get("rotary_dim"), int)
+          and not isinstance(cfg.get("rotary_dim"), bool) and 0 < cfg["rotary_dim"] <= head_dim):
+        width = cfg["rotary_dim"]  # MiniMax-M2 (minimax_m2.py: partial_rotary_factor = rotary_dim / head_dim)
+    # transformers 5 keeps one rope config per layer type ({"full_attention": {...}, "sliding_attention": {...}})
+    per_type = {k: v for k, v in rope.items() if isinstance(v, dict)}
+    if per_type and all(k.endswith("attention") for k in per_type):
+        total = 0
+        for layer_type, params in per_type.items():
+            w = full_head_dim if (layer_type == "full_attention" and full_head_dim) else width
+            total += _rope_positions(params, max_pos) * w
+        return total
+    if str(cfg.get("model_type", model_type)).startswith(_MROPE_MODEL_TYPES) and "mrope_section" not in rope:
+        # these families always build MRotaryEmbedding (the shipped configs carry an mrope_section; a
+        # trimmed copy may not)
+        rope = {**rope, "mrope_section": True}
+    total = _rope_positions(rope, max_pos) * width
+    if mla is not None and str(rope.get("rope_type") or rope.get("type")) in ("yarn", "deepseek_yarn"):
+        # deepseek_v2.py turns an MLA model's yarn into deepseek_yarn; DeepseekScalingRotaryEmbedding takes the
+        # FlashInfer path on CUDA and keeps its cache in float32 (deepseek_scaling_rope.py use_flashinfer ->
+        # base.py skips cache.to(dtype)): twice the 16-bit bytes
+        total *= 2
+    if model_type.startswith(("gemma3", "gemma4")) and LayerKind.SLIDING in kinds:
+        # the sliding layers' rope (local base frequency, no scaling) is a second cache
+        # (gemma3.py: rope_parameters {"rope_type": "default"} with rope_local_base_freq)
+        total += max_pos * (width if not full_head_dim else head_dim)
+        if full_head_dim:
+            total = total - _rope_positions(rope, max_pos) * width + _rope_positions(rope, max_pos) * full_head_dim
+    return total
 
 
 def _gemma4_attention(cfg: dict[str, Any], top: dict[str, Any], model_type: str, n_layers: int,

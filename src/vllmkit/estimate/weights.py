@@ -115,6 +115,7 @@ def split_weights(
         whole = min(replicated_layer_bytes(arch), per_layer)
         replicated_extra += whole - whole // tp
     stages = pp_layer_ranges(n, pp)
+    rope = rope_cache_bytes(arch)
     per_stage: list[int] = []
     per_stage_pad: list[int] = []
     for i, layers in enumerate(stages):
@@ -126,9 +127,9 @@ def split_weights(
         if i == len(stages) - 1:
             # a tied lm_head still needs the embedding matrix on the last stage under PP
             b += (lm_head if lm_head else (embed if pp > 1 else 0)) // tp
-        per_stage.append(b)
+        per_stage.append(b + rope)
     return WeightSplit(
-        total_bytes=total_bytes - skipped + tp * sum(per_stage_pad) + v_slot,
+        total_bytes=total_bytes - skipped + tp * sum(per_stage_pad) + v_slot + tp * pp * rope,
         embedding_bytes=embed,
         lm_head_bytes=lm_head,
         per_layer_embedding_bytes=ple,
@@ -137,6 +138,13 @@ def split_weights(
         per_stage_bytes=per_stage,
         per_stage_padding=per_stage_pad,
     )
+
+
+def rope_cache_bytes(arch: ModelArch) -> int:
+    """The RoPE cos/sin caches one rank holds after loading (arch/reader.py _rope_cache_elements), in the
+    serving dtype (vllm rotary_embedding/base.py: cache.to(dtype), the model's default dtype). Not in the
+    checkpoint, but in vLLM's "Model loading took" figure."""
+    return arch.rope_cache_elements * arch.dtype_bytes
 
 
 def k_eq_v_slot_bytes(arch: ModelArch) -> int:

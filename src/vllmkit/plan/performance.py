@@ -33,7 +33,7 @@ from vllmkit.estimate.perf import (
 )
 from vllmkit.estimate.scheduler_sim import SchedulerLimits
 from vllmkit.estimate.serving import ServingPrediction, Workload, predict
-from vllmkit.estimate.weights import attention_params
+from vllmkit.estimate.weights import attention_params, rope_cache_bytes
 
 # Efficiencies fitted on the public vLLM runs in benchmarks/data (benchmarks/perf_accuracy.py --fit-all,
 # 2026-12-01, round 10 (with the graph-capture ceiling): 120 Nelder-Mead iterations with two restarts, at most 12 runs per publisher; its
@@ -153,8 +153,9 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
     bpw = BYTES_PER_WEIGHT.get(label, 2.0)
     layers_stage = math.ceil(arch.num_hidden_layers / pp)
     expert_params, moe_layers = _expert_params(arch)
+    rope = rope_cache_bytes(arch)  # cos/sin rows looked up by position, never read whole
     body_total = max(split.total_bytes - split.embedding_bytes - split.lm_head_bytes
-                     - split.per_layer_embedding_bytes, 1)
+                     - split.per_layer_embedding_bytes - tp * pp * rope, 1)
     # routed experts are up to ~99 % of a large MoE body (Kimi-K2: 1014.7 of 1024.2 GB): no fixed share cap
     expert_total = min(expert_params * bpw, body_total)
     rank_bytes = split.max_rank_bytes
@@ -163,6 +164,7 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
     # whose logits GEMM reads all of it every step
     gather = split.embedding_bytes / tp if pp == 1 and split.lm_head_bytes else 0
     gather += split.per_layer_embedding_bytes / tp  # Gemma-3n/4 per-layer embeddings: rows gathered per token
+    gather += rope
     dense_rank = max(rank_bytes - expert_rank - gather, 1.0)
     if label == "mxfp4" and arch.moe is not None and arch.moe.num_experts:
         # MXFP4 checkpoints (gpt-oss) quantize only the routed experts; attention and router stay 16-bit

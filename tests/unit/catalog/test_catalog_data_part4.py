@@ -201,3 +201,30 @@ def test_the_2507_refreshes_keep_the_shapes_and_raise_the_context() -> None:
                     "moe_intermediate_size", "num_key_value_heads", "head_dim", "vocab_size"):
             assert a[key] == b[key], key
         assert _load(new)["weights_bytes"] == pytest.approx(_load(old)["weights_bytes"], rel=0.001)
+
+
+def rope_cache_bytes_by_hand(config: dict[str, Any]) -> int:
+    """What one rank holds of vLLM's RoPE cos/sin caches after loading (not in the checkpoint, in "Model loading
+    took"), written from vLLM 0.32's rotary_embedding classes for the configs the catalog tests plan:
+    rows x rotary width x 2 B (the model dtype; base.py cache.to(dtype)), where rows are max_position_embeddings
+    (default / llama3), x factor (linear), original x factor (yarn, deepseek_yarn), x 4 with an mrope_section
+    (mrope.py positions_factor); the rotary width is head_dim x partial_rotary_factor (or MiniMax's rotary_dim,
+    or MLA's qk_rope_head_dim); DeepSeek's yarn cache stays float32 (4 B) on CUDA."""
+    cfg = config.get("text_config") or config
+    rope = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}
+    head = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    kind = rope.get("rope_type") or rope.get("type") or "default"
+    if "kv_lora_rank" in cfg:
+        width, item = cfg["qk_rope_head_dim"], (4 if kind in ("yarn", "deepseek_yarn") else 2)
+    else:
+        width = int(head * rope.get("partial_rotary_factor", cfg.get("partial_rotary_factor", 1.0)))
+        width = cfg.get("rotary_dim", width) if "partial_rotary_factor" not in rope else width
+        item = 2
+    rows = cfg["max_position_embeddings"]
+    if "mrope_section" in rope:
+        rows *= 4
+    elif kind == "linear":
+        rows = int(rows * rope["factor"])
+    elif kind in ("yarn", "deepseek_yarn"):
+        rows = rope["original_max_position_embeddings"] * int(rope["factor"])
+    return rows * width * item

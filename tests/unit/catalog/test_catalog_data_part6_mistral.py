@@ -35,6 +35,7 @@ from tests.unit.catalog.test_catalog_data_part4 import (
     assert_every_value_has_its_source,
     assert_weights_add_up,
     dense_params,
+    rope_cache_bytes_by_hand,
 )
 
 DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
@@ -262,4 +263,4 @@ def test_the_planner_finds_and_reads_them() -> None:
             PlanRequest(model=model_id, source="catalog", gpu="h100-sxm", tensor_parallel_size=1),
             {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"},
         )
-        assert plan.memory.weights_bytes == found.weights_bytes
+        assert plan.memory.weights_bytes == found.weights_bytes + rope_cache_bytes_by_hand(found.config)

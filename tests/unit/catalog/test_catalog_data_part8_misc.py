@@ -23,6 +23,7 @@ from tests.unit.catalog.test_catalog_data_part4 import (
     assert_every_value_has_its_source,
     assert_weights_add_up,
     dense_params,
+    rope_cache_bytes_by_hand,
 )
 from tests.unit.catalog.test_catalog_data_part4 import (
     load_entry as _load,
@@ -326,7 +327,7 @@ def test_the_planner_reads_and_plans_them() -> None:
         entry = _load(model_id)
         per_gpu = (
             entry["weights_bytes"] / plan.parallel.tensor_parallel_size / plan.parallel.pipeline_parallel_size
-        )
+        ) + rope_cache_bytes_by_hand(entry["config"])
         assert plan.memory.weights_bytes == pytest.approx(per_gpu, rel=0.02), model_id
         if entry["weights_bytes"] < 20 * 2**30:
             assert plan.parallel.tensor_parallel_size * plan.parallel.pipeline_parallel_size == 1, model_id

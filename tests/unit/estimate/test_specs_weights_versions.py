@@ -90,12 +90,14 @@ def test_pp_partition_matches_vllm_get_pp_indices() -> None:
 def test_weights_split_tp_pp() -> None:
     a = arch("Qwen/Qwen3-32B")
     total = 65_524_246_528
+    # every rank (and stage) also holds vLLM's RoPE cos/sin cache whole: 40,960 positions x head 128 x 2 B
+    rope = 40_960 * 128 * 2
     one = split_weights(a, total, tp=1, pp=1)
-    assert one.per_stage_bytes == [total]
+    assert one.per_stage_bytes == [total + rope]
     tp2 = split_weights(a, total, tp=2, pp=1)
-    assert abs(tp2.per_stage_bytes[0] * 2 - total) <= 2
+    assert abs((tp2.per_stage_bytes[0] - rope) * 2 - total) <= 2
     pp2 = split_weights(a, total, tp=1, pp=2)
-    assert abs(sum(pp2.per_stage_bytes) - total) <= 2
+    assert abs(sum(pp2.per_stage_bytes) - 2 * rope - total) <= 2
     # stage 0 holds the embedding, the last the lm_head: same size for untied Qwen3-32B
     assert abs(pp2.per_stage_bytes[0] - pp2.per_stage_bytes[1]) < 10**6
 
