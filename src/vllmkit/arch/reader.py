@@ -601,6 +601,10 @@ def _native_len(
         elif rope_type not in _ROPE_NOT_SCALED and rope_type != "default" and factor:
             best = best * float(factor)
             key_used += f" x rope {rope_type} factor {factor}"
+            if best > CONFIG_LIMITS["max_position_embeddings"]:
+                raise ConfigError(f"config.json rope_scaling.factor {str(factor)[:40]} scales the context to {best:.3g} "
+                                  f"tokens, beyond what a model can have (268,435,456)",
+                                  "fix the model's rope_scaling", code="config-out-of-bounds")
         if rope_type == "longrope" and cfg.get("original_max_position_embeddings"):
             # vLLM defaults max_model_len to original_max_position_embeddings for LongRoPE
             warnings.append("LongRoPE: vLLM defaults max_model_len to original_max_position_embeddings")
@@ -837,15 +841,17 @@ def _rope_positions(rope: dict[str, Any], max_pos: int) -> int:
     factor = float(factor) if isinstance(factor, (int, float)) and not isinstance(factor, bool) and factor > 0 else None
     original = rope.get("original_max_position_embeddings")
     original = original if isinstance(original, int) and not isinstance(original, bool) and original > 0 else None
+    rows: float = max_pos
     if "mrope_section" in rope or kind == "mrope":
-        return (original if kind == "yarn" and original else max_pos) * _MROPE_POSITIONS_FACTOR
-    if kind in ("linear", "dynamic") and factor and "alpha" not in rope:
-        return int(max_pos * factor)
-    if kind in ("yarn", "deepseek_yarn", "deepseek_llama_scaling") and factor and original:
-        return int(original * factor)
-    if kind in ("longrope", "su") and original:
-        return original + max_pos
-    return max_pos
+        rows = (original if kind == "yarn" and original else max_pos) * _MROPE_POSITIONS_FACTOR
+    elif kind in ("linear", "dynamic") and factor and "alpha" not in rope:
+        rows = max_pos * factor
+    elif kind in ("yarn", "deepseek_yarn", "deepseek_llama_scaling") and factor and original:
+        rows = original * factor
+    elif kind in ("longrope", "su") and original:
+        rows = original + max_pos
+    # a hostile factor (1e308) must not overflow: no real cache has more rows than the context limit allows
+    return int(min(rows, 16 * CONFIG_LIMITS["max_position_embeddings"]))
 
 
 def _rope_cache_elements(cfg: dict[str, Any], model_type: str, head_dim: int, mla: MLAFacts | None,

@@ -77,3 +77,25 @@ def test_learned_positions_and_pure_mamba_have_none() -> None:
     gpt2 = read_arch({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": 768, "n_head": 12,
                       "n_layer": 12, "num_hidden_layers": 12, "vocab_size": 50257, "n_positions": 1024})
     assert gpt2.rope_cache_elements == 0
+
+
+_TINY = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_attention_heads": 4,
+         "num_hidden_layers": 2, "vocab_size": 100, "max_position_embeddings": 2048, "intermediate_size": 128}
+
+
+@pytest.mark.parametrize("kind", ["linear", "dynamic"])
+def test_a_hostile_scaling_factor_is_refused_by_name(kind: str) -> None:
+    from vllmkit.errors import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        read_arch({**_TINY, "rope_scaling": {"rope_type": kind, "factor": 1e308}})
+    assert err.value.code == "config-out-of-bounds" and "rope_scaling.factor" in err.value.message
+
+
+def test_a_hostile_yarn_factor_does_not_overflow_the_cache_rows() -> None:
+    # yarn's rows are original x factor; vLLM's max length keeps the config's figure here (not yarn-scaled),
+    # so the config reads, and the cache is capped instead of overflowing a float into an int
+    arch = read_arch({**_TINY, "rope_scaling": {"rope_type": "yarn", "factor": 1e308,
+                                                "original_max_position_embeddings": 4096}})
+    assert arch.native_max_model_len == 2048
+    assert 0 < arch.rope_cache_elements < 2**40
