@@ -75,6 +75,9 @@ CATALOG_ID = {
     # "Qwen/Qwen3-14B NVFP4 (RedHatAI prequantized per post)" / the 30B-A3B sibling
     "blog-5070ti-qwen3-14b-nvfp4": "RedHatAI/Qwen3-14B-NVFP4",
     "blog-5070ti-qwen3-30b-a3b-nvfp4-fail": "RedHatAI/Qwen3-30B-A3B-NVFP4",
+    # Xinference's "qwen2_5-instruct-awq-1_5b-Int4" cache dir: Xinference's qwen2.5-instruct AWQ spec downloads
+    # Qwen's own Qwen/Qwen2.5-{size}-Instruct-AWQ
+    "blog-3090-qwen25-1.5b-awq-v0130-util050-len2048": "Qwen/Qwen2.5-1.5B-Instruct-AWQ",
 }
 
 

@@ -116,3 +116,26 @@ def test_plan_without_a_workload_has_no_performance(env) -> None:
 def test_plan_bad_workload_is_a_usage_error(env, bad) -> None:
     res = invoke(["plan", "Qwen/Qwen3-8B", "--gpu", "h100", *bad])
     assert res.exit_code == 2 and "error:" in res.stderr, res.stderr
+
+
+def test_a_shared_system_prompt_is_computed_once(env) -> None:
+    """--shared-prefix-len: the leading tokens every request shares are prefix-cache hits after the first
+    request (vLLM's prefix caching, on by default): TTFT falls and the plan says what it assumed."""
+    base = ["plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--input-len", "2048", "--output-len", "128",
+            "--concurrency", "32", "--json"]
+    plain = json.loads(invoke(base).stdout)["data"]["performance"]
+    shared = json.loads(invoke([*base, "--shared-prefix-len", "1792"]).stdout)["data"]["performance"]
+    assert shared["workload"]["shared_prefix_len"] == 1792 and plain["workload"]["shared_prefix_len"] == 0
+    assert shared["ttft_ms"]["mean"] < 0.6 * plain["ttft_ms"]["mean"]
+    assert any("1,792 prompt tokens are shared" in a for a in shared["assumptions"])
+    cap = json.loads(invoke([*CAP, "--shared-prefix-len", "768", "--json"]).stdout)["data"]
+    free = json.loads(invoke([*CAP, "--json"]).stdout)["data"]
+    assert cap["per_replica"]["goodput_rps"] >= free["per_replica"]["goodput_rps"]
+
+
+@pytest.mark.parametrize("bad", [["--shared-prefix-len", "-1"], ["--shared-prefix-len", "4096"]])
+def test_a_shared_prefix_outside_the_prompt_is_refused(env, bad) -> None:
+    for cmd in (["plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--input-len", "2048", "--output-len", "128"], CAP):
+        res = invoke([*cmd, *bad, "--json"])
+        assert res.exit_code == 2, res.stdout
+        assert "--shared-prefix-len" in json.loads(res.stdout)["errors"][0]["message"]

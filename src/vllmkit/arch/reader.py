@@ -695,6 +695,9 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
         cfg = {**cfg, "hidden_size": cfg["n_embd"]}
     if "num_attention_heads" not in cfg and isinstance(cfg.get("n_head"), int):
         cfg = {**cfg, "num_attention_heads": cfg["n_head"]}
+    if "vocab_size" not in cfg and isinstance(cfg.get("padded_vocab_size"), int):
+        # ChatGLM / GLM-4 (remote code): vLLM's chatglm.py sizes the embedding and head by padded_vocab_size
+        cfg = {**cfg, "vocab_size": cfg["padded_vocab_size"]}
 
     n_layers = _int(cfg, "num_hidden_layers", where=where) or 0
     hidden = _int(cfg, "hidden_size", where=where) or 0
@@ -868,6 +871,9 @@ def _rope_cache_elements(cfg: dict[str, Any], model_type: str, head_dim: int, ml
     if all(k in (LayerKind.NONE, LayerKind.MAMBA) for k in kinds):
         return 0
     max_pos = cfg.get("max_position_embeddings") or cfg.get("n_positions") or cfg.get("seq_length")
+    if model_type == "chatglm":
+        # chatglm.py: get_rope(max_position=config.seq_length, partial_rotary_factor 0.5)
+        max_pos = cfg.get("seq_length") or 8192
     if not isinstance(max_pos, int) or isinstance(max_pos, bool) or max_pos <= 0:
         return 0
     max_pos = min(max_pos, CONFIG_LIMITS["max_position_embeddings"])
@@ -877,6 +883,8 @@ def _rope_cache_elements(cfg: dict[str, Any], model_type: str, head_dim: int, ml
     # get_rope: rotary_dim = rope_parameters["rope_dim"], else head_size x partial_rotary_factor (transformers 5
     # moves partial_rotary_factor into rope_parameters; older configs keep it, or GPT-NeoX's rotary_pct, on top)
     partial = rope.get("partial_rotary_factor", cfg.get("partial_rotary_factor", cfg.get("rotary_pct", 1.0)))
+    if model_type in ("chatglm", "glm") and "partial_rotary_factor" not in rope:
+        partial = 0.5  # chatglm.py; glm.py (GlmForCausalLM, before 0.32 moved it to the Transformers backend)
     partial = float(partial) if isinstance(partial, (int, float)) and not isinstance(partial, bool) and 0 < partial <= 1 else 1.0
     width = mla.qk_rope_head_dim if mla is not None else int(head_dim * partial)
     if isinstance(rope.get("rope_dim"), int) and not isinstance(rope.get("rope_dim"), bool) and rope["rope_dim"] > 0:
@@ -892,6 +900,10 @@ def _rope_cache_elements(cfg: dict[str, Any], model_type: str, head_dim: int, ml
             w = full_head_dim if (layer_type == "full_attention" and full_head_dim) else width
             total += _rope_positions(params, max_pos) * w
         return total
+    if (str(rope.get("rope_type") or rope.get("type")) in ("longrope", "su") and "original_max_position_embeddings" not in rope
+            and isinstance(cfg.get("original_max_position_embeddings"), int)):
+        # Phi-3 keeps original_max_position_embeddings beside rope_scaling (vLLM's get_rope reads it there)
+        rope = {**rope, "original_max_position_embeddings": cfg["original_max_position_embeddings"]}
     if str(cfg.get("model_type", model_type)).startswith(_MROPE_MODEL_TYPES) and "mrope_section" not in rope:
         # these families always build MRotaryEmbedding (the shipped configs carry an mrope_section; a
         # trimmed copy may not)

@@ -19,16 +19,32 @@ INPUT_LEN_OPTION = typer.Option(None, "--input-len", help="Prompt tokens per req
 OUTPUT_LEN_OPTION = typer.Option(None, "--output-len", help="Generated tokens per request.")
 CONCURRENCY_OPTION = typer.Option(None, "--concurrency", help="Closed loop: requests in flight at all times.")
 REQUEST_RATE_OPTION = typer.Option(None, "--request-rate", help="Poisson arrivals, requests per second.")
+SHARED_PREFIX_OPTION = typer.Option(
+    None, "--shared-prefix-len",
+    help="Leading prompt tokens every request shares (a system prompt): computed once, then prefix-cache hits.")
 WORKLOAD_OPTION = typer.Option(
     None, "--workload",
     help="Preset lengths: " + ", ".join(f"{k} ({i} in / {o} out)" for k, (i, o) in WORKLOAD_PRESETS.items()) + ".",
 )
 
 
+def check_shared_prefix(shared_prefix_len: int | None, input_len: float | None) -> int:
+    """--shared-prefix-len: 0 when not given; a usage error when negative or longer than the prompt."""
+    if shared_prefix_len is None:
+        return 0
+    if shared_prefix_len < 0:
+        raise UsageError("--shared-prefix-len must be 0 or more tokens", "e.g. --shared-prefix-len 512")
+    if input_len is not None and shared_prefix_len > input_len:
+        raise UsageError(f"--shared-prefix-len {shared_prefix_len} is longer than the prompt ({input_len:g} tokens)",
+                         "give at most --input-len tokens of shared prefix")
+    return int(shared_prefix_len)
+
+
 def workload_from_flags(*, input_len: int | None, output_len: int | None, concurrency: int | None,
-                        request_rate: float | None, preset: str | None) -> Workload | None:
+                        request_rate: float | None, preset: str | None,
+                        shared_prefix_len: int | None = None) -> Workload | None:
     """None when no workload flag was given (plan stays a memory plan)."""
-    if all(v is None for v in (input_len, output_len, concurrency, request_rate, preset)):
+    if all(v is None for v in (input_len, output_len, concurrency, request_rate, preset, shared_prefix_len)):
         return None
     name = None
     if preset is not None:
@@ -54,9 +70,11 @@ def workload_from_flags(*, input_len: int | None, output_len: int | None, concur
         raise UsageError("--request-rate must be a positive number of requests per second", "e.g. --request-rate 5")
     if concurrency is None and request_rate is None:
         concurrency = 1
+    shared = check_shared_prefix(shared_prefix_len, input_len)
     from vllmkit.estimate.serving import Workload
 
-    return Workload(float(input_len), float(output_len), concurrency=concurrency, request_rate=request_rate, name=name)
+    return Workload(float(input_len), float(output_len), concurrency=concurrency, request_rate=request_rate, name=name,
+                    shared_prefix=shared)
 
 
 def perf_records(env: Mapping[str, str]) -> list[Any]:

@@ -9,6 +9,7 @@ import os
 
 import typer
 
+from vllmkit.cli._workload import SHARED_PREFIX_OPTION
 from vllmkit.cli.options import JSON_OPTION
 from vllmkit.errors import UsageError
 from vllmkit.output import CommandResult, waiting
@@ -24,6 +25,7 @@ def register(app: typer.Typer) -> None:
         qps: float = typer.Option(..., "--qps", help="Peak requests per second to serve."),
         input_len: int = typer.Option(..., "--input-len", help="Prompt tokens per request."),
         output_len: int = typer.Option(..., "--output-len", help="Generated tokens per request."),
+        shared_prefix_len: int | None = SHARED_PREFIX_OPTION,
         ttft_p99: str = typer.Option("2s", "--ttft-p99", help="p99 time-to-first-token SLO (2s, 500ms)."),
         tpot_p99: str = typer.Option("100ms", "--tpot-p99", help="p99 time-per-output-token SLO (50ms)."),
         headroom: float = typer.Option(0.3, "--headroom", help="Share of a replica's goodput kept free (0.3: run at 70%)."),
@@ -39,7 +41,7 @@ def register(app: typer.Typer) -> None:
     ) -> CommandResult:
         """How many replicas and GPUs serve QPS within the TTFT / TPOT SLOs: searches precision x TP/PP x
         --max-num-seqs with the performance model, then sizes the fleet with headroom and spares."""
-        from vllmkit.cli._workload import perf_records
+        from vllmkit.cli._workload import check_shared_prefix, perf_records
         from vllmkit.cli.options import check_kv_cache_dtype, make_plan
         from vllmkit.plan.capacity import (
             CapacityRequest,
@@ -70,6 +72,7 @@ def register(app: typer.Typer) -> None:
         env = dict(os.environ)
         req = CapacityRequest(
             model=model, gpu=gpu, qps=qps, input_len=input_len, output_len=output_len,
+            shared_prefix_len=check_shared_prefix(shared_prefix_len, input_len),
             ttft_p99_ms=parse_duration_ms(ttft_p99, "--ttft-p99"), tpot_p99_ms=parse_duration_ms(tpot_p99, "--tpot-p99"),
             headroom=headroom, redundancy=parse_redundancy(redundancy), gpu_price_per_hour=gpu_price,
             max_gpus=max_gpus, source=source, revision=revision, vllm_version=vllm_version,

@@ -12,6 +12,7 @@ from vllmkit.cli._workload import (
     INPUT_LEN_OPTION,
     OUTPUT_LEN_OPTION,
     REQUEST_RATE_OPTION,
+    SHARED_PREFIX_OPTION,
     WORKLOAD_OPTION,
     perf_options,
     workload_from_flags,
@@ -32,6 +33,7 @@ def register(app: typer.Typer) -> None:
         output_len: int | None = OUTPUT_LEN_OPTION,
         concurrency: int | None = CONCURRENCY_OPTION,
         request_rate: float | None = REQUEST_RATE_OPTION,
+        shared_prefix_len: int | None = SHARED_PREFIX_OPTION,
         workload: str | None = WORKLOAD_OPTION,
         json_output: bool = JSON_OPTION,
         *,
@@ -45,7 +47,7 @@ def register(app: typer.Typer) -> None:
         env = dict(os.environ)
         # --- performance model (issue 11): a workload adds data.performance ---
         wl = workload_from_flags(input_len=input_len, output_len=output_len, concurrency=concurrency,
-                                 request_rate=request_rate, preset=workload)
+                                 request_rate=request_rate, preset=workload, shared_prefix_len=shared_prefix_len)
         perf = perf_options(wl, env) if wl is not None else None
         with waiting(f"planning {model} ..."):
             plan = make_plan(req, env, min_concurrency=min_concurrency, perf=perf)

@@ -136,9 +136,15 @@ def simulate(
     seed: int = 0,
     request_overhead_s: float = 0.0,
     cached_prefix: Sequence[int] = (),
+    shared_prefix: int = 0,
+    prefix_warm: bool = False,
 ) -> SimResult:
     """cached_prefix[i]: tokens of request i's prompt already in the prefix cache when the run starts (a
-    benchmark's warm-up sent that prompt before timing); used only with prefix caching on."""
+    benchmark's warm-up sent that prompt before timing); used only with prefix caching on.
+    shared_prefix: leading prompt tokens every request shares (a system prompt, `vllm bench serve
+    --random-prefix-len`, identical prompts): once one request has computed them (or the run starts with
+    them cached, prefix_warm), a newly admitted request finds their full 16-token blocks in the prefix
+    cache and computes only the rest (at least its last token: vLLM's get_computed_blocks)."""
     n = len(input_lens)
     if n == 0 or n != len(output_lens):
         raise ValueError("need as many output lengths as input lengths (and at least one request)")
@@ -185,6 +191,7 @@ def simulate(
     cached_len = [0] * n  # tokens it had computed when preempted
     evict_mark = [0.0] * n  # value of `allocated` at which its first freed block gets reused
     allocated = 0.0  # tokens allocated from the free-block queue so far (the eviction clock)
+    warm = prefix_warm and shared_prefix > 0
     if limits.prefix_caching:
         for i, k in enumerate(cached_prefix[:n]):
             if k > 0:
@@ -313,6 +320,14 @@ def simulate(
                 prefill_done[i] = hit
                 prefill_kv += hit
                 used += hit
+            elif limits.prefix_caching and warm and prefill_done[i] == 0 and generated[i] == 0:
+                hit = min(shared_prefix, prefill_target[i] - 1) // 16 * 16
+                if used + hit + min(prefill_target[i] - hit, budget) > cap:
+                    blocked = "kv-capacity"
+                    break
+                prefill_done[i] = hit
+                prefill_kv += hit
+                used += hit
             rem = prefill_target[i] - prefill_done[i]
             if not limits.chunked_prefill and rem > budget:
                 blocked = "batched-tokens"
@@ -386,6 +401,8 @@ def simulate(
         # prefill chunks: a finished prompt yields its next token now
         for i, c in chunks:
             prefill_done[i] += c
+            if shared_prefix and not warm and prefill_done[i] >= min(shared_prefix, input_lens[i]):
+                warm = True  # its blocks are cached from now on
             if prefill_done[i] < prefill_target[i]:
                 prefill_kv += c
                 continue

@@ -45,6 +45,9 @@ class Workload:
     # ("Starting initial single prompt test run", vllm/benchmarks/serve.py): with prefix caching on, the
     # timed run's first request finds that prompt cached
     warmup_first_prompt: bool = False
+    # leading prompt tokens every request shares (a system prompt; `vllm bench serve --random-prefix-len`;
+    # identical prompts): with prefix caching on, computed once (scheduler_sim.simulate shared_prefix)
+    shared_prefix: int = 0
 
     @property
     def is_burst(self) -> bool:
@@ -152,7 +155,8 @@ def predict(
     sim = simulate(ins, outs, limits, step_fn, concurrency=workload.concurrency,
                    request_rate=None if workload.is_burst else workload.request_rate, seed=seed,
                    request_overhead_s=eff.request_overhead_s,
-                   cached_prefix=ins[:1] if workload.warmup_first_prompt else ())
+                   cached_prefix=ins[:1] if workload.warmup_first_prompt else (),
+                   shared_prefix=int(workload.shared_prefix), prefix_warm=workload.warmup_first_prompt)
     duration = max(sim.duration_s, 1e-9)
     out_tps = sim.output_tokens / duration
     req_ps = sim.completed / duration

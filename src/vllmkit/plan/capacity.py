@@ -37,6 +37,7 @@ class CapacityRequest(BaseModel):
     qps: float = Field(gt=0)
     input_len: float = Field(gt=0)
     output_len: float = Field(gt=0)
+    shared_prefix_len: int = Field(default=0, ge=0)  # prompt tokens every request shares (prefix-cache hits)
     ttft_p99_ms: float | None = DEFAULT_TTFT_P99_MS
     tpot_p99_ms: float | None = DEFAULT_TPOT_P99_MS
     headroom: float = Field(default=0.3, ge=0, lt=1)
@@ -143,13 +144,15 @@ def _requests_for(rate: float) -> int:
 
 
 def _rate_workload(req: CapacityRequest, rate: float, n: int | None = None) -> Workload:
-    return Workload(req.input_len, req.output_len, request_rate=rate, num_requests=n or _requests_for(rate))
+    return Workload(req.input_len, req.output_len, request_rate=rate, num_requests=n or _requests_for(rate),
+                    shared_prefix=req.shared_prefix_len)
 
 
 def saturation_rps(cp: CandidatePerf, req: CapacityRequest, max_num_seqs: int) -> float:
     """Requests/s with `max_num_seqs` clients always waiting (closed loop): no rate is served above it."""
     sat = cp.predict(Workload(req.input_len, req.output_len, concurrency=max_num_seqs,
-                              num_requests=min(max(3 * max_num_seqs, 64), 600)), max_num_seqs=max_num_seqs)
+                              num_requests=min(max(3 * max_num_seqs, 64), 600), shared_prefix=req.shared_prefix_len),
+                     max_num_seqs=max_num_seqs)
     return max(sat.requests_per_s, 1e-6)
 
 
@@ -346,7 +349,9 @@ def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
             "peak assume the spare replicas are down",
             f"efficiencies {eff.source}: bandwidth {eff.bandwidth:.0%}, compute {eff.compute:.0%} of the datasheet "
             "peaks" + (f" ({eff.note})" if eff.note else ""),
-            "fixed input/output lengths, no prefix-cache hits, no speculative decoding",
+            "fixed input/output lengths, "
+            + (f"the first {req.shared_prefix_len:,} prompt tokens shared (prefix-cache hits after the first request)"
+               if req.shared_prefix_len else "no prefix-cache hits") + ", no speculative decoding",
         ],
     )
 

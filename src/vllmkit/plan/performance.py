@@ -305,7 +305,8 @@ def _lat(stat: Any) -> LatencyInfo:
 
 def workload_dict(wl: Workload) -> dict[str, Any]:
     return {"name": wl.name, "input_len": wl.input_len, "output_len": wl.output_len,
-            "concurrency": wl.concurrency, "request_rate": wl.request_rate, "dataset": wl.dataset}
+            "concurrency": wl.concurrency, "request_rate": wl.request_rate, "dataset": wl.dataset,
+            "shared_prefix_len": wl.shared_prefix}
 
 
 def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gpu: GpuPerf) -> PerformanceInfo:
@@ -332,7 +333,9 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
             f"step overhead {eff.step_overhead_s * 1e3:.2f} ms + {eff.per_seq_overhead_s * 1e6:.0f} us per sequence",
             f"{pred.num_requests} requests simulated through vLLM's scheduler (chunked prefill, "
             "recompute preemption); steady-state throughput over the middle of the run",
-            "no prefix-cache hits, no speculative decoding; MoE routing assumed uniform",
+            (f"the first {wl.shared_prefix:,} prompt tokens are shared: computed once, then prefix-cache hits "
+             "(full 16-token blocks)" if wl.shared_prefix else "no prefix-cache hits")
+            + ", no speculative decoding; MoE routing assumed uniform",
         ] + ([f"--enforce-eager: {eff.eager_dispatch_s * 1e3:.2f} ms of host kernel dispatch per decoder layer, "
               "overlapping the GPU's work (sqrt(gpu^2 + dispatch^2) a layer)"] if eff.eager_dispatch_s > 0 else [])
         + ([f"CUDA graphs cover steps of up to {eff.graph_max_tokens} tokens (vLLM's default capture sizes); a "

@@ -47,11 +47,25 @@ def variant_label(meta: ModelMetadata, arch: ModelArch) -> str:
 
 def _weights(meta: ModelMetadata, arch: ModelArch) -> tuple[int, str]:
     if meta.tensor_bytes:
-        return _without_tied_head(meta.tensor_bytes, arch)
+        total, src = _without_tied_head(meta.tensor_bytes, arch)
+        return _float32_served_in_16bit(total, src, meta, arch)
     files = meta.weight_file_bytes()
     if files:
-        return _without_tied_head(files, arch)
+        total, src = _without_tied_head(files, arch)
+        return _float32_served_in_16bit(total, src, meta, arch)
     return estimate_param_bytes(arch), "estimated"
+
+
+def _float32_served_in_16bit(total: int, src: str, meta: ModelMetadata, arch: ModelArch) -> tuple[int, str]:
+    """A float32 checkpoint (most of its parameters F32) under --dtype auto: vLLM serves it in 16 bits
+    (config/model.py _get_and_verify_dtype: float32 -> bfloat16/float16) and casts every tensor at load,
+    so it takes 2 bytes a parameter, not the 4 the files hold (bigcode/starcoder2-15b: 63.8 GB of F32
+    files, ~29.7 GiB loaded)."""
+    counts = meta.params_by_dtype or {}
+    f32 = counts.get("F32", 0)
+    if arch.quantization is not None or arch.dtype_bytes != 2 or f32 * 2 <= sum(counts.values()):
+        return total, src
+    return max(total - 2 * f32, 0), "derived"
 
 
 def _without_tied_head(total: int, arch: ModelArch) -> tuple[int, str]:

@@ -212,3 +212,42 @@ def test_the_warm_up_flag_reaches_the_simulation() -> None:
     cold = predict(model, gpu, eff, WIDE, wl, steady=False, efficiency_is_final=True)
     warm = predict(model, gpu, eff, WIDE, replace(wl, warmup_first_prompt=True), steady=False, efficiency_is_final=True)
     assert warm.ttft_ms.mean < 0.2 * cold.ttft_ms.mean
+
+
+def _shared_prefill(n: int, prompt: int, shared: int, limits: SchedulerLimits = WIDE, **kw) -> list[int]:
+    seen: list[int] = []
+
+    def fn(decode: int, ctx: float, prefill: int, pairs: float) -> tuple[float, bool]:
+        seen.append(prefill)
+        return 0.010, False
+
+    r = simulate([prompt] * n, [5] * n, limits, fn, shared_prefix=shared, **kw)
+    assert r.completed == n
+    return [p for p in seen if p]
+
+
+def test_a_shared_prefix_is_computed_once_then_hit_in_whole_blocks() -> None:
+    # one client, four identical 1000-token prompts: the first computes all 1000; each later one finds
+    # 62 full 16-token blocks (992 tokens) cached -- vLLM caps a hit at num_tokens - 1 = 999 before
+    # counting whole blocks (kv_cache_manager.get_computed_blocks) -- and computes the last 8
+    assert _shared_prefill(4, 1000, 1000, concurrency=1) == [1000, 8, 8, 8]
+    # a 512-token system prompt before 488 own tokens: 512 cached (32 blocks), 488 computed
+    assert _shared_prefill(3, 1000, 512, concurrency=1) == [1000, 488, 488]
+    # prefix caching off (--no-enable-prefix-caching): every prompt in full
+    assert _shared_prefill(3, 1000, 1000, replace(WIDE, prefix_caching=False), concurrency=1) == [1000] * 3
+
+
+def test_requests_admitted_with_the_first_find_nothing_cached_yet() -> None:
+    # four clients at once: all four prompts go into the first step (4,000 of 8,192 tokens), before any
+    # block is cached; the next four (sent as those finish) hit
+    assert _shared_prefill(8, 1000, 1000, concurrency=4) == [4000, 32]
+    # a benchmark's warm-up request sent the prompt before timing: every request hits
+    assert _shared_prefill(4, 1000, 1000, concurrency=4, prefix_warm=True) == [32]
+
+
+def test_the_shared_prefix_lowers_ttft_through_predict() -> None:
+    base = Workload(4096, 64, concurrency=8, num_requests=64)
+    plain = predict(MODEL, GPU, Efficiency(), WIDE, base)
+    shared = predict(MODEL, GPU, Efficiency(), WIDE, replace(base, shared_prefix=4000))
+    assert shared.ttft_ms.mean < 0.5 * plain.ttft_ms.mean
+    assert shared.output_tokens_per_s > plain.output_tokens_per_s
