@@ -364,8 +364,20 @@ _PROFILE_FUNCS = re.compile(r"profile_run|_dummy_sampler_run|determine_available
 _LOAD_FUNCS = re.compile(r"load_model|load_weights|_load_weights|init_device_and_load")
 
 
+_SAMPLER_WARMUP = re.compile(r"warming up sampler", re.I)
+
+
 def _oom_phase(parsed: ParsedLog, oom_line: int) -> str:
     events = parsed.events
+    sized = any(ev.kind in ("kv_capacity", "kv_tokens", "available_kv", "gpu_blocks") and ev.line < oom_line
+                for ev in events)
+    near = [ev for ev in events if oom_line - OOM_WINDOW_LINES < ev.line <= oom_line + OOM_WINDOW_LINES]
+    if sized and any((ev.kind == "traceback_frame" and ev.values.get("func") == "_dummy_sampler_run")
+                     or (ev.kind == "exception" and _SAMPLER_WARMUP.search(ev.values.get("msg") or ""))
+                     for ev in near):
+        # v1/worker/gpu_model_runner.py _dummy_sampler_run after the KV cache is allocated
+        # (compile_or_warm_up_model): "CUDA out of memory occurred when warming up sampler with N dummy requests"
+        return "sampler-warmup"
     window = [ev for ev in events if oom_line - OOM_WINDOW_LINES < ev.line <= oom_line]
     funcs = [ev.values.get("func", "") for ev in window if ev.kind == "traceback_frame"]
     frame_lines = {ev.line for ev in window if ev.kind == "traceback_frame"}
@@ -419,6 +431,16 @@ def _cuda_oom(parsed: ParsedLog) -> list[Diagnosis]:
             flags = ["--max-num-batched-tokens", str(max(512, mnbt // 2))]
         else:
             flags = ["--max-num-batched-tokens", "2048"]
+    elif phase == "sampler-warmup":
+        title = "Out of GPU memory in the sampler warm-up, after the KV cache and CUDA graphs were allocated"
+        lower = f"{max(0.5, _floor2(util - 0.05)):.2f}" if util is not None else "0.85"
+        seqs = max(8, (f.max_num_seqs or 1024) // 2)
+        fix = (
+            "vLLM sized the KV cache, captured its CUDA graphs outside that budget, then warmed up the sampler "
+            "over --max-num-seqs rows of logits (rows x vocabulary x 4 B a buffer) in what was left. Leave it "
+            f"more room with --gpu-memory-utilization {lower}, or sample fewer rows with --max-num-seqs {seqs}."
+        )
+        flags = ["--gpu-memory-utilization", lower]
     elif phase == "graph-capture":
         title = "Out of GPU memory while capturing CUDA graphs"
         lower = f"{max(0.5, _floor2(util - 0.05)):.2f}" if util is not None else "0.85"
@@ -436,6 +458,9 @@ def _cuda_oom(parsed: ParsedLog) -> list[Diagnosis]:
         )
         flags = ["--max-num-seqs", str(max(8, (f.max_num_seqs or 256) // 2))]
     alts = [Alternative(flags=["--enforce-eager"], effect="no CUDA-graph memory (slower decoding)", source="estimated")]
+    if phase == "sampler-warmup":
+        alts = [Alternative(flags=["--max-num-seqs", str(max(8, (f.max_num_seqs or 1024) // 2))],
+                            effect="half the sampler's warm-up buffers (and fewer sequences per batch)", source="estimated")]
     return [
         Diagnosis(
             code="cuda-oom",
@@ -445,7 +470,7 @@ def _cuda_oom(parsed: ParsedLog) -> list[Diagnosis]:
             line=e.line,
             fix=fix,
             suggested_flags=flags,
-            alternatives=alts if phase in ("graph-capture", "profiling") else [],
+            alternatives=alts if phase in ("graph-capture", "profiling", "sampler-warmup") else [],
             details={"phase": phase, "other_processes": others},
         )
     ]

@@ -306,3 +306,23 @@ def test_planner_hook_failure_never_breaks_the_diagnosis() -> None:
     report = diagnose_log(load("v1_0.2x_fp8kv_models_s_kv_too_small.log"), planner=broken)
     d = next(d for d in report.diagnoses if d.code == "kv-cache-too-small")
     assert d.alternatives and all(a.source != "planner" for a in d.alternatives)
+
+
+@pytest.mark.parametrize("row_id", ["llmdplanner-h100-gpt-oss-20b-tp1-util095-sampler-oom",
+                                    "llmdplanner-2xh100-gpt-oss-20b-tp2-util095-sampler-oom"])
+def test_a_sampler_warm_up_oom_is_not_called_a_graph_capture_oom(row_id: str) -> None:
+    """Two public vLLM 0.19 H100 logs (llm-d-planner, benchmarks/data/collected-startup-logs-4.jsonl): the KV cache
+    was sized and the graphs captured, then `_dummy_sampler_run` (its frame after the OOM line) asked for 786 MiB of
+    logits. The fix is room for the sampler: the same TP2 model started at --gpu-memory-utilization 0.90
+    (llmdplanner-2xh100-gpt-oss-20b-tp2-util090), 0.05 below the 0.95 of the failed run."""
+    import json
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[3] / "benchmarks" / "data" / "collected-startup-logs-4.jsonl"
+    row = next(r for r in map(json.loads, data.read_text().splitlines()) if r["id"] == row_id)
+    report = diagnose_log(row["quote"])
+    oom = next(d for d in report.diagnoses if d.code == "cuda-oom")
+    assert oom.details["phase"] == "sampler-warmup"
+    assert "sampler warm-up" in oom.title
+    assert oom.suggested_flags == ["--gpu-memory-utilization", "0.90"]
+    assert oom.alternatives and oom.alternatives[0].flags == ["--max-num-seqs", "512"]
