@@ -228,3 +228,12 @@ def rope_cache_bytes_by_hand(config: dict[str, Any]) -> int:
     elif kind in ("yarn", "deepseek_yarn"):
         rows = rope["original_max_position_embeddings"] * int(rope["factor"])
     return rows * width * item
+
+
+def assert_config_source_marked(source: str, rebuilt: bool, verbatim_mark: str = "Transcribed from") -> None:
+    """A config rebuilt from several copies says so up front ("REBUILT, not verbatim"); a transcribed one
+    says where it was transcribed from."""
+    if rebuilt:
+        assert source.startswith("REBUILT") and "not verbatim" in source
+    else:
+        assert "REBUILT" not in source and verbatim_mark in source

@@ -20,6 +20,7 @@ from tests.unit.catalog.test_catalog_data_part3 import _qwen3_text_params, _qwen
 from tests.unit.catalog.test_catalog_data_part4 import (
     REQUIRED_KEYS,
     SAFETENSORS_ITEMSIZE,
+    assert_config_source_marked,
     assert_every_value_has_its_source,
     assert_weights_add_up,
     dense_params,
@@ -99,11 +100,7 @@ def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
 
 @pytest.mark.parametrize("model_id", IDS)
 def test_a_rebuilt_config_says_so(model_id: str) -> None:
-    source = _load(model_id)["config_source"]
-    if model_id in REBUILT_IDS:
-        assert source.startswith("REBUILT") and "not verbatim" in source
-    else:
-        assert "REBUILT" not in source and source.startswith("Transcribed from the rendered HF page")
+    assert_config_source_marked(_load(model_id)["config_source"], model_id in REBUILT_IDS, "Transcribed from the rendered HF page")
 
 
 @pytest.mark.parametrize(
