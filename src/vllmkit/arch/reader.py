@@ -908,7 +908,8 @@ def _rope_cache_elements(cfg: dict[str, Any], model_type: str, head_dim: int, ml
         # these families always build MRotaryEmbedding (the shipped configs carry an mrope_section; a
         # trimmed copy may not)
         rope = {**rope, "mrope_section": True}
-    total = _rope_positions(rope, max_pos) * width
+    # Gemma-4's full-attention layers rotate their wider global head (as in the per-layer-type branch above)
+    total = _rope_positions(rope, max_pos) * (full_head_dim or width)
     if mla is not None and str(rope.get("rope_type") or rope.get("type")) in ("yarn", "deepseek_yarn"):
         # deepseek_v2.py turns an MLA model's yarn into deepseek_yarn; DeepseekScalingRotaryEmbedding takes the
         # FlashInfer path on CUDA and keeps its cache in float32 (deepseek_scaling_rope.py use_flashinfer ->
@@ -917,9 +918,7 @@ def _rope_cache_elements(cfg: dict[str, Any], model_type: str, head_dim: int, ml
     if model_type.startswith(("gemma3", "gemma4")) and LayerKind.SLIDING in kinds:
         # the sliding layers' rope (local base frequency, no scaling) is a second cache
         # (gemma3.py: rope_parameters {"rope_type": "default"} with rope_local_base_freq)
-        total += max_pos * (width if not full_head_dim else head_dim)
-        if full_head_dim:
-            total = total - _rope_positions(rope, max_pos) * width + _rope_positions(rope, max_pos) * full_head_dim
+        total += max_pos * (head_dim if full_head_dim else width)
     return total
 
 

@@ -46,13 +46,9 @@ def variant_label(meta: ModelMetadata, arch: ModelArch) -> str:
     return method
 
 def _weights(meta: ModelMetadata, arch: ModelArch) -> tuple[int, str]:
-    if meta.tensor_bytes:
-        total, src = _without_tied_head(meta.tensor_bytes, arch)
-        return _float32_served_in_16bit(total, src, meta, arch)
-    files = meta.weight_file_bytes()
-    if files:
-        total, src = _without_tied_head(files, arch)
-        return _float32_served_in_16bit(total, src, meta, arch)
+    stored = meta.tensor_bytes or meta.weight_file_bytes()
+    if stored:
+        return _float32_served_in_16bit(*_without_tied_head(stored, arch), meta, arch)
     return estimate_param_bytes(arch), "estimated"
 
 
