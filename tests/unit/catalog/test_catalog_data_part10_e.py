@@ -28,10 +28,10 @@ from tests.unit.catalog.test_catalog_data_part4 import (
 from tests.unit.catalog.test_catalog_data_part4 import (
     load_entry as _load,
 )
+from tests.unit.catalog.test_catalog_data_part4 import plan_catalog as _plan
 from tests.unit.catalog.test_catalog_data_part9_a import gemma_params
 
 GIB = 2**30
-ENV = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
 
 MISTRAL_V01 = "mistralai/Mistral-7B-Instruct-v0.1"
 MISTRAL_V02 = "mistralai/Mistral-7B-Instruct-v0.2"
@@ -292,11 +292,6 @@ def test_the_planner_finds_and_reads_them(model_id: str) -> None:
     assert variant_label(entry_to_metadata(found), arch) == "bf16"
 
 
-def _plan(model: str, tp: int | None, **extra: Any):
-    from vllmkit.plan.models import PlanRequest
-    from vllmkit.plan.service import build_plan
-
-    return build_plan(PlanRequest(model=model, source="catalog", gpu="h100", tensor_parallel_size=tp, **extra), ENV)
 
 
 @pytest.mark.parametrize(("model_id", "tp"), PLANNED_TP)

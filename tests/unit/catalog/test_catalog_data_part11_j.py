@@ -27,6 +27,7 @@ from tests.unit.catalog.test_catalog_data_part4 import (
 from tests.unit.catalog.test_catalog_data_part4 import (
     load_entry as _load,
 )
+from tests.unit.catalog.test_catalog_data_part4 import plan_catalog as _plan
 from tests.unit.catalog.test_catalog_data_part8_fp8 import llama_fp8_split
 from tests.unit.catalog.test_catalog_data_part10_f import llama_awq_split, unpacked_params
 from tests.unit.catalog.test_catalog_data_part10_g import phi3_params
@@ -166,14 +167,8 @@ def test_a_wrong_config_value_breaks_the_count(key: str, delta: int) -> None:
 
 # --------------------------------------------------------------------------- what the planner sees
 
-ENV = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
 
 
-def _plan(model: str, tp: int):
-    from vllmkit.plan.models import PlanRequest
-    from vllmkit.plan.service import build_plan
-
-    return build_plan(PlanRequest(model=model, source="catalog", gpu="h100", tensor_parallel_size=tp), ENV)
 
 
 def test_the_planner_finds_and_reads_them() -> None:

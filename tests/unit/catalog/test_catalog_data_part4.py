@@ -237,3 +237,15 @@ def assert_config_source_marked(source: str, rebuilt: bool, verbatim_mark: str =
         assert source.startswith("REBUILT") and "not verbatim" in source
     else:
         assert "REBUILT" not in source and verbatim_mark in source
+
+
+CATALOG_PLAN_ENV = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
+
+
+def plan_catalog(model_id: str, tp: int | None = None, gpu: str = "h100", **extra: Any):  # -> PlanResult
+    """The planner's plan of a bundled entry, offline and without local calibrations."""
+    from vllmkit.plan.models import PlanRequest
+    from vllmkit.plan.service import build_plan
+
+    return build_plan(PlanRequest(model=model_id, source="catalog", gpu=gpu, tensor_parallel_size=tp, **extra),
+                      CATALOG_PLAN_ENV)
