@@ -258,6 +258,22 @@ def simulate(
         preemptions += 1
         return i
 
+    def finish(i: int) -> None:
+        """Request i produced its last token at time t: record it, and a closed loop sends the next."""
+        nonlocal completed, gaps_sum, gaps_n, next_to_send
+        del running[i]
+        finish_t[i] = t
+        completed += 1
+        done_e2e.append(t - arrival_t[i])
+        if output_lens[i] > 1:
+            span = t - first_token_t[i]
+            done_tpot.append(span / (output_lens[i] - 1))
+            gaps_sum += span
+            gaps_n += output_lens[i] - 1
+        if concurrency and next_to_send < n:
+            send(next_to_send, max(t, due[next_to_send]))
+            next_to_send += 1
+
     while completed < n:
         if step > MAX_STEPS:
             break
@@ -386,18 +402,7 @@ def simulate(
             generated[i] += made
             ctx_sum -= decode_start_ctx[i] + made
             decoders -= 1
-            del running[i]
-            finish_t[i] = t
-            completed += 1
-            done_e2e.append(t - arrival_t[i])
-            if output_lens[i] > 1:
-                span = t - first_token_t[i]
-                done_tpot.append(span / (output_lens[i] - 1))
-                gaps_sum += span
-                gaps_n += output_lens[i] - 1
-            if concurrency and next_to_send < n:
-                send(next_to_send, max(t, due[next_to_send]))
-                next_to_send += 1
+            finish(i)
         # prefill chunks: a finished prompt yields its next token now
         for i, c in chunks:
             prefill_done[i] += c
@@ -414,18 +419,7 @@ def simulate(
             generated[i] += 1
             remaining = output_lens[i] - generated[i]
             if remaining <= 0:
-                del running[i]
-                finish_t[i] = t
-                completed += 1
-                done_e2e.append(t - arrival_t[i])
-                if output_lens[i] > 1:
-                    span = t - first_token_t[i]
-                    done_tpot.append(span / (output_lens[i] - 1))
-                    gaps_sum += span
-                    gaps_n += output_lens[i] - 1
-                if concurrency and next_to_send < n:
-                    send(next_to_send, max(t, due[next_to_send]))
-                    next_to_send += 1
+                finish(i)
                 continue
             running[i] = "decode"
             decoders += 1
