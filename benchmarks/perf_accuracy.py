@@ -56,7 +56,8 @@ GIB = 1 << 30
 DATA_DIR = Path(__file__).parent / "data"
 DATA_FILES = (DATA_DIR / "public-bench-results.jsonl", DATA_DIR / "collected-bench-results.jsonl")
 # runs gathered after the parameters were fitted: never fitted on, scored with the shipped parameters
-HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "collected-bench-results-3.jsonl")
+HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "collected-bench-results-3.jsonl",
+                  DATA_DIR / "collected-bench-results-4.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
@@ -278,8 +279,9 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     # vLLM's serving benchmark sends its first prompt once before timing (the initial test run)
     warmup = "benchmark_serving" in tool or "bench serve" in tool or "bench_serving" in tool
     # every request sends the same prompt (kagaho's notebook: "hello " x 1000): after the first, its blocks
-    # are prefix-cache hits
-    shared = int(mean_in) if "identical" in dataset else 0
+    # are prefix-cache hits; a run whose prompts an earlier run on the same server had sent (same seed and
+    # lengths; the row says so) finds every prompt cached
+    shared = int(mean_in) if "identical" in dataset or row.get("prompts_cached_by_earlier_run") else 0
     workload = Workload(mean_in, mean_out, concurrency=int(conc) if conc else None, request_rate=rate_f,
                         num_requests=int(n), dataset=wl_kind, output_cap=output_cap, warmup_first_prompt=warmup,
                         shared_prefix=shared)

@@ -159,7 +159,8 @@ def check_startup(path: Path) -> list[str]:
     return errors
 
 
-BENCH_FILES = ("collected-bench-results.jsonl", "collected-bench-results-2.jsonl", "collected-bench-results-3.jsonl")
+BENCH_FILES = ("collected-bench-results.jsonl", "collected-bench-results-2.jsonl", "collected-bench-results-3.jsonl",
+               "collected-bench-results-4.jsonl")
 STARTUP_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jsonl", "collected-startup-logs-4.jsonl")
 
 

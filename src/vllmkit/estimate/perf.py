@@ -5,7 +5,10 @@ the model on every rank at once. Its time is a roofline plus fixed costs:
 
     t_step = pp * (gemm(gemm_memory, gemm_compute) + kernels + max(attn_memory, attn_compute)) + t_allreduce + t_overhead
 
-GEMMs and attention are separate kernels, so each is its own roofline and their times add.
+GEMMs and attention are separate kernels, so each is its own roofline and their times add. With
+pipeline parallelism the bracket is one stage's work on one micro-batch (1/k of the step's sequences,
+k = min(pp, sequences): vLLM keeps pp batches in flight, `pipeline_microbatches`), done pp times while a
+token passes every stage.
 - gemm(m, c) = sqrt(m^2 + c^2): a GEMM does not switch sharply from streaming its weights to being
   compute bound; between the two (M ~ 64-1024 tokens) it is slower than either roofline. Measured on
   an H200 with Llama-3.1-8B-shaped layers (benchmarks/data/gpu-probe-h200.json), this blend matches
@@ -377,9 +380,15 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
               prefill_tokens: int = 0, prefill_pairs: float = 0.0) -> StepCost:
     """Time of one engine step with `decode` decoding sequences (contexts summing to `context_sum`)
     and `prefill_tokens` prompt tokens whose attention covers `prefill_pairs` (query, key) pairs."""
-    tokens = decode + prefill_tokens
     bw = gpu.bandwidth_bytes_s * eff.bandwidth
     peak = gpu.peak_flops(model.compute_precision) * eff.compute
+    # pipeline parallel: the step's sequences run as up to pp micro-batches in flight (see
+    # pipeline_microbatches); each stage handles one micro-batch at a time, so a stage's work is that of
+    # 1/k of the step, done pp times over while a token passes every stage
+    k = pipeline_microbatches(model.pp, decode, prefill_tokens)
+    tokens = (decode + prefill_tokens) / k
+    context_sum, prefill_tokens, prefill_pairs = context_sum / k, prefill_tokens / k, prefill_pairs / k
+    decode_mb = decode / k
     # linear layers (GEMMs): weights streamed once per step, 2 FLOPs per parameter per token
     gemm_mem = model.weight_bytes_read(tokens) / bw
     gemm_flops = model.flops(tokens, 0.0)
@@ -389,14 +398,14 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
         gemm_flops = gemm_flops * (1 - share) + gemm_flops * share / moe_efficiency(model, eff)
     gemm_cmp = gemm_flops / peak
     # attention kernels run after / between the GEMMs (separate kernels): their time adds
-    attn_mem = (model.kv_bytes_read(decode, context_sum) + model.kv_bytes_per_token() * tokens) / bw
-    attn_cmp = model.attention_flops(decode, context_sum, prefill_tokens, prefill_pairs) / peak
+    attn_mem = (model.kv_bytes_read(decode_mb, context_sum) + model.kv_bytes_per_token() * tokens) / bw
+    attn_cmp = model.attention_flops(decode_mb, context_sum, prefill_tokens, prefill_pairs) / peak
     t_mem = gemm_mem + attn_mem
     t_cmp = gemm_cmp + attn_cmp
     dispatch_s = eff.eager_dispatch_s or (eff.graphless_dispatch_s if 0 < eff.graph_max_tokens < tokens else 0.0)
     stage = eager_stage_seconds(gemm_seconds(gemm_mem, gemm_cmp) + model.kernels_seconds(eff)
                                 + max(attn_mem, attn_cmp), model.layers, dispatch_s)
-    comm = allreduce_seconds(model, gpu, eff, tokens)
+    comm = allreduce_seconds(model, gpu, eff, tokens * k)
     overhead = eff.step_overhead_s + eff.per_seq_overhead_s * (decode + (1 if prefill_tokens else 0))
     return StepCost(seconds=model.pp * stage + comm + overhead, memory_s=model.pp * t_mem,
                     compute_s=model.pp * t_cmp, comm_s=comm, overhead_s=overhead)
@@ -432,27 +441,48 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     graphless = eff.graphless_dispatch_s
 
     def fn(decode: int, context_sum: float, prefill: int, pairs: float) -> tuple[float, bool]:
-        tokens = decode + prefill
+        all_tokens = decode + prefill
+        k = pipeline_microbatches(pp, decode, prefill)
+        if k > 1:  # one micro-batch's share of the step (step_cost)
+            decode_mb, context_sum, prefill, pairs = decode / k, context_sum / k, prefill / k, pairs / k
+        else:
+            decode_mb = decode
+        tokens = decode_mb + prefill
         wbytes = dense_b + (expert_b * (1.0 - miss ** tokens) if expert_b else 0.0)
         gemm_mem = wbytes / bw
         gemm_cmp = flop_tok * tokens / peak
-        kv = full_tb * context_sum + state_b * decode
+        kv = full_tb * context_sum + state_b * decode_mb
         for tb, w in windowed:
-            kv += tb * (min(context_sum, decode * w) if w else context_sum)
+            kv += tb * (min(context_sum, decode_mb * w) if w else context_sum)
         attn_mem = (kv + write_tb * tokens) / bw
         attn_cmp = (attn_pair * (context_sum + pairs) if not sparse
-                    else model.attention_flops(decode, context_sum, prefill, pairs)) / peak
+                    else model.attention_flops(decode_mb, context_sum, prefill, pairs)) / peak
         stage = (sqrt(gemm_mem * gemm_mem + gemm_cmp * gemm_cmp) + kernels
                  + (attn_mem if attn_mem > attn_cmp else attn_cmp))
         dispatch = eager or (graphless if 0 < graph_max < tokens else 0.0)
         if dispatch:
             per = stage / layers
             stage = layers * sqrt(per * per + dispatch * dispatch)
-        comm = ar_lat + (ar - ar_lat) * tokens
+        comm = ar_lat + (ar - ar_lat) * all_tokens
         seconds = pp * stage + comm + over + per_seq * (decode + (1 if prefill else 0))
         return seconds, (gemm_cmp + attn_cmp) > (gemm_mem + attn_mem)
 
     return fn
+
+
+def pipeline_microbatches(pp: int, decode: int, prefill_tokens: float) -> int:
+    """Micro-batches a pipeline-parallel step's sequences run as. vLLM keeps `pipeline_parallel_size`
+    batches in flight so that every stage has work (vllm/config/vllm.py `max_concurrent_batches`: "PP
+    requires PP-size concurrent batches to fill the pipeline"; v1/engine/core.py
+    `step_with_batch_queue`; the V0 engine had a virtual engine per stage), and a request waits for its
+    token before it is scheduled again, so the running sequences are spread over at most pp
+    micro-batches. A token still passes every stage in turn, but each stage works on 1/k of the
+    sequences at a time: compute-bound steps run up to pp times faster than one batch pushed through
+    the stages one after another; weight reads do not shrink (each micro-batch streams the stage's
+    weights). A prompt chunk is not split: fewer sequences than stages fill fewer micro-batches."""
+    if pp <= 1:
+        return 1
+    return max(1, min(pp, decode + (1 if prefill_tokens else 0)))
 
 
 def gemm_seconds(memory_s: float, compute_s: float) -> float:

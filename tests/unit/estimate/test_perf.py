@@ -21,6 +21,7 @@ from vllmkit.estimate.perf import (
     efficiency_for,
     make_step_fn,
     naive_roofline_tpot,
+    pipeline_microbatches,
     step_cost,
 )
 
@@ -102,6 +103,52 @@ def test_kv_reads_by_layer_kind() -> None:
         KVRead("mamba", 1, state_bytes=5000),    # constant state, read and written: 2 x 5000 x 2 = 20 kB
     ))
     assert m.kv_bytes_read(2, 10_000) == pytest.approx(1_000_000 + 409_600 + 20_000)
+
+
+def test_pipeline_microbatches_follow_vllms_batch_queue() -> None:
+    # vLLM keeps pipeline_parallel_size batches in flight (max_concurrent_batches); a sequence sits in one
+    assert pipeline_microbatches(1, 500, 2048) == 1
+    assert pipeline_microbatches(4, 500, 0) == 4
+    assert pipeline_microbatches(4, 2, 0) == 2  # two sequences fill two micro-batches
+    assert pipeline_microbatches(4, 2, 100) == 3  # the prompt chunk is a sequence of its own
+    assert pipeline_microbatches(4, 0, 8192) == 1  # one prompt is not split
+
+
+# the 8B model as two pipeline stages: each rank holds half the layers and half the weights
+DENSE_PP2 = ModelPerf(tp=1, pp=2, layers=18, hidden_size=4096, dense_bytes=8_000_000_000, active_params=8e9,
+                      attn_flops_per_pair=4 * 32 * 128 * 18, kv=(KVRead("full", 18, 4096),))
+
+
+def test_pipeline_parallel_decode_by_hand() -> None:
+    # one sequence: one micro-batch passes both stages in turn. Stage: 8e9 B / 2.68e12 = 2.98507 ms of weights;
+    # KV 1000 x 18 x 4096 = 73.728 MB + 73,728 B written = 73.80 MB / 2.68e12 = 0.027539 ms; 18 x 4 GEMM
+    # kernels x 3.8 us = 0.2736 ms. Step = 2 x (2.98507 + 0.027539 + 0.2736) = 6.5723 ms: the same weights
+    # and KV as the one-rank model, read by two GPUs one after the other
+    one = step_cost(DENSE_PP2, H100, EFF, decode=1, context_sum=1000)
+    assert one.seconds == pytest.approx(2 * (2.98507e-3 + 0.027539e-3 + 0.2736e-3), rel=1e-4)
+    # 2048 decoding sequences (contexts summing to 0): two micro-batches of 1024, each stage working on one
+    # while the other stage works on the other. A micro-batch's GEMMs: 2 x 4e9 params/stage x 1024 tokens
+    # = 8.192 TFLOP / 494.75e12 = 16.557 ms against 2.985 ms of weights: sqrt(16.557^2 + 2.985^2) = 16.824 ms;
+    # its new KV 1024 x 18 x 4096 = 75.5 MB / 2.68e12 = 0.028172 ms; + 0.2736 ms of kernels = 17.126 ms a stage.
+    # Step = 2 x 17.126 = 34.25 ms. Pushed through as one batch it would be 2 x sqrt(33.114^2 + 2.985^2) + ...
+    # = 67.3 ms: the pipeline halves a compute-bound step
+    many = step_cost(DENSE_PP2, H100, EFF, decode=2048, context_sum=0)
+    stage = math.sqrt(16.557e-3 ** 2 + 2.98507e-3 ** 2) + 0.028172e-3 + 0.2736e-3
+    assert many.seconds == pytest.approx(2 * stage, rel=1e-3)
+    serial = 2 * (math.sqrt(33.114e-3 ** 2 + 2.98507e-3 ** 2) + 2 * 0.028172e-3 + 0.2736e-3)
+    assert many.seconds < 0.55 * serial
+
+
+def test_fast_step_function_matches_step_cost_with_pipeline_stages() -> None:
+    fn = make_step_fn(DENSE_PP2, H100, EFF)
+    rng = random.Random(11)
+    for _ in range(200):
+        d = rng.randint(0, 300)
+        ctx = rng.random() * 1e5 if d else 0.0
+        p = rng.choice([0, rng.randint(1, 4000)])
+        pairs = p * rng.random() * 2000
+        want = step_cost(DENSE_PP2, H100, EFF, decode=d, context_sum=ctx, prefill_tokens=p, prefill_pairs=pairs).seconds
+        assert fn(d, ctx, p, pairs)[0] == pytest.approx(want, rel=1e-9)
 
 
 def test_fast_step_function_matches_step_cost() -> None:
