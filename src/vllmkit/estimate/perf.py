@@ -48,7 +48,7 @@ class GpuPerf:
 
     name: str
     vendor: str  # nvidia | amd | cpu
-    family: str  # volta | turing | ampere | ada | hopper | blackwell | cdna2 | cdna3 | cdna4 | cpu
+    family: str  # volta | turing | ampere | ada | hopper | blackwell | blackwell-geforce | cdna2 | cdna3 | cdna4 | cpu
     bandwidth_bytes_s: float  # peak memory bandwidth
     tflops: dict[str, float]  # dense peak TFLOPS by compute precision: bf16, fp16, fp8, int8, fp4
     link_bytes_s: float  # GPU-to-GPU bandwidth, one direction (vendor totals are bidirectional)
@@ -225,12 +225,23 @@ class Efficiency:
 # `Efficiency.ampere_compute` may be (benchmarks/perf_accuracy.py bounds the fit with it)
 AMPERE_MAMF_RATIO = 0.869 / 0.803
 
+# A GeForce Blackwell card (RTX 50xx, sm 12.0) runs real BF16 GEMMs above the FP32-accumulate rate its
+# datasheet lists (which is what its profile's tflops_bf16 holds): on an RTX 5090, torch.matmul at
+# (16384, 8192, 1280) measured 224.3 TFLOP/s against the listed 209.5 (1.07; its raw BF16 mma with FP32
+# accumulate 370.6), main-horse.github.io/posts/5090-mm-perf. An H100 SXM's best matmul reaches 0.803 of
+# its peak (AMPERE_MAMF_RATIO's table). The fitted compute fraction is a Hopper one, so a 5090 fills
+# 1.07 / 0.803 = 1.33 times that share of its listed peak. (Measured on one card and one shape; applied
+# to the GeForce RTX 50 series, not to the RTX PRO cards, whose datasheets list the full rate.)
+GEFORCE_BLACKWELL_MATMUL_RATIO = (224.3 / 209.5) / 0.803
+
 # Family priors relative to the fitted (Hopper/Ampere NVIDIA) efficiencies, chosen from public
 # microbenchmarks, not fitted: MI300X sustains ~4.1-4.3 of 5.3 TB/s in stream tests and ~600-700 of
 # 1307 dense BF16 TFLOPS in GEMM sweeps (vs ~3.0 of 3.35 TB/s and ~650-750 of 989 on H100 SXM);
-# GeForce / workstation cards reach their (lower) peaks about as well as datacenter ones.
+# GeForce / workstation cards reach their (lower) peaks about as well as datacenter ones (GeForce
+# Blackwell better: GEFORCE_BLACKWELL_MATMUL_RATIO).
 FAMILY_PRIORS: dict[str, tuple[float, float, float]] = {
     # family: (bandwidth factor, compute factor, overhead factor)
+    "blackwell-geforce": (1.0, GEFORCE_BLACKWELL_MATMUL_RATIO, 1.0),
     "cdna3": (0.88, 0.70, 1.3),
     "cdna4": (0.88, 0.70, 1.3),
     "cdna2": (0.80, 0.60, 1.5),

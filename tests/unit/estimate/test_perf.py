@@ -85,6 +85,28 @@ def test_geforce_ada_profiles_have_no_peer_to_peer() -> None:
     assert gpu_perf(resolve_gpu("h100-pcie", profiles=profiles)).link_kind == "pcie"
 
 
+def test_geforce_blackwell_fills_more_of_its_listed_peak() -> None:
+    from vllmkit.hardware.profiles import load_profiles, resolve_gpu
+    from vllmkit.plan.performance import gpu_perf
+
+    profiles = load_profiles(include_user_config=False)
+    rtx5090 = gpu_perf(resolve_gpu("rtx-5090", profiles=profiles))
+    assert rtx5090.family == "blackwell-geforce"
+    # RTX PRO cards (their datasheets list the full rate), datacenter Blackwell and DGX Spark keep the plain prior
+    for name in ("rtx-pro-6000-server", "b200", "gb10"):
+        assert gpu_perf(resolve_gpu(name, profiles=profiles)).family == "blackwell"
+    # main-horse's torch.matmul on a 5090: 224.3 TFLOP/s of the listed 209.5 = 1.0706; an H100's best matmul
+    # reaches 0.803 of its peak: 1.0706 / 0.803 = 1.3333 times the fitted (Hopper) compute fraction
+    base = Efficiency(compute=0.45, bandwidth=0.85)
+    eff = efficiency_for(base, rtx5090, DENSE)
+    assert eff.compute == pytest.approx(0.45 * 1.3333, rel=1e-3)
+    assert eff.bandwidth == pytest.approx(0.85)  # its memory is not faster than the datasheet says
+    # a prefill, compute bound, is that much faster; a single decode, weight bound, is not
+    prefill = step_cost(DENSE, rtx5090, base, decode=0, context_sum=0, prefill_tokens=4096, prefill_pairs=0)
+    prefill_geforce = step_cost(DENSE, rtx5090, eff, decode=0, context_sum=0, prefill_tokens=4096, prefill_pairs=0)
+    assert prefill.compute_s / prefill_geforce.compute_s == pytest.approx(1.3333, rel=1e-3)
+
+
 def test_moe_reads_only_the_experts_a_batch_touches() -> None:
     # Mixtral-like: E=8, k=2. One token touches 2 of 8 experts: 1-(1-2/8)^1 = 0.25; 8 tokens: 1-0.75^8 = 0.8999
     m = ModelPerf(tp=1, pp=1, layers=32, hidden_size=4096, dense_bytes=2_000_000_000, expert_bytes=88_000_000_000,
