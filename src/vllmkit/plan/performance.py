@@ -341,7 +341,9 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
             (f"the first {wl.shared_prefix:,} prompt tokens are shared: computed once, then prefix-cache hits "
              "(full 16-token blocks)" if wl.shared_prefix else "no prefix-cache hits")
             + ", no speculative decoding; MoE routing assumed uniform",
-        ] + ([f"--enforce-eager: {eff.eager_dispatch_s * 1e3:.2f} ms of host kernel dispatch per decoder layer, "
+        ] + ([f"pipeline parallel {model.pp}: up to {model.pp} micro-batches in flight (vLLM's batch queue), each "
+              "stage working on one while a token passes every stage"] if model.pp > 1 else [])
+        + ([f"--enforce-eager: {eff.eager_dispatch_s * 1e3:.2f} ms of host kernel dispatch per decoder layer, "
               "overlapping the GPU's work (sqrt(gpu^2 + dispatch^2) a layer)"] if eff.eager_dispatch_s > 0 else [])
         + ([f"CUDA graphs cover steps of up to {eff.graph_max_tokens} tokens (vLLM's default capture sizes); a "
             f"larger step pays {eff.graphless_dispatch_s * 1e3:.2f} ms of host dispatch per decoder layer, as "
