@@ -397,7 +397,8 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
     # pipeline_microbatches); each stage handles one micro-batch at a time, so a stage's work is that of
     # 1/k of the step, done pp times over while a token passes every stage
     k = pipeline_microbatches(model.pp, decode, prefill_tokens)
-    tokens = (decode + prefill_tokens) / k
+    all_tokens = decode + prefill_tokens
+    tokens = all_tokens / k
     context_sum, prefill_tokens, prefill_pairs = context_sum / k, prefill_tokens / k, prefill_pairs / k
     decode_mb = decode / k
     # linear layers (GEMMs): weights streamed once per step, 2 FLOPs per parameter per token
@@ -416,7 +417,7 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
     dispatch_s = eff.eager_dispatch_s or (eff.graphless_dispatch_s if 0 < eff.graph_max_tokens < tokens else 0.0)
     stage = eager_stage_seconds(gemm_seconds(gemm_mem, gemm_cmp) + model.kernels_seconds(eff)
                                 + max(attn_mem, attn_cmp), model.layers, dispatch_s)
-    comm = allreduce_seconds(model, gpu, eff, tokens * k)
+    comm = allreduce_seconds(model, gpu, eff, all_tokens)
     overhead = eff.step_overhead_s + eff.per_seq_overhead_s * (decode + (1 if prefill_tokens else 0))
     return StepCost(seconds=model.pp * stage + comm + overhead, memory_s=model.pp * t_mem,
                     compute_s=model.pp * t_cmp, comm_s=comm, overhead_s=overhead)

@@ -96,10 +96,10 @@ def gpu_perf(profile: Any) -> GpuPerf:
     name = (link.name if link else "").lower()
     kind = "pcie" if "pcie" in name else ("xgmi" if profile.vendor == "amd" else ("nvlink" if link else "none"))
     family = gpu_family(profile.architecture)
-    if family == "blackwell" and str(profile.architecture).startswith("sm_12") \
-            and "geforce" in str(profile.display_name).lower():
+    geforce = "geforce" in str(profile.display_name).lower()
+    if geforce and family == "blackwell" and str(profile.architecture).startswith("sm_12"):
         family = "blackwell-geforce"  # its own compute prior (estimate/perf.py GEFORCE_BLACKWELL_MATMUL_RATIO)
-    if kind == "pcie" and "geforce" in str(profile.display_name).lower() and family == "ada":
+    if kind == "pcie" and geforce and family == "ada":
         # GeForce Ada cards (RTX 40xx) have no GPU peer-to-peer access: vLLM's custom all-reduce needs
         # P2P (vllm/distributed/device_communicators/custom_all_reduce.py, "lacks GPU P2P capability")
         # and falls back to NCCL, whose SHM transport bounces every byte through host memory

@@ -105,6 +105,8 @@ def test_geforce_blackwell_fills_more_of_its_listed_peak() -> None:
     prefill = step_cost(DENSE, rtx5090, base, decode=0, context_sum=0, prefill_tokens=4096, prefill_pairs=0)
     prefill_geforce = step_cost(DENSE, rtx5090, eff, decode=0, context_sum=0, prefill_tokens=4096, prefill_pairs=0)
     assert prefill.compute_s / prefill_geforce.compute_s == pytest.approx(1.3333, rel=1e-3)
+    decode = step_cost(DENSE, rtx5090, base, decode=1, context_sum=1000)
+    assert step_cost(DENSE, rtx5090, eff, decode=1, context_sum=1000).seconds == pytest.approx(decode.seconds, rel=1e-3)
 
 
 def test_moe_reads_only_the_experts_a_batch_touches() -> None:
