@@ -154,6 +154,9 @@ class Case:
     offline: bool = False  # benchmark_throughput / benchmark_latency (the LLM class, no server)
     eager: bool = False  # the server ran with --enforce-eager
     sm100: bool = False  # a datacenter Blackwell (sm 10.x): vLLM 0.32 captures graphs up to 1024 tokens
+    # the row averages repeated runs whose prompts were (True) or were not (False) all in the prefix cache
+    # when the run began: each run is replayed and the predictions averaged as the row's values are
+    runs_cached: tuple[bool, ...] = ()
 
 
 def _version(row: dict[str, Any]) -> str:
@@ -293,7 +296,8 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         measured["e2e_latency_s_mean"] = measured["e2el_ms_mean"] / 1000.0
     case = Case(row, source_key(row), perf, workload, measured,
                 offline="benchmark_throughput" in tool or "benchmark_latency" in tool, eager=eager,
-                sm100=str(getattr(profile, "architecture", "")).startswith("sm_10"))
+                sm100=str(getattr(profile, "architecture", "")).startswith("sm_10"),
+                runs_cached=tuple(bool(x) for x in row.get("prompts_cached_in_runs") or ()))
     case.naive = naive_prediction(case)
     return case
 
@@ -322,8 +326,6 @@ def rules_version(case: Case) -> tuple[int, int, int]:
 
 
 def model_prediction(case: Case, eff: Efficiency) -> dict[str, float]:
-    from vllmkit.estimate.serving import predict
-
     p = case.perf
     from vllmkit.estimate.perf import efficiency_for
 
@@ -336,7 +338,18 @@ def model_prediction(case: Case, eff: Efficiency) -> dict[str, float]:
         top = max_graph_tokens(p.limits.max_num_seqs, p.limits.max_num_batched_tokens,
                                sm100=case.sm100, vllm_version=rules_version(case))
         final = with_graph_limit(final, p.model, top)
-    pred = predict(p.model, p.gpu, final, p.limits, case.workload, steady=False, efficiency_is_final=True)
+    if case.runs_cached:
+        runs = [_predict_run(case, final, replace(case.workload, shared_prefix=int(case.workload.input_len) if c else 0))
+                for c in case.runs_cached]
+        return {k: sum(r[k] for r in runs) / len(runs) for k in runs[0]}
+    return _predict_run(case, final, case.workload)
+
+
+def _predict_run(case: Case, final: Efficiency, workload: Workload) -> dict[str, float]:
+    from vllmkit.estimate.serving import predict
+
+    p = case.perf
+    pred = predict(p.model, p.gpu, final, p.limits, workload, steady=False, efficiency_is_final=True)
     return {
         "output_tok_s": pred.output_tokens_per_s, "total_tok_s": pred.total_tokens_per_s,
         "request_throughput_rps": pred.requests_per_s,
