@@ -157,6 +157,8 @@ class Case:
     # the row averages repeated runs whose prompts were (True) or were not (False) all in the prefix cache
     # when the run began: each run is replayed and the predictions averaged as the row's values are
     runs_cached: tuple[bool, ...] = ()
+    # why the run's TTFT is not scored (it is below what the stated prompts' prefill can take); "" if scored
+    ttft_unphysical: str = ""
 
 
 def _version(row: dict[str, Any]) -> str:
@@ -294,12 +296,56 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         measured["total_tok_s"] = measured.pop("throughput_tok_s_unlabeled")
     if "e2el_ms_mean" in measured and "e2e_latency_s_mean" not in measured:
         measured["e2e_latency_s_mean"] = measured["e2el_ms_mean"] / 1000.0
+    ttft_note = ""
+    floor = ttft_floor_ms(workload, perf, variant.arch, offline="benchmark_throughput" in tool or "benchmark_latency" in tool,
+                          runs_cached=bool(row.get("prompts_cached_in_runs")))
+    for key in FAMILIES["ttft"]:
+        if key in measured and floor is not None:
+            bound = floor[key]
+            if measured[key] < bound:
+                ttft_note = (f"{key} {measured[key]:.0f} ms is below the {bound:.0f} ms its uncached prompts' prefill "
+                             f"needs at {TTFT_FLOOR_PEAK_MARGIN:.0%} of the GPU's dense peak")
+                for k in FAMILIES["ttft"] + ("ttft_ms_p99",):
+                    measured.pop(k, None)
+            break
     case = Case(row, source_key(row), perf, workload, measured,
                 offline="benchmark_throughput" in tool or "benchmark_latency" in tool, eager=eager,
                 sm100=str(getattr(profile, "architecture", "")).startswith("sm_10"),
-                runs_cached=tuple(bool(x) for x in row.get("prompts_cached_in_runs") or ()))
+                runs_cached=tuple(bool(x) for x in row.get("prompts_cached_in_runs") or ()), ttft_unphysical=ttft_note)
     case.naive = naive_prediction(case)
     return case
+
+
+# A measured TTFT is checked against the least time the stated prompts' prefill can take: their linear
+# layers' FLOPs (2 per parameter per token; the LM head runs on a prompt's last token only) at this margin over the GPU's
+# dense datasheet peak, on every GPU of the replica at once, one prompt after another in the best order.
+# A run below it cannot have computed those prompts (an earlier run on the same server left them in the
+# prefix cache, or the prompts were shorter than stated): its TTFT is not scored, its throughput and TPOT are.
+TTFT_FLOOR_PEAK_MARGIN = 1.1
+
+
+def ttft_floor_ms(workload: Workload, perf: Any, arch: Any, *, offline: bool = False,
+                  runs_cached: bool = False) -> dict[str, float] | None:
+    """Lower bounds of the mean and the median TTFT for fixed-length uncached prompts (None where the run
+    is not of that kind). A burst's k-th prompt to finish waits for k prefills, so the mean is at least
+    (M + 1) / 2 of one (M prompts not cached: all but the benchmark's warm-up prompt) and the median at
+    least N / 2 of them; any other run's prompts each need at least their own."""
+    if offline or workload.dataset != "fixed" or workload.shared_prefix or runs_cached:
+        return None
+    m = perf.model
+    linear = m.active_params - arch.vocab_size * arch.hidden_size  # active_params counts the LM head once
+    peak = perf.gpu.peak_flops(m.compute_precision) * m.tp * m.pp * TTFT_FLOOR_PEAK_MARGIN
+    if linear <= 0 or peak <= 0:
+        return None
+    one = 2 * linear * workload.input_len / peak * 1e3
+    n = max(int(workload.num_requests or 1), 1)
+    cached = 1 if workload.warmup_first_prompt else 0
+    uncached = max(n - cached, 0)
+    burst = workload.request_rate is None and (not workload.concurrency or workload.concurrency >= n)
+    if burst:
+        return {"ttft_ms_mean": uncached * (uncached + 1) / 2 * one / n,
+                "ttft_ms_median": max(math.ceil(n / 2) - cached, 0) * one}
+    return {"ttft_ms_mean": one * uncached / n, "ttft_ms_median": one if n >= 3 else 0.0}
 
 
 def naive_prediction(case: Case) -> dict[str, float]:
@@ -607,6 +653,9 @@ def print_held_out(paths: list[Path], profiles: list[Any], *, rows: bool) -> Non
               f"skipped {len(skipped)}")
         for s in skipped:
             print(f"  skipped {s}")
+        for c, _, _ in scored:
+            if c.ttft_unphysical:
+                print(f"  TTFT not scored: {c.row['id']} ({c.ttft_unphysical})")
         if rows:
             print_rows(scored)
         print_table(summarize(scored))
@@ -686,6 +735,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(cases)} public runs from {len(sources)} publishers, each scored with parameters fitted without "
           f"any run of its publisher (leave-one-source-out); skipped {len(skipped)} (model not in the catalog, "
           f"no GPU profile, speculative decoding, data parallel or multi-turn): {', '.join(skipped) or '-'}\n")
+    for case in cases:
+        if case.ttft_unphysical:
+            print(f"TTFT not scored: {case.row['id']} ({case.ttft_unphysical})")
     print_table(summary)
     print(f"\ncurated runs only ({DATA_FILES[0].name}): " + ", ".join(
         f"{fam} {s['model_median']:.1%} (n={s['n']})" for fam, s in curated.items()))

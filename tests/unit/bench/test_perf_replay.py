@@ -162,3 +162,42 @@ def test_repeated_runs_on_one_server_replay_their_cached_prompts(held) -> None:
                                 pa.FITTED_EFFICIENCY)["ttft_ms_median"] for s in (0, 2048, 2048)]
     assert pa.model_prediction(mean3, pa.FITTED_EFFICIENCY)["ttft_ms_median"] == pytest.approx(sum(runs) / 3)
     assert runs[1] < runs[0] / 5  # a cached 2048-token prompt skips its prefill
+
+
+def test_the_ttft_floor_is_the_prompts_prefill_at_the_gpus_peak() -> None:
+    """Hand-worked: Llama-3.1-8B (8.03e9 parameters; without its 128,256 x 4,096 embedding and LM head
+    6.979e9 in linear layers; the model's active parameters count the LM head once: 7.505e9) on an A40 (149.7 dense BF16 TFLOP/s, x 1.1 margin = 164.67e12): one
+    100-token prompt needs 2 x 6.979e9 x 100 / 164.67e12 = 8.477 ms. A burst of 50 whose first prompt
+    the warm-up cached: the mean waits 49 x 50 / 2 prefills over 50 requests = 207.7 ms, the median
+    (25th request) 24 prefills = 203.4 ms; a closed loop's prompts each need their own."""
+    from types import SimpleNamespace
+
+    from vllmkit.estimate.serving import Workload
+
+    perf = SimpleNamespace(model=SimpleNamespace(active_params=7.505e9, tp=1, pp=1, compute_precision="bf16"),
+                           gpu=SimpleNamespace(peak_flops=lambda precision: 149.7e12))
+    arch = SimpleNamespace(vocab_size=128_256, hidden_size=4_096)
+    burst = Workload(100, 443, concurrency=50, num_requests=50, dataset="fixed", warmup_first_prompt=True)
+    floor = pa.ttft_floor_ms(burst, perf, arch)
+    assert floor is not None
+    assert floor["ttft_ms_mean"] == pytest.approx(207.7, abs=0.2)
+    assert floor["ttft_ms_median"] == pytest.approx(203.4, abs=0.2)
+    loop = Workload(100, 443, concurrency=8, num_requests=100, dataset="fixed", warmup_first_prompt=True)
+    assert pa.ttft_floor_ms(loop, perf, arch)["ttft_ms_median"] == pytest.approx(8.477, abs=0.01)
+    # prompts of many lengths, or shared, have no single floor
+    assert pa.ttft_floor_ms(Workload(100, 443, concurrency=8, dataset="sharegpt"), perf, arch) is None
+    assert pa.ttft_floor_ms(Workload(100, 443, concurrency=8, dataset="fixed", shared_prefix=100), perf, arch) is None
+
+
+def test_a_ttft_below_the_floor_is_not_scored_but_the_rest_of_the_run_is(held) -> None:
+    """dennislee's Qwen2-7B burst of 30 x 1,023-token prompts on one A100 (util 0.5) printed a mean TTFT of
+    242 ms; the prompts' linear layers alone need 2 x 6.53e9 x 1,023 / (312e12 x 1.1) = 38.9 ms each, and
+    the 29 not cached by the warm-up wait on average for 15 of them: 29 x 30 / 2 x 38.9 / 30 = 564 ms. An earlier run on the same
+    server had left them in the prefix cache; the replay cannot know how many."""
+    profiles = load_profiles(include_user_config=False)
+    case = pa.build_case(held["dennislee-a100-qwen2-7b-tp1-util05-rand1024-1024-n30"], profiles)
+    assert case is not None and "below" in case.ttft_unphysical
+    errs = pa.errors(pa.model_prediction(case, pa.FITTED_EFFICIENCY), case.measured)
+    assert "ttft" not in errs and "throughput" in errs and "tpot" in errs
+    slower = pa.build_case(held["dennislee-a100-qwen2-7b-tp1-util05-rand1024-1024-n100"], profiles)
+    assert slower is not None and slower.ttft_unphysical == ""
