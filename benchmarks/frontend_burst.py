@@ -20,7 +20,6 @@ absolute times are this machine's; the shape (how the first request of a burst f
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -67,16 +66,10 @@ def main() -> int:
                           f"(fastest), {row['median_ttft_ms']:6.1f} (median), {row['max_ttft_ms']:6.1f} (slowest)",
                           flush=True)
     if args.write:
-        import vllm
+        from frontend_overhead import write_cpu_measurement
 
-        OUT.write_text(json.dumps({
-            "what": "TTFT of bursts sent at once to the real vLLM CPU build, tiny random Llama, 2 output tokens "
-                    "(benchmarks/frontend_burst.py)",
-            "vllm_version": vllm.__version__,
-            "machine": "2 CPU cores, benchmark client and server sharing them",
-            "runs": rows,
-        }, indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {OUT.relative_to(ROOT)}")
+        write_cpu_measurement(OUT, "TTFT of bursts sent at once to the real vLLM CPU build, tiny random Llama, "
+                              "2 output tokens (benchmarks/frontend_burst.py)", runs=rows)
     return 0
 
 

@@ -48,6 +48,16 @@ def bench(url: str, model: Path, backend: str, endpoint: str, n: int, cwd: Path)
     return result
 
 
+def write_cpu_measurement(path: Path, what: str, **fields: object) -> None:
+    """Store a measurement made on this machine's real vLLM CPU build, with the version and the machine."""
+    import vllm
+
+    path.write_text(json.dumps({"what": what, "vllm_version": vllm.__version__,
+                                "machine": f"{os.cpu_count()} CPU cores, benchmark client and server sharing them",
+                                **fields}, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {path.relative_to(ROOT)}")
+
+
 def request_overhead_bound_s(measured: dict) -> float:
     """The bound the fit uses: the slower endpoint's median, in seconds (benchmarks/perf_accuracy.py)."""
     return max(measured["overhead_ms_by_endpoint"].values()) / 1000.0
@@ -88,17 +98,9 @@ def main() -> int:
     print(f"median per endpoint: {json.dumps({k: round(v, 2) for k, v in per_endpoint.items()})}; "
           f"upper bound used: {bound * 1000:.2f} ms")
     if args.write:
-        import vllm
-
-        OUT.write_text(json.dumps({
-            "what": "median TTFT - median TPOT at concurrency 1 on the real vLLM CPU build, tiny random Llama, "
-                    "200-token prompts, 16 output tokens (benchmarks/frontend_overhead.py)",
-            "vllm_version": vllm.__version__,
-            "machine": f"{os.cpu_count()} CPU cores, benchmark client and server sharing them",
-            "runs": rows,
-            "overhead_ms_by_endpoint": per_endpoint,
-        }, indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {OUT.relative_to(ROOT)}")
+        write_cpu_measurement(OUT, "median TTFT - median TPOT at concurrency 1 on the real vLLM CPU build, tiny random "
+                              "Llama, 200-token prompts, 16 output tokens (benchmarks/frontend_overhead.py)",
+                              runs=rows, overhead_ms_by_endpoint=per_endpoint)
     return 0
 
 
