@@ -296,22 +296,19 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         measured["total_tok_s"] = measured.pop("throughput_tok_s_unlabeled")
     if "e2el_ms_mean" in measured and "e2e_latency_s_mean" not in measured:
         measured["e2e_latency_s_mean"] = measured["e2el_ms_mean"] / 1000.0
+    offline = "benchmark_throughput" in tool or "benchmark_latency" in tool
+    runs_cached = tuple(bool(x) for x in row.get("prompts_cached_in_runs") or ())
     ttft_note = ""
-    floor = ttft_floor_ms(workload, perf, variant.arch, offline="benchmark_throughput" in tool or "benchmark_latency" in tool,
-                          runs_cached=bool(row.get("prompts_cached_in_runs")))
-    for key in FAMILIES["ttft"]:
-        if key in measured and floor is not None:
-            bound = floor[key]
-            if measured[key] < bound:
-                ttft_note = (f"{key} {measured[key]:.0f} ms is below the {bound:.0f} ms its uncached prompts' prefill "
-                             f"needs at {TTFT_FLOOR_PEAK_MARGIN:.0%} of the GPU's dense peak")
-                for k in FAMILIES["ttft"] + ("ttft_ms_p99",):
-                    measured.pop(k, None)
-            break
-    case = Case(row, source_key(row), perf, workload, measured,
-                offline="benchmark_throughput" in tool or "benchmark_latency" in tool, eager=eager,
+    floor = ttft_floor_ms(workload, perf, variant.arch, offline=offline, runs_cached=bool(runs_cached))
+    key = next((k for k in FAMILIES["ttft"] if k in measured), None)  # the TTFT key errors() scores
+    if floor is not None and key is not None and measured[key] < floor[key]:
+        ttft_note = (f"{key} {measured[key]:.0f} ms is below the {floor[key]:.0f} ms its uncached prompts' prefill "
+                     f"needs at {TTFT_FLOOR_PEAK_MARGIN:.0%} of the GPU's dense peak")
+        for k in FAMILIES["ttft"] + ("ttft_ms_p99",):
+            measured.pop(k, None)
+    case = Case(row, source_key(row), perf, workload, measured, offline=offline, eager=eager,
                 sm100=str(getattr(profile, "architecture", "")).startswith("sm_10"),
-                runs_cached=tuple(bool(x) for x in row.get("prompts_cached_in_runs") or ()), ttft_unphysical=ttft_note)
+                runs_cached=runs_cached, ttft_unphysical=ttft_note)
     case.naive = naive_prediction(case)
     return case
 
@@ -329,7 +326,7 @@ def ttft_floor_ms(workload: Workload, perf: Any, arch: Any, *, offline: bool = F
     """Lower bounds of the mean and the median TTFT for fixed-length uncached prompts (None where the run
     is not of that kind). A burst's k-th prompt to finish waits for k prefills, so the mean is at least
     (M + 1) / 2 of one (M prompts not cached: all but the benchmark's warm-up prompt) and the median at
-    least N / 2 of them; any other run's prompts each need at least their own."""
+    least ceil(N / 2) of them less the warm-up's; any other run's prompts each need at least their own."""
     if offline or workload.dataset != "fixed" or workload.shared_prefix or runs_cached:
         return None
     m = perf.model
