@@ -12,8 +12,9 @@ overheads, grouped-GEMM efficiency) are fitted on all sources but one, and that 
 them (leave-one-source-out): the errors reported are on runs the fit never saw. The same rows are
 scored with a naive roofline (weights / peak bandwidth, batch = concurrency, no KV, no efficiency).
 
-Usage: PYTHONPATH=src python benchmarks/perf_accuracy.py [--json] [--rows] [--fit-all]
-  --fit-all  also print the parameters fitted on every source (what ships in plan/performance.py)
+Usage: PYTHONPATH=src python benchmarks/perf_accuracy.py [--json] [--rows] [--fit-all] [--leave-file-out]
+  --fit-all         also print the parameters fitted on every source (what ships in plan/performance.py)
+  --leave-file-out  score each held-out file with a fit on the bundled runs and the other held-out files
 """
 
 from __future__ import annotations
@@ -570,6 +571,32 @@ def _fit_fold(job: tuple[str | None, int, int]) -> tuple[str | None, Efficiency]
     return held_out, fit([c for c in _FIT_CASES if c.source != held_out], iters, per_source)
 
 
+def _fit_without_file(job: tuple[str, int, int]) -> tuple[str, Efficiency]:
+    """One fit in a worker process: on every case whose file is not `name` (leave-one-file-out)."""
+    name, iters, per_source = job
+    return name, fit([c for c in _FIT_CASES if c.row.get("_file") != name], iters, per_source)
+
+
+def leave_file_out(paths: list[Path], profiles: list[Any], *, iters: int, per_source: int,
+                   jobs: int) -> list[tuple[str, Efficiency, list[tuple[Case, dict, dict]]]]:
+    """Each of `paths` scored with parameters fitted on the bundled runs and the other files of `paths`:
+    does fitting on more publishers help the runs a fit has not seen? (Round 15: it did not; see
+    docs/performance.md.)"""
+    by_file = {p.name: score_held_out([p], profiles)[0] for p in paths}
+    base = [c for c in (build_case(r, profiles) for r in load_rows()) if c is not None]
+    _FIT_CASES[:] = base + [c for scored in by_file.values() for c, _, _ in scored]
+    work = [(name, iters, per_source) for name in by_file]
+    if jobs > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            fitted = dict(pool.map(_fit_without_file, work, chunksize=1))
+    else:
+        fitted = dict(map(_fit_without_file, work))
+    return [(name, fitted[name], [(c, errors(model_prediction(c, fitted[name]), c.measured), n)
+                                  for c, _, n in scored]) for name, scored in by_file.items()]
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -674,9 +701,23 @@ def main(argv: list[str] | None = None) -> int:
                     help="runs in the same schema scored with the shipped parameters only (never fitted on); "
                          "repeatable, reported in a table of their own (default: "
                          + ", ".join(p.name for p in HELD_OUT_FILES) + ")")
+    ap.add_argument("--leave-file-out", action="store_true",
+                    help="score each held-out file with parameters fitted on the bundled runs and the other "
+                         "held-out files (one fit per file), instead of the leave-one-source-out report")
     args = ap.parse_args(argv)
     if not args.held_out:
         args.held_out = [p for p in HELD_OUT_FILES if p.exists()]
+    if args.leave_file_out:
+        profiles = load_profiles(include_user_config=False)
+        everything: list[tuple[Case, dict, dict]] = []
+        for name, eff, scored in leave_file_out(args.held_out, profiles, iters=args.iters,
+                                                per_source=args.per_source, jobs=args.jobs):
+            everything += scored
+            print(f"\n{name}, fitted without it: " + ", ".join(f"{p}={getattr(eff, p):.4g}" for p in PARAMS))
+            print_table(summarize(scored))
+        print(f"\nall {len(args.held_out)} files, each fitted without it: {len(everything)} runs")
+        print_table(summarize(everything))
+        return 0
 
     started = time.perf_counter()
     profiles = load_profiles(include_user_config=False)

@@ -201,3 +201,32 @@ def test_a_ttft_below_the_floor_is_not_scored_but_the_rest_of_the_run_is(held) -
     assert "ttft" not in errs and "throughput" in errs and "tpot" in errs
     slower = pa.build_case(held["dennislee-a100-qwen2-7b-tp1-util05-rand1024-1024-n100"], profiles)
     assert slower is not None and slower.ttft_unphysical == ""
+
+
+def test_leave_file_out_never_fits_on_the_file_it_scores(monkeypatch) -> None:
+    """`--leave-file-out` scores each held-out file with a fit on the bundled runs and the other
+    held-out files. The fit is replaced by a recorder (the real one takes minutes): the fold for a file
+    must see no run of that file and every other file's runs, and that fold's parameters score it."""
+    seen: dict[frozenset, list] = {}
+
+    def recording_fit(cases, iters, per_source=12):
+        files = frozenset(c.row.get("_file") for c in cases)
+        seen[files] = cases
+        # a distinct bandwidth per fold, so the scores show which fold's parameters were used
+        return pa.replace(pa.FITTED_EFFICIENCY, bandwidth=0.3 + 0.1 * len(seen))
+
+    monkeypatch.setattr(pa, "fit", recording_fit)
+    profiles = load_profiles(include_user_config=False)
+    paths = list(pa.HELD_OUT_FILES[:2])
+    out = pa.leave_file_out(paths, profiles, iters=1, per_source=1, jobs=1)
+    assert [name for name, _, _ in out] == [p.name for p in paths]
+    bundled = {p.name for p in pa.DATA_FILES if p.exists()}
+    assert set(seen) == {frozenset(bundled | {paths[1].name}), frozenset(bundled | {paths[0].name})}
+    for name, eff, scored in out:
+        assert scored and all(c.row["_file"] == name for c, _, _ in scored)
+        other = next(p.name for p in paths if p.name != name)
+        fold = next(k for k in seen if other in k)
+        assert eff.bandwidth == pytest.approx(0.3 + 0.1 * (list(seen).index(fold) + 1))
+        # the scores are that fold's: rescoring one run with its parameters gives the same errors
+        c, e, _ = scored[0]
+        assert e == pa.errors(pa.model_prediction(c, eff), c.measured)
