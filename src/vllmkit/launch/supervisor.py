@@ -87,6 +87,11 @@ class Supervisor:
         self._offset = 0
         self._partial = b""
         self._stopping = False
+        # the signal forward_signals received, kept for the polling loops: its handler raises
+        # StopRequested, but a signal that lands while the interpreter runs a finalizer (a weakref
+        # callback, a __del__, e.g. urllib3's during a refused health check) has that exception
+        # swallowed as "unraisable"; the loops raise it again at their next poll
+        self.stop_signal: int | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -138,6 +143,11 @@ class Supervisor:
                 if self.on_event:
                     self.on_event(ev)
 
+    def raise_if_stop_requested(self) -> None:
+        """Raise StopRequested for a signal whose handler's exception was swallowed (see stop_signal)."""
+        if self.stop_signal is not None and not self._stopping:
+            raise StopRequested(self.stop_signal)
+
     def wait_healthy(self, health_url: str, timeout_s: float, *, poll_s: float = 0.5) -> str:
         """Until /health answers 200 (HEALTHY), the process exits (EXITED) or time runs out."""
         deadline = self.clock() + timeout_s
@@ -145,6 +155,7 @@ class Supervisor:
         session.trust_env = False  # never route loopback health checks through a proxy
         try:
             while True:
+                self.raise_if_stop_requested()
                 self.pump_log()
                 if self.returncode() is not None:
                     self.pump_log()
@@ -161,6 +172,7 @@ class Supervisor:
     def wait_exit(self, poll_s: float = 0.5) -> int:
         """Follow the log until the server exits by itself; returns its exit code."""
         while True:
+            self.raise_if_stop_requested()
             self.pump_log()
             rc = self.returncode()
             if rc is not None:
@@ -258,6 +270,7 @@ def forward_signals(sup: Supervisor) -> Iterator[None]:
         if sup._stopping:
             sup.kill_now()
             return
+        sup.stop_signal = signum
         raise StopRequested(signum)
 
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}

@@ -8,8 +8,12 @@ import re
 import signal
 import socket
 import stat
+import sys
 import threading
+import time
+import weakref
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -27,7 +31,7 @@ from vllmkit.launch.service import (
     serve,
     stop_runs,
 )
-from vllmkit.launch.supervisor import health_timeout_s
+from vllmkit.launch.supervisor import StopRequested, Supervisor, forward_signals, health_timeout_s
 
 
 def _free_port() -> int:
@@ -134,6 +138,36 @@ def test_interrupt_during_startup_leaves_nothing(fake: dict[str, str]) -> None:
     engine = _engine_pid(record.log_path.read_text())
     assert record.pid is not None
     _assert_group_gone(record.pid, record.pid, engine)
+
+
+def test_a_signal_swallowed_by_a_finalizer_still_stops_the_startup(tmp_path: Path) -> None:
+    """CI once lost a Ctrl-C: it arrived while urllib3's refused health check ran a weakref finalizer,
+    so forward_signals' handler raised StopRequested inside the finalizer, where Python prints the
+    exception as "unraisable" and drops it, and serve waited out its 300 s health timeout. Here the
+    same thing happens on purpose: the signal is sent from inside a finalizer, whose loop gives the
+    handler its chance to run there. The health wait must still stop within a few polls."""
+    sup = Supervisor([sys.executable, "-c", "import time; time.sleep(60)"], dict(os.environ), tmp_path / "log")
+    sup.start()
+    swallowed: list[BaseException | None] = []
+
+    def signal_inside_a_finalizer() -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(100_000):  # a backward jump: the pending Python handler runs here
+            pass
+
+    try:
+        with forward_signals(sup), mock.patch.object(sys, "unraisablehook", lambda u: swallowed.append(u.exc_value)):
+            holder = type("Holder", (), {})()
+            weakref.finalize(holder, signal_inside_a_finalizer)
+            del holder
+            assert [type(e) for e in swallowed] == [StopRequested]  # the handler's exception was dropped
+            started = time.monotonic()
+            with pytest.raises(StopRequested):
+                sup.wait_healthy(f"http://127.0.0.1:{_free_port()}/health", 30.0, poll_s=0.05)
+            assert time.monotonic() - started < 5.0
+    finally:
+        sup.interrupt()
+    assert sup.returncode() is not None
 
 
 def test_health_timeout(fake: dict[str, str]) -> None:
