@@ -571,6 +571,16 @@ def _fit_fold(job: tuple[str | None, int, int]) -> tuple[str | None, Efficiency]
     return held_out, fit([c for c in _FIT_CASES if c.source != held_out], iters, per_source)
 
 
+def _run_fits(fold_fit, work: list, jobs: int) -> dict:
+    """{key: Efficiency} for each job of `work`, `jobs` fits at a time (forked workers read _FIT_CASES)."""
+    if jobs > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            return dict(pool.map(fold_fit, work, chunksize=1))
+    return dict(map(fold_fit, work))
+
+
 def _fit_without_file(job: tuple[str, int, int]) -> tuple[str, Efficiency]:
     """One fit in a worker process: on every case whose file is not `name` (leave-one-file-out)."""
     name, iters, per_source = job
@@ -585,14 +595,7 @@ def leave_file_out(paths: list[Path], profiles: list[Any], *, iters: int, per_so
     by_file = {p.name: score_held_out([p], profiles)[0] for p in paths}
     base = [c for c in (build_case(r, profiles) for r in load_rows()) if c is not None]
     _FIT_CASES[:] = base + [c for scored in by_file.values() for c, _, _ in scored]
-    work = [(name, iters, per_source) for name in by_file]
-    if jobs > 1:
-        import multiprocessing
-
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            fitted = dict(pool.map(_fit_without_file, work, chunksize=1))
-    else:
-        fitted = dict(map(_fit_without_file, work))
+    fitted = _run_fits(_fit_without_file, [(name, iters, per_source) for name in by_file], jobs)
     return [(name, fitted[name], [(c, errors(model_prediction(c, fitted[name]), c.measured), n)
                                   for c, _, n in scored]) for name, scored in by_file.items()]
 
@@ -739,13 +742,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.fit_all:
             jobs.append((None, args.iters, args.per_source))
         _FIT_CASES[:] = cases
-        if args.jobs > 1:
-            import multiprocessing
-
-            with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
-                fitted = dict(pool.map(_fit_fold, jobs, chunksize=1))
-        else:
-            fitted = dict(map(_fit_fold, jobs))
+        fitted = _run_fits(_fit_fold, jobs, args.jobs)
     for src in sources:
         eff = fitted[src]
         print(f"fold {src}: " + ", ".join(f"{p}={getattr(eff, p):.4g}" for p in PARAMS), file=sys.stderr)
