@@ -499,6 +499,9 @@ def serve(
                     result.smoke = run_smoke(
                         url, api_key=prep.api_key.key, model=served, features=smoke_features(plan, prep.request)
                     )  # features: issue 14
+                # a Ctrl-C whose StopRequested a finalizer swallowed (forward_signals) while the smoke
+                # test or the reporter ran must stop the server, not leave it detached
+                sup.raise_if_stop_requested()
                 if options.detach:
                     keep_running = True
                     result.status = "detached"

@@ -170,6 +170,34 @@ def test_a_signal_swallowed_by_a_finalizer_still_stops_the_startup(tmp_path: Pat
     assert sup.returncode() is not None
 
 
+def test_a_swallowed_signal_after_startup_stops_instead_of_detaching(fake: dict[str, str]) -> None:
+    """`serve --detach`: a Ctrl-C that lands in a finalizer after the server became healthy (while the
+    smoke test's HTTP client cleans up, say) is dropped as "unraisable" like the one above; serve must
+    still stop the server instead of detaching it and reporting success."""
+    req, plan, ep = _plan(_free_port())
+    options = ServeOptions(endpoint=ep, detach=True, smoke=False, stop_grace_s=5)
+    swallowed: list[BaseException | None] = []
+
+    def signal_inside_a_finalizer() -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(100_000):  # the pending Python handler runs here, inside the finalizer
+            pass
+
+    def on_healthy(_log: str, _where: str) -> None:
+        holder = type("Holder", (), {})()
+        weakref.finalize(holder, signal_inside_a_finalizer)
+        del holder
+
+    with mock.patch.object(sys, "unraisablehook", lambda u: swallowed.append(u.exc_value)):
+        result = serve(prepare(plan, req, options, fake), options, fake, reporter=Reporter(healthy=on_healthy))
+    if result.status == "detached":  # the bug: do not leave the server behind when the test fails
+        stop_runs(fake, [result.run_id or ""], grace_s=1)
+    assert [type(e) for e in swallowed] == [StopRequested]
+    assert result.status == "stopped"
+    assert result.pid is not None
+    _assert_group_gone(result.pid, result.pid)
+
+
 def test_health_timeout(fake: dict[str, str]) -> None:
     env = dict(fake, FAKE_VLLM_MODE="hang")
     req, plan, ep = _plan(_free_port())
