@@ -45,8 +45,10 @@ DATA_DIR = Path(__file__).parent / "data"
 # shared/truth's logs, then the ones collected for vllmkit (rows carry gpu_profile / gpu_memory_gib)
 # collected-startup-logs-4.jsonl: llm-d planner's vLLM 0.19 H100 sweep, which set the TP all-reduce fusion
 # workspace term (estimate/memory.py FUSION_WORKSPACE_NON_TORCH): fitted on, so not held out
+# collected-startup-logs-6.jsonl (round 16): its V0 logs set the V0 non-torch constants (estimate/memory.py
+# V0_NON_TORCH_SINGLE, V0_CUDA_CONTEXT), so it is not held out either
 DATA_FILES = (DATA_DIR / "public-startup-logs.jsonl", DATA_DIR / "collected-startup-logs.jsonl",
-              DATA_DIR / "collected-startup-logs-4.jsonl")
+              DATA_DIR / "collected-startup-logs-4.jsonl", DATA_DIR / "collected-startup-logs-6.jsonl")
 
 # How each log's GPU text maps to a profile (or a measured total when the log prints it).
 GPU_MAP = {
@@ -253,13 +255,14 @@ def memory_in_use_from_log(req: PlanRequest, row: dict) -> int | None:
     - "Free memory on device (F/T GiB) on startup" (V1 >= 0.9.1 refusal, 0.32+ summary): T - F;
     - V0 0.6.4 "Memory profiling results: ... initial_memory_usage=U" (the whole device in use after
       loading, before profiling): U - weights - this instance's own non-torch estimate (the log does
-      not split the CUDA context from other processes; the model's constant stands for the former)."""
+      not split the CUDA context from other processes; the V0 estimate of 0.6.4 stands for the former)."""
     if row.get("gpu_free_at_start_gib") is not None and row.get("gpu_total_gib") is not None:
         return int((float(row["gpu_total_gib"]) - float(row["gpu_free_at_start_gib"])) * GIB)
     if row.get("initial_memory_usage_gib") is not None and _weights_measured(row) is not None:
         from vllmkit.estimate.memory import estimate_non_torch
 
-        own = estimate_non_torch(req.tensor_parallel_size or 1, req.pipeline_parallel_size or 1, "nvidia").bytes
+        own = estimate_non_torch(req.tensor_parallel_size or 1, req.pipeline_parallel_size or 1, "nvidia",
+                                 v0=True, context_charged=True).bytes
         return max(int((float(row["initial_memory_usage_gib"]) - float(_weights_measured(row))) * GIB) - own, 0)  # type: ignore[arg-type]
     return None
 

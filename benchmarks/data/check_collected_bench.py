@@ -1,4 +1,4 @@
-"""Validate the collected data files: collected-bench-results*.jsonl and collected-startup-logs-{2,3,4}.jsonl.
+"""Validate the collected data files: collected-bench-results*.jsonl and collected-startup-logs-{2,...,6}.jsonl.
 
 Every line must parse as JSON, carry the keys of the public-bench-results schema, have a unique
 id not already used by the curated truth file, cite a source URL, and have numbers (not strings)
@@ -160,8 +160,9 @@ def check_startup(path: Path) -> list[str]:
 
 
 BENCH_FILES = ("collected-bench-results.jsonl", "collected-bench-results-2.jsonl", "collected-bench-results-3.jsonl",
-               "collected-bench-results-4.jsonl")
-STARTUP_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jsonl", "collected-startup-logs-4.jsonl")
+               "collected-bench-results-4.jsonl", "collected-bench-results-5.jsonl")
+STARTUP_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jsonl", "collected-startup-logs-4.jsonl",
+                 "collected-startup-logs-5.jsonl", "collected-startup-logs-6.jsonl")
 
 
 def main() -> int:

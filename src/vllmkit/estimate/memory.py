@@ -99,7 +99,38 @@ def requested_bytes(total_bytes: int, utilization: float) -> int:
     return math.ceil(total_bytes * utilization)
 
 
-def estimate_non_torch(tp: int, pp: int, vendor: str) -> MemoryTerm:
+# The V0 engine (vllm/worker/worker.py determine_num_available_blocks with utils.memory_profiling, the
+# same code in the 0.7.2 and 0.8.2 wheels) charges only the non-torch memory that grew after the baseline
+# snapshot init_device takes once the CUDA context exists (NCCL / custom all-reduce buffers, attention
+# workspaces), and its activation term is the profile run's torch peak, which the per-token terms above
+# reproduce (2.02 GiB predicted and logged for Qwen2.5-1.5B over 32,768 tokens on 0.7.2), so none of
+# NON_TORCH_BASE's context and forward-pass share applies. Public V0 logs print non_torch_memory 0.01 GiB
+# (0.7.2, T4, TP=1) and 0.10 (A100-40GB, TP=1, vllm#12330), 0.25 (2 x RTX 4090, TP=2, vllm#13061) and
+# 0.28 (0.7.3, 32 x L40S, TP=8 x PP=4, vllm#15598). 0.6.4 alone subtracts torch-allocated memory from the
+# whole device's use (engine/versions.py others_charged_to_budget), so its non-torch term also holds the
+# CUDA context: 0.35 GiB on an RTX 3090 (vllm#10517: initial_memory_usage=15.34GiB after 14.99 GiB of
+# weights, non_torch_memory=0.35GiB).
+V0_NON_TORCH_SINGLE = 64 * MIB
+V0_NON_TORCH_PARALLEL = 256 * MIB
+V0_CUDA_CONTEXT = int(0.35 * 1024) * MIB
+
+
+def estimate_non_torch(tp: int, pp: int, vendor: str, *, v0: bool = False, context_charged: bool = False) -> MemoryTerm:
+    """v0: the V0 engine's profile (only what grew after init_device); context_charged: the release counts
+    the whole device's non-torch use, CUDA context included (0.6.4)."""
+    if v0:
+        if context_charged:
+            b = V0_CUDA_CONTEXT + (V0_NON_TORCH_PARALLEL if tp * pp > 1 else 0)
+            note = "V0 engine: the whole device's non-torch use, CUDA context included" + (
+                " + NCCL buffers (TP/PP > 1)" if tp * pp > 1 else "")
+        else:
+            b = V0_NON_TORCH_PARALLEL if tp * pp > 1 else V0_NON_TORCH_SINGLE
+            note = ("V0 engine: only non-torch memory that grew after the CUDA context"
+                    + (" (NCCL buffers, TP/PP > 1)" if tp * pp > 1 else ""))
+        if vendor == "amd":
+            b += NON_TORCH_ROCM_EXTRA
+            note += " + HIP runtime"
+        return MemoryTerm(bytes=b, source="estimated", note=note)
     b = NON_TORCH_BASE
     note = "CUDA context + library workspaces"
     if tp * pp > 1:

@@ -132,6 +132,7 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         gpu_memory_in_use_bytes=req.gpu_memory_in_use or 0,
         flashinfer_installed=req.flashinfer_installed,
         rocm_fp8_padding=(env or {}).get("VLLM_ROCM_FP8_PADDING", "1").strip() != "0",
+        v0_engine=not engine_is_v1(rules, env or {}) and profile.vendor != "cpu",
         # the all-reduce + RMSNorm fusion needs FlashInfer, compilation (not --enforce-eager) and a
         # multicast-capable NVLink fabric (NVSwitch); estimate/memory.py allreduce_fusion_non_torch
         allreduce_fusion=(profile.vendor == "nvidia" and not req.enforce_eager and req.flashinfer_installed is not False

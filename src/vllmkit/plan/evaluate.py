@@ -72,6 +72,7 @@ class EngineSettings:
     flashinfer_installed: bool | None = None  # None: unknown (0.8-0.11.0 then assume it is, as in the image)
     rocm_fp8_padding: bool = True  # VLLM_ROCM_FP8_PADDING (default 1)
     allreduce_fusion: bool = False  # FlashInfer + compilation + an NVSwitch fabric: the TP all-reduce fusion can be built
+    v0_engine: bool = False  # the old engine profiles (release before 0.8, or VLLM_USE_V1=0 before 0.10)
 
 
 @dataclass
@@ -370,7 +371,12 @@ def stage_budget(
             kv_cache_memory_bytes=settings.kv_cache_memory_bytes,
             extra=dict(extra_terms or {}),
         )
-    non_torch = settings.calibrated.get("non_torch") or estimate_non_torch(tp, pp, settings.vendor)
+    # the worker that runs charges other processes' memory (and, the V0 one, the CUDA context): the V0
+    # worker of 0.6.4 and the V1 worker of 0.8.0 - 0.9.0 (engine/versions.py); VLLM_USE_V1=0 on 0.8.x
+    # runs the V0 worker, which measures from its baseline
+    device_wide = rules.others_charged_to_budget and settings.v0_engine == (not rules.v1_engine)
+    non_torch = settings.calibrated.get("non_torch") or estimate_non_torch(
+        tp, pp, settings.vendor, v0=settings.v0_engine, context_charged=device_wide)
     fusion = allreduce_fusion_non_torch(
         tp=tp, pp=pp, dp=settings.data_parallel_size, compute_capability=settings.compute_capability,
         version=rules.key, multicast=settings.allreduce_fusion)
@@ -386,7 +392,7 @@ def stage_budget(
         sampler=sampler, moe_gather=moe_gather,
     )
     extra = dict(extra_terms or {})
-    if rules.others_charged_to_budget and settings.gpu_memory_in_use_bytes > 0:
+    if device_wide and settings.gpu_memory_in_use_bytes > 0:
         extra["other_processes"] = MemoryTerm(
             bytes=settings.gpu_memory_in_use_bytes, source="given",
             note=f"vLLM {rules.version} counts memory held by other processes as its own non-torch memory")
@@ -398,7 +404,7 @@ def stage_budget(
     # constant (memory.py NON_TORCH_SORT_PEAK_REST). The sort-path logs of multi-GPU starts disagree
     # (0.14 TP=2: 0.67-0.74 GiB beside the sort; 0.10 TP=2 / TP=4 x PP=2 without FlashInfer: the whole
     # constant), so there TP / PP > 1 keeps it; the Triton path's TP=2 / TP=4 logs (0.19) agree with the rule.
-    if (sampler in ("sort", "triton") and (tp * pp == 1 or sampler == "triton")
+    if (sampler in ("sort", "triton") and (tp * pp == 1 or sampler == "triton") and not settings.v0_engine
             and "non_torch" not in settings.calibrated and "activation" not in settings.calibrated):
         credit = sampler_peak_non_torch_credit(
             arch, tp=tp, max_num_batched_tokens=settings.max_num_batched_tokens,

@@ -16,6 +16,7 @@ from vllmkit.plan.models import PlanRequest
 from vllmkit.plan.service import build_plan
 
 ENV = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
+GIB = 1 << 30
 GUIDE = json.loads((Path(__file__).resolve().parents[2] / "data" / "guide004" / "config.json").read_text())
 
 
@@ -53,6 +54,53 @@ def test_v0_plan_has_no_cuda_graph_term_and_sizes_profile_from_max_model_len() -
                                   vllm_version="0.6.4", max_model_len=8192), ENV)
     assert plan.memory.cudagraph_bytes == 0
     assert plan.settings.max_num_batched_tokens == 8192 and plan.settings.max_num_seqs == 256
+
+
+# V0 non-torch memory: vllm/worker/worker.py (0.7.2 and 0.8.2 wheels, identical) sizes the KV cache with
+# utils.memory_profiling from the baseline snapshot init_device takes after the CUDA context exists, so
+# the logged non_torch_memory is only what grew after it; 0.6.4 subtracts torch memory from the whole
+# device's use, CUDA context included. Expected values: the non_torch_memory each public log prints.
+@pytest.mark.parametrize(
+    ("version", "tp", "pp", "logged_gib", "source"),
+    [
+        ("0.7.2", 1, 1, 0.01, "Colab T4 log, Qwen2.5-1.5B (collected-startup-logs-6)"),
+        ("0.6.5", 1, 1, 0.10, "vllm#12330, A100-40GB, Llama-3-8B"),
+        ("0.7.2", 2, 1, 0.25, "vllm#13061, 2 x RTX 4090, R1-Distill-Qwen-14B"),
+        ("0.7.3", 8, 4, 0.28, "vllm#15598, 32 x L40S, DeepSeek-R1"),
+        ("0.6.4", 1, 1, 0.35, "vllm#10517, RTX 3090: initial_memory_usage 15.34 GiB - 14.99 GiB of weights"),
+    ],
+)
+def test_v0_non_torch_memory_is_what_the_public_logs_print(version: str, tp: int, pp: int, logged_gib: float,
+                                                           source: str) -> None:
+    plan = build_plan(PlanRequest(model="meta-llama/Llama-3.1-8B-Instruct", source="catalog", gpu="a100-80gb-sxm",
+                                  vllm_version=version, max_model_len=8192, tensor_parallel_size=tp,
+                                  pipeline_parallel_size=pp), ENV)
+    assert abs(plan.memory.non_torch_bytes / GIB - logged_gib) <= 0.06, source
+
+
+def test_v0_available_kv_matches_the_rtx3090_log() -> None:
+    # vllm#10517 (0.6.4.post1, RTX 3090, Llama-3.1-8B-Instruct, util 0.90): "total_gpu_memory=23.58GiB ...
+    # kv_cache_size=3.81GiB" at --max-model-len 20000 and 2.89 GiB at 29000 (which then fails: 23,648
+    # tokens < 29,000). The V1-fitted constant (1.12 GiB of context and forward-pass share) put both
+    # about 0.9 GiB low.
+    for max_len, logged, starts in ((20000, 3.81, True), (29000, 2.89, False)):
+        plan = build_plan(PlanRequest(model="meta-llama/Llama-3.1-8B-Instruct", source="catalog", gpu="rtx-3090",
+                                      gpu_memory=int(23.58 * GIB), vllm_version="0.6.4", max_model_len=max_len,
+                                      gpu_memory_utilization=0.9, tensor_parallel_size=1), ENV)
+        assert abs(plan.memory.kv_cache_bytes / GIB - logged) / logged < 0.10
+        assert plan.fits is starts
+
+
+def test_vllm_use_v1_0_on_0_8_runs_the_v0_worker() -> None:
+    # 0.8.x with VLLM_USE_V1=0: the V0 worker measures from its baseline (no context, no other processes),
+    # while the V1 worker of 0.8.0 - 0.9.0 charges the whole device (engine/versions.py)
+    def non_torch(env: dict[str, str]) -> float:
+        req = PlanRequest(model="meta-llama/Llama-3.1-8B-Instruct", source="catalog", gpu="a100-80gb-sxm",
+                          vllm_version="0.8.5", max_model_len=8192, gpu_memory_in_use=4 * GIB)
+        return build_plan(req, env).memory.non_torch_bytes / GIB
+
+    assert non_torch({**ENV, "VLLM_USE_V1": "0"}) < 0.1
+    assert non_torch(ENV) > 1.0
 
 
 # --- version table ----------------------------------------------------------------------------
