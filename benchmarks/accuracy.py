@@ -227,6 +227,7 @@ def evaluate_row(row: dict) -> Row | None:
         max_loras=row.get("max_loras"),
         max_lora_rank=row.get("max_lora_rank"),
         limit_mm_per_prompt=row.get("limit_mm_per_prompt"),
+        language_model_only=bool(row.get("language_model_only")),
         enable_prefix_caching=row.get("enable_prefix_caching"),
     )
     in_use = memory_in_use_from_log(req, row)

@@ -129,7 +129,7 @@ def test_available_kv_tokens_and_concurrency_within_1_percent(model_dir: Path) -
     assert "hipGraphs" in plan.memory.notes["cudagraph"]
 
 
-def test_text_only_does_not_load_the_vision_tower_from_0_28(model_dir: Path) -> None:
+def test_text_only_does_not_load_the_vision_tower(model_dir: Path) -> None:
     full = build_plan(_req(model_dir), ENV)
     lm_only = build_plan(_req(model_dir, language_model_only=True), ENV)
     dropped = (full.memory.weights_bytes - lm_only.memory.weights_bytes) / 1e9

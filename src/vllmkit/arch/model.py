@@ -163,6 +163,9 @@ class ModelArch(BaseModel):
     trust_remote_code: bool = False  # config carries auto_map
     is_multimodal: bool = False
     vision: VisionFacts | None = None
+    # parameters of an audio tower and its embedder (Gemma-4 E2B / E4B), which vLLM leaves out at an audio
+    # limit of 0 (gemma4_mm.py _mark_tower_model(vllm_config, "audio"))
+    audio_tower_params: int = 0
     is_encoder_decoder: bool = False
     warnings: list[str] = Field(default_factory=list)
 

@@ -813,11 +813,31 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
         trust_remote_code=bool(config.get("auto_map")),
         is_multimodal=is_mm,
         vision=_vision_facts(config, hidden) if is_mm else None,
+        audio_tower_params=_audio_tower_params(config, hidden) if is_mm else 0,
         is_encoder_decoder=bool(config.get("is_encoder_decoder")),
         rope_cache_elements=_rope_cache_elements(cfg, model_type, head_dim, mla, kinds, gemma4.get("full_head_dim")),
         warnings=warnings,
         **gemma4,
     )
+
+
+def _audio_tower_params(config: dict[str, Any], text_hidden: int) -> int:
+    """Gemma-4's conformer audio tower + embed_audio, from audio_config (transformers modeling_gemma4.py:
+    subsample convolutions and input projection; per layer two macaron feed-forwards H -> 4H -> H, q/k/v/
+    post and relative-position projections, a light convolution and five norms; the output projection):
+    304,824,608 + 2,359,296 for E2B / E4B, the 305M of the model card."""
+    a = config.get("audio_config")
+    if not isinstance(a, dict) or a.get("model_type") != "gemma4_audio":
+        return 0
+    try:
+        h, (c0, c1) = int(a["hidden_size"]), (int(c) for c in a["subsampling_conv_channels"])
+        heads, kernel, layers = int(a["num_attention_heads"]), int(a["conv_kernel_size"]), int(a["num_hidden_layers"])
+        out = int(a["output_proj_dims"])
+    except (KeyError, TypeError, ValueError):
+        return 0
+    subsample = c0 * 9 + c0 + c1 * c0 * 9 + c1 + (c0 // 4) * c1 * h
+    layer = 2 * (8 * h * h + 2 * h) + (5 * h * h + h // heads) + (3 * h * h + h * kernel + 2 * h) + 3 * h
+    return subsample + layers * layer + out * h + out + out * text_hidden
 
 
 # model types whose attention has no rotary embedding (learned positions or ALiBi): no cos/sin cache

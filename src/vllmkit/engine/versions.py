@@ -50,6 +50,7 @@ class VersionRules:
     mla_cache: bool  # DeepSeek-V2/V3 cache the compressed latent (else full per-head K and V)
     mm_tower_skipped_at_zero_limit: bool  # a zero --limit-mm-per-prompt skips loading the tower
     language_model_only_flag: bool  # --language-model-only exists
+    mm_tower_skipped_per_model: bool = False  # Qwen2/2.5/3-VL and Llama-4 skip their towers at limit 0
     # --kv-cache-dtype auto follows a KV scheme the checkpoint declares (else: the model dtype)
     modelopt_kv_scheme_auto: bool = True  # ModelOpt kv_cache_quant_algo
     ct_kv_scheme_auto: bool = True  # compressed-tensors kv_cache_scheme
@@ -112,13 +113,19 @@ def rules_for(version: str) -> VersionRules:
         # ModelConfig.get_head_size() returns 256 for deepseek_v2 (192 padded); the MLA cache
         # (kv_lora_rank + rope dims, one latent "head") arrived with vLLM 0.7.1.
         mla_cache=v >= (0, 7, 1),
-        # 0.28.0 models/interfaces.py _mark_tower_model: a tower whose modalities all have limit 0
-        # is not built (StageMissingLayer); not verified for older releases, so only from 0.28.
-        mm_tower_skipped_at_zero_limit=v >= (0, 28, 0),
+        # models/interfaces.py _mark_tower_model: a tower whose modalities all have limit 0 is not built
+        # (StageMissingLayer). In the 0.15.0 wheel (not in 0.14.0), the same code as 0.21 / 0.28, and
+        # 64 model files use it there (qwen2_vl, qwen2_5_vl, qwen3_vl(_moe), gemma3_mm, mllama4, ...)
+        mm_tower_skipped_at_zero_limit=v >= (0, 15, 0),
+        # before that, Qwen2-VL / Qwen2.5-VL / Qwen3-VL ("self.visual = None" when the image and video
+        # limits are 0) and Llama-4 ("self.vision_model = None") skipped their towers in their own
+        # __init__: read in the 0.13.0 and 0.14.0 wheels; older releases not checked
+        mm_tower_skipped_per_model=v >= (0, 13, 0),
         mamba_blocks_bound_max_num_seqs=v >= (0, 19, 0),
         moe_lora=v >= (0, 12, 0),
-        # 0.28.0 engine/arg_utils.py adds --language-model-only (MultiModalConfig.language_model_only)
-        language_model_only_flag=v >= (0, 28, 0),
+        # engine/arg_utils.py --language-model-only (MultiModalConfig.language_model_only): in the 0.17.0
+        # wheel, not in 0.16.0
+        language_model_only_flag=v >= (0, 17, 0),
         # engine/arg_utils.py create_engine_config resolves "auto" with
         # utils/torch_utils.resolve_kv_cache_dtype_string (ModelOpt kv_cache_quant_algo -> fp8_e4m3)
         # in the 0.14.0 wheel, not in 0.13.0 (vllm#29980, "Load kv-cache dtype from hf_quant_config.json")

@@ -25,6 +25,21 @@ from vllmkit.arch.model import VisionFacts
 
 ACT_BYTES = 2  # bf16 / fp16 activations
 
+# Architectures whose vision tower also takes videos (get_supported_mm_limits in vLLM 0.32: qwen2_vl.py
+# {"image", "video"}, inherited by Qwen2.5-VL, Qwen3-VL and Qwen3.5; gemma4_mm.py image + video (+ audio));
+# the tower is left out (_mark_tower_model(vllm_config, {"image", "video"})) only when both limits are 0,
+# and an unspecified modality defaults to 999 (config/multimodal.py get_limit_per_prompt)
+VIDEO_TOWER_ARCHITECTURES = frozenset({
+    "Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration", "Qwen3VLForConditionalGeneration",
+    "Qwen3VLMoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+    "Gemma4ForConditionalGeneration",
+})
+
+
+def tower_modalities(architectures: list[str]) -> tuple[str, ...]:
+    """The modalities a model's vision tower serves."""
+    return ("image", "video") if VIDEO_TOWER_ARCHITECTURES.intersection(architectures) else ("image",)
+
 
 @dataclass(frozen=True)
 class EncoderProfile:

@@ -204,15 +204,30 @@ def serve_flags(
     flags += feature_flags(plan, req)
     if include_api_key and ep.api_key:
         add("--api-key", ep.api_key)
-    _feature_flags(req, add)
+    _feature_flags(req, add, plan.vllm_version)
     return flags
 
 
-def _feature_flags(req: PlanRequest, add) -> None:
+# what --language-model-only means to a release without the flag (engine/versions.py: from 0.17): every
+# multimodal limit 0, which also leaves the tower out from 0.15
+TEXT_ONLY_LIMITS = {"image": 0, "video": 0}
+
+
+def text_only_fallback(req: PlanRequest, vllm_version: str | None) -> bool:
+    """--language-model-only asked for a release that does not have the flag."""
+    from vllmkit.engine.versions import rules_for
+
+    return bool(req.language_model_only and vllm_version and not rules_for(vllm_version).language_model_only_flag)
+
+
+def _feature_flags(req: PlanRequest, add, vllm_version: str | None = None) -> None:
     """issue 13: multimodal limits, LoRA, speculative decoding, data / expert parallel."""
     import json
 
-    if req.language_model_only:
+    if text_only_fallback(req, vllm_version):
+        add("--limit-mm-per-prompt", json.dumps({**(req.limit_mm_per_prompt or {}), **TEXT_ONLY_LIMITS},
+                                                separators=(",", ":"), sort_keys=True))
+    elif req.language_model_only:
         add("--language-model-only")
     elif req.limit_mm_per_prompt is not None:
         add("--limit-mm-per-prompt", json.dumps(req.limit_mm_per_prompt, separators=(",", ":"), sort_keys=True))
@@ -423,6 +438,11 @@ def attach_serve_command(plan: PlanResult, req: PlanRequest, endpoint: ServeEndp
         plan.features = plan_features(plan, req, generation_config_vllm=bool(endpoint and endpoint.generation_config_vllm))
         plan.warnings += [w for w in plan.features.warnings if w not in plan.warnings]
     cmd = build_serve_command(plan, req, endpoint)
+    if text_only_fallback(req, plan.vllm_version):
+        note = (f"vLLM {plan.vllm_version} has no --language-model-only (from 0.17): the serve line sets every "
+                "multimodal limit to 0 instead")
+        if note not in plan.warnings:
+            plan.warnings.append(note)
     plan.serve_command = list(cmd.redacted_argv)
     plan.serve_env = dict(cmd.env)
     return plan

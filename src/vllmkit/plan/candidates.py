@@ -123,7 +123,8 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         calibrated=calibrated,
         calibration_source=calibration_source,
         # issue 13: multimodal limits, LoRA, speculative decoding, data / expert parallel
-        mm_image_limit=mm_image_limit(req),
+        mm_image_limit=mm_image_limit(req, arch),
+        mm_audio_off=bool(req.language_model_only or int((req.limit_mm_per_prompt or {}).get("audio", 999)) == 0),
         mm_max_model_len=target,
         lora=(req.max_loras or 1, req.max_lora_rank or 16) if req.enable_lora else None,
         speculative=req.speculative_config or None,
@@ -140,16 +141,22 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
     )
 
 
-def mm_image_limit(req: PlanRequest) -> int | None:
-    """--language-model-only or a zero limit for every modality -> 0 (text-only); else the largest limit."""
+def mm_image_limit(req: PlanRequest, arch: ModelArch | None = None) -> int | None:
+    """--language-model-only or a zero limit for every modality the vision tower serves -> 0 (text-only);
+    else the largest limit given, or None (vLLM's default) when only zeros were given and a modality the
+    tower serves was left at its default of 999 (`{"image": 0}` on a video model keeps the tower)."""
+    from vllmkit.estimate.multimodal import tower_modalities
+
     if req.language_model_only:
         return 0
     limits = req.limit_mm_per_prompt
     if not limits:
         return None
-    if all(int(v) == 0 for v in limits.values()):
+    served = tower_modalities(arch.architectures) if arch is not None else tuple(limits)
+    if all(int(limits.get(m, 999)) == 0 for m in served):
         return 0
-    return max(int(v) for v in limits.values())
+    largest = max(int(v) for v in limits.values())
+    return largest if largest > 0 else None
 
 
 def feature_terms(variant: Variant, tp: int, settings: EngineSettings, rules: VersionRules | None = None):
@@ -184,6 +191,16 @@ def feature_terms(variant: Variant, tp: int, settings: EngineSettings, rules: Ve
     return every, last, kv_layers
 
 
+# the families whose own __init__ skipped the vision tower at a zero limit before _mark_tower_model (0.15)
+_OWN_TOWER_SKIP = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "llama4")
+
+
+def tower_skipped(arch: ModelArch, rules: VersionRules) -> bool:
+    """Whether vLLM leaves a VLM's vision tower out when every multimodal limit is 0."""
+    return rules.mm_tower_skipped_at_zero_limit or (rules.mm_tower_skipped_per_model
+                                                    and arch.model_type in _OWN_TOWER_SKIP)
+
+
 def prepare_candidate(variant: Variant, tp: int, pp: int, settings: EngineSettings, rules: VersionRules) -> Prepared:
     weight_bytes, weight_source = loaded_weight_bytes(variant, settings, rules.key)
     every, last, spec_kv = feature_terms(variant, tp, settings, rules)
@@ -193,11 +210,16 @@ def prepare_candidate(variant: Variant, tp: int, pp: int, settings: EngineSettin
         weight_bytes = expert_parallel_total(variant.arch, weight_bytes, dp=settings.data_parallel_size,
                                              enable_expert_parallel=True)
         weight_source = "estimated"
-    if variant.arch.vision is not None and settings.mm_image_limit == 0 and rules.mm_tower_skipped_at_zero_limit:
-        # text-only serving of a VLM does not build the vision tower (0.28 _mark_tower_model)
+    if variant.arch.vision is not None and settings.mm_image_limit == 0 and tower_skipped(variant.arch, rules):
+        # text-only serving of a VLM does not build the vision tower (engine/versions.py)
         from vllmkit.estimate.multimodal import vision_param_bytes
 
         weight_bytes = max(weight_bytes - vision_param_bytes(variant.arch.vision), 0)
+        weight_source = "estimated"
+    if variant.arch.audio_tower_params and settings.mm_audio_off and rules.mm_tower_skipped_at_zero_limit:
+        # the audio tower and its embedder are not built either (gemma4_mm.py _mark_tower_model "audio"),
+        # stored in BF16 in the released checkpoints
+        weight_bytes = max(weight_bytes - 2 * variant.arch.audio_tower_params, 0)
         weight_source = "estimated"
     pad = None
     if settings.rocm_fp8_padding and fp8_linears_padded(variant.arch, rules, settings.device):

@@ -63,6 +63,7 @@ class EngineSettings:
     # --limit-mm-per-prompt for images (None: vLLM default 999; 0: text-only / --language-model-only)
     mm_image_limit: int | None = None
     mm_max_model_len: int | None = None  # context the encoder profile assumes (items per prompt)
+    mm_audio_off: bool = False  # an audio limit of 0 (or --language-model-only): the audio tower is not built
     lora: tuple[int, int] | None = None  # (max_loras, max_lora_rank) with --enable-lora
     speculative: dict | None = field(default=None, hash=False)  # --speculative-config
     data_parallel_size: int = 1  # --data-parallel-size (replicas of this TP x PP group)

@@ -103,6 +103,82 @@ def test_vllm_use_v1_0_on_0_8_runs_the_v0_worker() -> None:
     assert non_torch(ENV) > 1.0
 
 
+# --- text-only serving of a VLM: which releases leave the tower out, and which limits make it text-only ---
+
+def _weights(model: str, version: str, **kw: object) -> int:
+    req = PlanRequest(model=model, source="catalog", gpu="h100", vllm_version=version, max_model_len=8192,
+                      tensor_parallel_size=1, **kw)
+    return build_plan(req, ENV).memory.weights_bytes
+
+
+@pytest.mark.parametrize(
+    ("model", "version", "skipped"),
+    [
+        # _mark_tower_model: in the 0.15.0 wheel's models/interfaces.py (gemma3_mm.py uses it), not in 0.14.0
+        ("google/gemma-3-12b-it", "0.14.0", False),
+        ("google/gemma-3-12b-it", "0.15.0", True),
+        # Qwen2.5-VL's own __init__ sets self.visual = None at zero image and video limits (0.13.0 wheel)
+        ("Qwen/Qwen2.5-VL-7B-Instruct", "0.13.0", True),
+        ("Qwen/Qwen2.5-VL-7B-Instruct", "0.12.0", False),  # older releases not checked: kept
+    ],
+)
+def test_which_releases_leave_the_vision_tower_out(model: str, version: str, skipped: bool) -> None:
+    full = _weights(model, version)
+    text = _weights(model, version, limit_mm_per_prompt={"image": 0, "video": 0})
+    assert (text < full) is skipped
+
+
+def test_a_zero_image_limit_keeps_the_tower_of_a_video_model() -> None:
+    # vLLM 0.32 qwen2_vl.py get_supported_mm_limits: image and video; config/multimodal.py: an unspecified
+    # modality is limited to 999, and _mark_tower_model({"image", "video"}) skips the tower only when both are 0
+    full = _weights("Qwen/Qwen2.5-VL-7B-Instruct", "0.28.0")
+    assert _weights("Qwen/Qwen2.5-VL-7B-Instruct", "0.28.0", limit_mm_per_prompt={"image": 0}) == full
+    assert _weights("Qwen/Qwen2.5-VL-7B-Instruct", "0.28.0", limit_mm_per_prompt={"image": 0, "video": 0}) < full
+    # Gemma-3 takes images only (gemma3_mm.py): an image limit of 0 is text-only
+    assert (_weights("google/gemma-3-12b-it", "0.28.0", limit_mm_per_prompt={"image": 0})
+            < _weights("google/gemma-3-12b-it", "0.28.0"))
+
+
+def test_text_only_gemma4_e2b_leaves_both_towers_out_like_the_public_l4_log() -> None:
+    # A Gemma-4 E2B report on vLLM 0.21.0 with --language-model-only on an L4 (collected-startup-logs-6:
+    # "Model loading took 8.89 GiB memory"); the full towers load 9.80 GiB on a T4 with 0.28 / 0.29 (same
+    # file). The audio tower (gemma4_mm.py _mark_tower_model(vllm_config, "audio")) is 304,824,608 parameters
+    # plus the 1,536 x 1,536 embed_audio: the model card's 305M (tests/unit/catalog part7_gemma4)
+    from tests.unit.catalog.test_catalog_data_part7_gemma4 import _load, audio_params
+
+    config = _load("google/gemma-4-E2B-it")["config"]
+    arch = read_arch(config)
+    expected = audio_params(config["audio_config"])["total"] + config["audio_config"]["output_proj_dims"] * 1536
+    assert arch.audio_tower_params == expected == 307_183_904
+    req = PlanRequest(model="google/gemma-4-E2B-it", source="catalog", gpu="l4", vllm_version="0.21.0",
+                      max_model_len=8192, gpu_memory_utilization=0.9, enforce_eager=True, language_model_only=True)
+    text_only = build_plan(req, ENV).memory.weights_bytes / GIB
+    assert abs(text_only - 8.89) / 8.89 < 0.015
+    audio_off = build_plan(req.model_copy(update={"language_model_only": False,
+                                                  "limit_mm_per_prompt": {"audio": 0}}), ENV).memory.weights_bytes
+    full = build_plan(req.model_copy(update={"language_model_only": False}), ENV).memory.weights_bytes
+    assert full - audio_off == 2 * expected
+
+
+def test_language_model_only_before_the_flag_existed() -> None:
+    # --language-model-only is in the 0.17.0 wheel's engine/arg_utils.py, not in 0.16.0: an older vLLM
+    # exits at argument parsing, so the serve line carries zero limits instead
+    from vllmkit.launch.command import attach_serve_command
+
+    def plan_for(version: str):
+        req = PlanRequest(model="Qwen/Qwen2.5-VL-7B-Instruct", source="catalog", gpu="h100", vllm_version=version,
+                          max_model_len=8192, language_model_only=True)
+        return attach_serve_command(build_plan(req, ENV), req)
+
+    old, new = plan_for("0.16.0"), plan_for("0.17.0")
+    assert "--language-model-only" not in old.serve_command
+    i = old.serve_command.index("--limit-mm-per-prompt")
+    assert json.loads(old.serve_command[i + 1]) == {"image": 0, "video": 0}
+    assert any("no --language-model-only" in w for w in old.warnings)
+    assert "--language-model-only" in new.serve_command and "--limit-mm-per-prompt" not in new.serve_command
+    assert old.memory.weights_bytes == new.memory.weights_bytes  # both leave the tower out (>= 0.15)
+
+
 # --- version table ----------------------------------------------------------------------------
 
 def test_version_outside_known_table_warns() -> None:
