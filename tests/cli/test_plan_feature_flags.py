@@ -39,6 +39,18 @@ def test_negative_mm_limit_is_refused() -> None:
     assert r.exit_code == 2
 
 
+def test_the_configurable_mm_limit_form_is_checked_too() -> None:
+    # vLLM's configurable form {"video": {"count": 1, "num_frames": 32}}: its count is checked like a plain
+    # one (a negative or non-integer count reached the serve line, or failed as an unexpected error)
+    for bad in ('{"image": {"count": -2}}', '{"image": {"count": "x"}}', '{"image": {"count": true}}'):
+        r = run("--limit-mm-per-prompt", bad)
+        assert r.exit_code == 2 and "needs a non-negative count" in r.stderr, bad
+    r = run("--limit-mm-per-prompt", '{"image": {"count": 2, "width": 512}}', "--json")
+    argv = json.loads(r.stdout)["data"]["serve_command"]
+    # the options reach vLLM as given (they size its dummy profile items)
+    assert json.loads(argv[argv.index("--limit-mm-per-prompt") + 1]) == {"image": {"count": 2, "width": 512}}
+
+
 def test_serve_dry_run_carries_feature_flags() -> None:
     r = invoke(["serve", "Qwen/Qwen3-8B", "--source", "catalog", "--gpu", "h100", "--dry-run",
                 "--enable-lora", "--max-lora-rank", "32", "--json"], env=ENV)

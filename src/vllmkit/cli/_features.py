@@ -61,11 +61,17 @@ def parse_features(*, limit_mm_per_prompt: str | None = None, language_model_onl
     out: dict[str, Any] = {}
     limits = _json_object(limit_mm_per_prompt, "--limit-mm-per-prompt", '{"image": 1}')
     if limits is not None:
-        bad = [k for k, v in limits.items() if isinstance(v, bool) or not isinstance(v, (int, dict)) or
-               (isinstance(v, int) and v < 0)]
+        def count(v: Any) -> Any:  # vLLM's legacy form is a count, the configurable one {"count": N, ...}
+            return v.get("count", 999) if isinstance(v, dict) else v
+
+        bad = [k for k, v in limits.items()
+               if isinstance(count(v), bool) or not isinstance(count(v), int) or count(v) < 0]
         if bad:
             raise UsageError(f"--limit-mm-per-prompt: {bad[0]!r} needs a non-negative count", '{"image": 2, "video": 0}')
-        out["limit_mm_per_prompt"] = {k: (v if isinstance(v, int) else int(v.get("count", 999))) for k, v in limits.items()}
+        out["limit_mm_per_prompt"] = {k: count(v) for k, v in limits.items()}
+        options = {k: v for k, v in limits.items() if isinstance(v, dict)}
+        if options:
+            out["limit_mm_options"] = options
     spec = _json_object(speculative_config, "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3}')
     if spec is not None:
         check_speculative(spec)

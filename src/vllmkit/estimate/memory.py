@@ -102,9 +102,10 @@ def requested_bytes(total_bytes: int, utilization: float) -> int:
 # The V0 engine (vllm/worker/worker.py determine_num_available_blocks: with utils.memory_profiling in the
 # 0.7.2 and 0.8.2 wheels, the same code; as init_gpu_memory - free memory after the profile run in 0.6.3)
 # charges only the non-torch memory that grew after the baseline init_device reads once the CUDA context
-# exists (NCCL / custom all-reduce buffers, attention workspaces), and its activation term is the profile run's torch peak, which the per-token terms above
-# reproduce (2.02 GiB predicted and logged for Qwen2.5-1.5B over 32,768 tokens on 0.7.2), so none of
-# NON_TORCH_BASE's context and forward-pass share applies. Public V0 logs print non_torch_memory 0.01 GiB
+# exists (NCCL / custom all-reduce buffers, attention workspaces), and its activation term is the profile
+# run's torch peak, which the per-token terms above reproduce (2.02 GiB predicted and logged for
+# Qwen2.5-1.5B over 32,768 tokens on 0.7.2), so none of NON_TORCH_BASE's context and forward-pass share
+# applies. Public V0 logs print non_torch_memory 0.01 GiB
 # (0.7.2, T4, TP=1) and 0.10 (A100-40GB, TP=1, vllm#12330), 0.25 (2 x RTX 4090, TP=2, vllm#13061) and
 # 0.28 (0.7.3, 32 x L40S, TP=8 x PP=4, vllm#15598). 0.6.4 alone subtracts torch-allocated memory from the
 # whole device's use (engine/versions.py others_charged_to_budget), so its non-torch term also holds the

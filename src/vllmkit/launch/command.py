@@ -230,7 +230,8 @@ def _feature_flags(req: PlanRequest, add, vllm_version: str | None = None) -> No
     elif req.language_model_only:
         add("--language-model-only")
     elif req.limit_mm_per_prompt is not None:
-        add("--limit-mm-per-prompt", json.dumps(req.limit_mm_per_prompt, separators=(",", ":"), sort_keys=True))
+        limits = {**req.limit_mm_per_prompt, **(req.limit_mm_options or {})}
+        add("--limit-mm-per-prompt", json.dumps(limits, separators=(",", ":"), sort_keys=True))
     if req.enable_lora:
         add("--enable-lora")
         if req.max_loras is not None:

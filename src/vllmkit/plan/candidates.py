@@ -192,13 +192,15 @@ def feature_terms(variant: Variant, tp: int, settings: EngineSettings, rules: Ve
 
 
 # the families whose own __init__ skipped the vision tower at a zero limit before _mark_tower_model (0.15)
-_OWN_TOWER_SKIP = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "llama4")
+_OWN_TOWER_SKIP = frozenset({"Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration",
+                             "Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration",
+                             "Llama4ForConditionalGeneration"})
 
 
 def tower_skipped(arch: ModelArch, rules: VersionRules) -> bool:
     """Whether vLLM leaves a VLM's vision tower out when every multimodal limit is 0."""
     return rules.mm_tower_skipped_at_zero_limit or (rules.mm_tower_skipped_per_model
-                                                    and arch.model_type in _OWN_TOWER_SKIP)
+                                                    and bool(_OWN_TOWER_SKIP.intersection(arch.architectures)))
 
 
 def prepare_candidate(variant: Variant, tp: int, pp: int, settings: EngineSettings, rules: VersionRules) -> Prepared:

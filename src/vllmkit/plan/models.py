@@ -41,7 +41,10 @@ class PlanRequest(BaseModel):
     tools: bool = True
     reasoning: bool = True
     # --- issue 13: multimodal, LoRA, speculative decoding, data/expert parallel --------------
-    limit_mm_per_prompt: dict[str, int] | None = None  # --limit-mm-per-prompt '{"image": 0}'
+    limit_mm_per_prompt: dict[str, int] | None = None  # --limit-mm-per-prompt '{"image": 0}' (the counts)
+    # entries given in vLLM's configurable form ({"video": {"count": 1, "num_frames": 32}}), kept whole for
+    # the serve line
+    limit_mm_options: dict[str, dict] | None = None
     language_model_only: bool = False  # --language-model-only (text-only serving of a VLM)
     enable_lora: bool = False  # --enable-lora
     max_loras: int | None = None  # --max-loras (vLLM default 1)

@@ -120,6 +120,8 @@ def _weights(model: str, version: str, **kw: object) -> int:
         # Qwen2.5-VL's own __init__ sets self.visual = None at zero image and video limits (0.13.0 wheel)
         ("Qwen/Qwen2.5-VL-7B-Instruct", "0.13.0", True),
         ("Qwen/Qwen2.5-VL-7B-Instruct", "0.12.0", False),  # older releases not checked: kept
+        ("Qwen/Qwen3-VL-8B-Instruct", "0.13.0", True),  # qwen3_vl.py, the same "self.visual = None"
+        ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "0.13.0", True),  # mllama4.py "self.vision_model = None"
     ],
 )
 def test_which_releases_leave_the_vision_tower_out(model: str, version: str, skipped: bool) -> None:
