@@ -29,6 +29,11 @@ def test_bad_json_is_a_usage_error() -> None:
     assert "not valid JSON" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_speculative_model_must_be_a_name() -> None:
+    r = run("--speculative-config", '{"method": "draft_model", "model": {"a": 1}, "num_speculative_tokens": 3}')
+    assert r.exit_code == 2 and '"model" must be a repository id' in r.stderr
+
+
 def test_speculative_config_needs_a_method() -> None:
     r = run("--speculative-config", '{"num_speculative_tokens": 3}')
     assert r.exit_code == 2 and "needs a method" in r.stderr

@@ -44,6 +44,8 @@ def check_speculative(spec: dict[str, Any]) -> None:
                                not (method in SPECULATIVE_METHODS or method.endswith("_mtp"))):
         raise UsageError(f"--speculative-config: unknown method {str(method)!r}",
                          "use one of: " + ", ".join(SPECULATIVE_METHODS) + " (or a model's *_mtp)")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise UsageError("--speculative-config: \"model\" must be a repository id or a folder", _SPEC_EXAMPLE)
     if method in METHODS_WITH_A_MODEL and not model:
         raise UsageError(f"--speculative-config: method {method!r} needs \"model\", the repository of its "
                          "draft / head checkpoint",

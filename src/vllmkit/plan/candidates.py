@@ -74,7 +74,7 @@ def scheduler_max_num_seqs(given: int | None, default: int, max_num_batched_toke
 
 def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: str, arch: ModelArch,
                     tp: int, pp: int, calibration: CalibrationLookup | None,
-                    env: dict[str, str] | None = None) -> EngineSettings:
+                    env: dict[str, str] | None = None, draft: tuple[int, ModelArch] | None = None) -> EngineSettings:
     mnbt, seqs = batch_defaults(profile, rules, tp * pp)
     target = req.max_model_len if isinstance(req.max_model_len, int) else arch.native_max_model_len
     if not engine_is_v1(rules, env or {}) and profile.vendor != "cpu":
@@ -128,6 +128,7 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         mm_max_model_len=target,
         lora=(req.max_loras or 1, req.max_lora_rank or 16) if req.enable_lora else None,
         speculative=req.speculative_config or None,
+        speculative_draft=draft if req.speculative_config else None,
         data_parallel_size=max(req.data_parallel_size or 1, 1),
         expert_parallel=req.enable_expert_parallel,
         gpu_memory_in_use_bytes=req.gpu_memory_in_use or 0,
@@ -183,12 +184,18 @@ def feature_terms(variant: Variant, tp: int, settings: EngineSettings, rules: Ve
         if n_mtp:
             full = split_weights(arch, variant.weight_bytes, tp=1, pp=1, mtp_layers=n_mtp, mtp_own_embeddings=False)
             mtp_bytes = full.skipped_bytes
-        terms = speculative_terms(arch, str(spec.get("method") or ("draft_model" if spec.get("model") else "ngram")),
-                                  int(spec.get("num_speculative_tokens") or 1), tp=tp,
-                                  mtp_layer_bytes=mtp_bytes, mtp_layers=n_mtp)
+        draft_bytes, draft_arch = settings.speculative_draft or (None, None)
+        terms = speculative_terms(arch, speculative_method(spec), int(spec.get("num_speculative_tokens") or 1), tp=tp,
+                                  mtp_layer_bytes=mtp_bytes, mtp_layers=n_mtp,
+                                  draft_weight_bytes=draft_bytes, draft_arch=draft_arch)
         last["speculative"] = MemoryTerm(bytes=terms.weight_bytes, source="estimated", note=terms.note)
         kv_layers = list(terms.kv_layers)
     return every, last, kv_layers
+
+
+def speculative_method(spec: dict) -> str:
+    """The method of a --speculative-config (vLLM: a model without a method is a draft model)."""
+    return str(spec.get("method") or ("draft_model" if spec.get("model") else "ngram"))
 
 
 # the families whose own __init__ skipped the vision tower at a zero limit before _mark_tower_model (0.15)
@@ -284,8 +291,9 @@ def gpu_options(arch: ModelArch, profile, req: PlanRequest) -> list[tuple[int, i
 def evaluate_candidates(req: PlanRequest, variants: list[Variant], base: Variant, profile, rules: VersionRules,
                         kv_dtype: str, *, target_len: int, auto_fit: bool, min_conc_for_fit: float,
                         calibration: CalibrationLookup | None, env: dict[str, str] | None = None,
-                        min_len: int = 0) -> list[Candidate]:
-    """min_len: the context one request of the workload needs (0 without a workload)."""
+                        min_len: int = 0, draft: tuple[int, ModelArch] | None = None) -> list[Candidate]:
+    """min_len: the context one request of the workload needs (0 without a workload); draft: the
+    speculative draft checkpoint's (weight bytes, arch) when one was read."""
     candidates: list[Candidate] = []
     for variant in variants:
         allowed, why = precision_allowed(variant.label, profile)
@@ -298,7 +306,7 @@ def evaluate_candidates(req: PlanRequest, variants: list[Variant], base: Variant
                 continue
             if extra_after_fit < 0:
                 break
-            settings = engine_settings(req, profile, rules, kv_dtype, variant.arch, tp, pp, calibration, env)
+            settings = engine_settings(req, profile, rules, kv_dtype, variant.arch, tp, pp, calibration, env, draft)
             prep = prepare_candidate(variant, tp, pp, settings, rules)
             if auto_fit:
                 ev = at_length(prep, min(target_len, native), True)

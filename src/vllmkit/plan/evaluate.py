@@ -66,6 +66,8 @@ class EngineSettings:
     mm_audio_off: bool = False  # an audio limit of 0 (or --language-model-only): the audio tower is not built
     lora: tuple[int, int] | None = None  # (max_loras, max_lora_rank) with --enable-lora
     speculative: dict | None = field(default=None, hash=False)  # --speculative-config
+    # the draft / EAGLE checkpoint --speculative-config names, when it could be read: (weight bytes, arch)
+    speculative_draft: tuple[int, ModelArch] | None = field(default=None, hash=False)
     data_parallel_size: int = 1  # --data-parallel-size (replicas of this TP x PP group)
     expert_parallel: bool = False  # --enable-expert-parallel
     # --- issue 13 round 2: start/fail verdicts ---------------------------------------------------

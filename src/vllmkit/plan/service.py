@@ -54,6 +54,30 @@ def resolve_gpu_profile(req: PlanRequest, env: Mapping[str, str]):  # -> GpuProf
         code="no-gpu",
     )
 
+def resolve_draft(req: PlanRequest, rules, env: Mapping[str, str]) -> tuple[tuple[int, object] | None, str | None]:
+    """The checkpoint a --speculative-config names (draft model, EAGLE / Medusa head): (weight bytes, arch),
+    read like the target (hub, its cache, the catalog offline); else None and, for a draft model, a warning
+    (its weights and KV cache cannot be counted; an EAGLE head is then sized from the target's shapes)."""
+    from vllmkit.errors import VllmkitError
+    from vllmkit.estimate.speculative import EAGLE_METHODS
+    from vllmkit.hub.resolve import resolve_model
+    from vllmkit.plan.candidates import speculative_method
+
+    spec = req.speculative_config or {}
+    model = spec.get("model")
+    if not isinstance(model, str) or not model:
+        return None, None
+    source = req.source if req.source in ("catalog", "hf", "modelscope") else "auto"
+    try:
+        variant = make_variant(resolve_model(model, source=source, refresh=req.refresh, env=env), rules)
+    except VllmkitError as exc:
+        if speculative_method(spec) in EAGLE_METHODS:
+            return None, None
+        return None, (f"speculative draft model {model!r} could not be read ({exc.message}): its weights and "
+                      "KV cache are not in the plan")
+    return (variant.weight_bytes, variant.arch), None
+
+
 def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_concurrency: float | None = None,
                calibration: CalibrationLookup | None = None, perf: PerfOptions | None = None) -> PlanResult:
     """The plan for `req`. `calibration` looks up measured memory terms (None: estimates only);
@@ -108,9 +132,12 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
                        or profile.vendor == "cpu" or base.label == "fp32")  # --dtype float32 asks for this checkpoint
     variants = [base] if fixed_precision else [base, *sibling_variants(meta, rules, base, env)]
     kv_dtype = req.kv_cache_dtype or "auto"
+    draft, draft_warning = resolve_draft(req, rules, env)
+    if draft_warning:
+        warnings.append(draft_warning)
     candidates = evaluate_candidates(req, variants, base, profile, rules, kv_dtype, target_len=user_len or native,
                                      auto_fit=auto_fit, min_conc_for_fit=min_conc_for_fit, calibration=calibration,
-                                     env=env, min_len=need)
+                                     env=env, min_len=need, draft=draft)
     chosen = choose(candidates)
     if need and chosen.evaluation.max_model_len < need:  # prefer an option that holds one request of the workload
         holding = [c for c in candidates if c.evaluation.fits and c.evaluation.max_model_len >= need]

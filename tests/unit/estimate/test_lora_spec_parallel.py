@@ -70,6 +70,37 @@ def test_eagle3_head_hand_worked() -> None:
     assert t.kv_layers == [LayerKind.FULL]
 
 
+def test_a_draft_model_brings_its_weights_and_kv_layers() -> None:
+    """vLLM V1 draft_model: a whole second model on the same TP ranks whose attention layers join the
+    target's KV cache config. Qwen3-0.6B (28 layers of 8 KV heads x 128) drafting for Qwen3-8B (36 such
+    layers): 4,096 bytes per token per layer either way, so a token of the shared pool costs (36 + 28) x
+    4,096 B instead of 36 x 4,096 B. Its weights as vLLM loads it: 1.12 GiB ("Model loading took" in
+    llm-d-benchmark's 0.14 H100 log, benchmarks/data/collected-startup-logs-3.jsonl; the tied lm_head the
+    files still store is skipped)."""
+    def plan(spec: dict | None, tp: int = 1):
+        req = PlanRequest(model="Qwen/Qwen3-8B", source="catalog", gpu="h100", max_model_len=32768,
+                          tensor_parallel_size=tp, speculative_config=spec)
+        return build_plan(req, ENV)
+
+    spec = {"method": "draft_model", "model": "Qwen/Qwen3-0.6B", "num_speculative_tokens": 3}
+    plain, drafted = plan(None), plan(spec)
+    draft = drafted.memory.speculative_bytes
+    assert abs(draft / GIB - 1.12) < 0.02
+    assert plan(spec, tp=2).memory.speculative_bytes == draft // 2
+    assert drafted.memory.kv_cache_bytes == plain.memory.kv_cache_bytes - draft
+    blocks = drafted.memory.kv_cache_bytes // (16 * (36 + 28) * 4096)
+    assert drafted.kv_cache.tokens == blocks * 16
+    assert not any("draft" in w for w in drafted.warnings)
+
+
+def test_a_draft_model_that_cannot_be_read_is_said_so() -> None:
+    spec = {"method": "draft_model", "model": "nobody/no-such-draft", "num_speculative_tokens": 3}
+    req = PlanRequest(model="Qwen/Qwen3-8B", source="catalog", gpu="h100", max_model_len=32768, speculative_config=spec)
+    result = build_plan(req, ENV)
+    assert result.memory.speculative_bytes == 0
+    assert any("'nobody/no-such-draft' could not be read" in w and "not in the plan" in w for w in result.warnings)
+
+
 def test_expert_parallel_over_data_parallel_ranks() -> None:
     a = arch("Qwen/Qwen3-30B-A3B")
     f = expert_fraction(a)
