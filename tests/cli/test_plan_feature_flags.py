@@ -63,6 +63,12 @@ def test_serve_dry_run_carries_feature_flags() -> None:
     assert "--enable-lora" in r.stdout and "--max-lora-rank" in r.stdout
 
 
+def test_serve_names_a_missing_plan_file(tmp_path) -> None:
+    # a mistyped plan path used to be taken for a model and failed on "no GPU given"
+    r = invoke(["serve", str(tmp_path / "plan.yaml"), "--dry-run"], env=ENV)
+    assert r.exit_code == 4 and "no such plan file" in r.stderr
+
+
 def test_serve_refuses_feature_flags_on_a_saved_plan(tmp_path) -> None:
     saved = tmp_path / "plan.yaml"
     assert run("--save", str(saved)).exit_code == 0

@@ -392,15 +392,17 @@ def _no_config_error(req: CapacityRequest, rows: list, base: Any) -> DoesNotFitE
                f"datasheet bandwidth even at the largest TP searched" if physical else
                f"the best configuration searched reaches p99 TPOT {best_tpot:.1f} ms at low load")
         return DoesNotFitError(f"TPOT p99 <= {req.tpot_p99_ms:g} ms cannot be met on {base.gpu.display_name}: {why}",
-                               f"TPOT floor on this GPU is {floor_tpot:.1f} ms; relax --tpot-p99 above "
-                               f"{best_tpot:.0f}ms, use a faster GPU or a smaller / quantized model",
+                               f"the best configuration reaches {best_tpot:.1f} ms at low load (the datasheet floor "
+                               f"is {floor_tpot:.1f} ms): relax --tpot-p99 to {math.ceil(best_tpot)}ms or more, use "
+                               "a faster GPU or a smaller / quantized model",
                                code="slo-impossible")
     physical = req.ttft_p99_ms is not None and req.ttft_p99_ms < floor_ttft
     why = (f"physically impossible: a {req.input_len:g}-token prefill takes at least {floor_ttft:.1f} ms at the "
            f"datasheet peak" if physical else
            f"the best configuration searched reaches p99 TTFT {best_ttft:.0f} ms at low load")
     return DoesNotFitError(f"TTFT p99 <= {req.ttft_p99_ms:g} ms cannot be met on {base.gpu.display_name}: {why}",
-                           f"relax --ttft-p99 above {best_ttft:.0f}ms, shorten the prompts or use a faster GPU",
+                           f"relax --ttft-p99 to {math.ceil(best_ttft)}ms or more, shorten the prompts or use a "
+                           "faster GPU",
                            code="slo-impossible")
 
 

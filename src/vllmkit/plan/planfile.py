@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from vllmkit.dirs import write_text_atomic
-from vllmkit.errors import UsageError
+from vllmkit.errors import ModelSourceError, UsageError
 from vllmkit.plan.models import PlanRequest, PlanResult
 
 PLAN_FILE_VERSION = 1
@@ -67,6 +67,10 @@ def load_plan_file(path: Path) -> tuple[PlanRequest, PlanResult]:
 def load_or_plan(target: str, given: dict[str, Any], make: Callable[[str], tuple[PlanRequest, PlanResult]]
                  ) -> tuple[PlanRequest, PlanResult]:
     """A saved plan (TARGET is a plan file; planning flags cannot change it), else `make(TARGET)`."""
+    if Path(target).suffix.lower() in PLAN_SUFFIXES and not Path(target).exists():
+        raise ModelSourceError(f"no such plan file: {target}",
+                               "check the path; save a plan with `vllmkit plan MODEL ... --save plan.yaml`",
+                               code="plan-not-found")
     if is_plan_file(target):
         if given:
             raise UsageError(

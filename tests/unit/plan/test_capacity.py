@@ -90,6 +90,16 @@ def test_impossible_tpot_names_the_floor() -> None:
     assert "TPOT" in err.message and "physically impossible" in err.message
 
 
+def test_the_suggested_slo_is_one_the_plan_meets() -> None:
+    # the hint names the p99 TPOT the best configuration reaches: asking for that must succeed
+    import re
+
+    with pytest.raises(DoesNotFitError) as exc:
+        _plan(tpot_p99_ms=0.05)
+    suggested = float(re.search(r"relax --tpot-p99 to (\d+)ms or more", exc.value.hint or "").group(1))
+    assert _plan(tpot_p99_ms=suggested).gpus_total >= 1
+
+
 def test_max_gpus_too_small_is_exit_3() -> None:
     with pytest.raises(DoesNotFitError):
         _plan(qps=500, max_gpus=2)
