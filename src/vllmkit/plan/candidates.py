@@ -77,20 +77,22 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
                     env: dict[str, str] | None = None, draft: tuple[int, ModelArch] | None = None) -> EngineSettings:
     mnbt, seqs = batch_defaults(profile, rules, tp * pp)
     target = req.max_model_len if isinstance(req.max_model_len, int) else arch.native_max_model_len
-    if not engine_is_v1(rules, env or {}) and profile.vendor != "cpu":
+    v1 = engine_is_v1(rules, env or {})
+    v0_engine = not v1 and profile.vendor != "cpu"
+    if v0_engine:
         # issue 13: the V0 engine sizes its profile run from max_model_len (no chunked prefill)
         mnbt, seqs, _chunked = v0_batch_defaults(
             target, is_multimodal=arch.is_multimodal, sliding_window=arch.sliding_window is not None,
             device="cuda" if profile.vendor == "nvidia" else profile.runtime,
             lora=req.enable_lora, speculative=bool(req.speculative_config))
-    video_off = req.language_model_only or (req.limit_mm_per_prompt or {}).get("video", None) == 0
+    video_off = modality_off(req, "video")
     if arch.mm_prefix_min_batched_tokens > mnbt and arch.is_multimodal and not video_off:
         # a multimodal prefix LM (Gemma-4 26B / 31B): EngineArgs raises the default so that one item of the most
         # expensive supported modality, a video, fits in a batch ("Raising max_num_batched_tokens from N to M");
         # a zero limit for images alone leaves video on (a GB10 log with --limit-mm-per-prompt '{"image":0}')
         mnbt = arch.mm_prefix_min_batched_tokens
     mnbt = req.max_num_batched_tokens or mnbt
-    seqs = scheduler_max_num_seqs(req.max_num_seqs, seqs, mnbt, v1=engine_is_v1(rules, env or {}))
+    seqs = scheduler_max_num_seqs(req.max_num_seqs, seqs, mnbt, v1=v1)
     cc = float(profile.compute_capability) if profile.compute_capability else None
     calibrated, calibration_source = {}, None
     if calibration is not None:
@@ -124,7 +126,7 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         calibration_source=calibration_source,
         # issue 13: multimodal limits, LoRA, speculative decoding, data / expert parallel
         mm_image_limit=mm_image_limit(req, arch),
-        mm_audio_off=bool(req.language_model_only or int((req.limit_mm_per_prompt or {}).get("audio", 999)) == 0),
+        mm_audio_off=modality_off(req, "audio"),
         mm_max_model_len=target,
         lora=(req.max_loras or 1, req.max_lora_rank or 16) if req.enable_lora else None,
         speculative=req.speculative_config or None,
@@ -134,12 +136,17 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         gpu_memory_in_use_bytes=req.gpu_memory_in_use or 0,
         flashinfer_installed=req.flashinfer_installed,
         rocm_fp8_padding=(env or {}).get("VLLM_ROCM_FP8_PADDING", "1").strip() != "0",
-        v0_engine=not engine_is_v1(rules, env or {}) and profile.vendor != "cpu",
+        v0_engine=v0_engine,
         # the all-reduce + RMSNorm fusion needs FlashInfer, compilation (not --enforce-eager) and a
         # multicast-capable NVLink fabric (NVSwitch); estimate/memory.py allreduce_fusion_non_torch
         allreduce_fusion=(profile.vendor == "nvidia" and not req.enforce_eager and req.flashinfer_installed is not False
                           and "nvswitch" in str(getattr(profile.interconnect, "name", "") or "").lower()),
     )
+
+
+def modality_off(req: PlanRequest, modality: str) -> bool:
+    """--language-model-only, or a limit of 0 for this modality (vLLM's default for one not given: 999)."""
+    return bool(req.language_model_only or int((req.limit_mm_per_prompt or {}).get(modality, 999)) == 0)
 
 
 def mm_image_limit(req: PlanRequest, arch: ModelArch | None = None) -> int | None:

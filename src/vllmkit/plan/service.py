@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from vllmkit.engine.versions import quant_method_warning, resolve_version, rules_for, version_warning
-from vllmkit.errors import UsageError
+from vllmkit.errors import UsageError, VllmkitError
 from vllmkit.hardware.host import host_memory_bytes
-from vllmkit.plan.candidates import CalibrationLookup, choose, evaluate_candidates
+from vllmkit.plan.candidates import CalibrationLookup, choose, evaluate_candidates, speculative_method
 from vllmkit.plan.models import PlanRequest, PlanResult
 from vllmkit.plan.performance import PerfOptions, attach_performance, check_request_length, request_tokens
 from vllmkit.plan.result import does_not_fit_error, plan_result
@@ -58,10 +58,8 @@ def resolve_draft(req: PlanRequest, rules, env: Mapping[str, str]) -> tuple[tupl
     """The checkpoint a --speculative-config names (draft model, EAGLE / Medusa head): (weight bytes, arch),
     read like the target (hub, its cache, the catalog offline); else None and, for a draft model, a warning
     (its weights and KV cache cannot be counted; an EAGLE head is then sized from the target's shapes)."""
-    from vllmkit.errors import VllmkitError
     from vllmkit.estimate.speculative import EAGLE_METHODS
     from vllmkit.hub.resolve import resolve_model
-    from vllmkit.plan.candidates import speculative_method
 
     spec = req.speculative_config or {}
     model = spec.get("model")
