@@ -17,22 +17,18 @@ import json
 from typing import Any
 
 import pytest
-from tests.unit.catalog.test_catalog_data_part4 import (
-    REQUIRED_KEYS,
+from tests.unit.catalog._catalog_checks import CATALOG_PLAN_ENV as ENV
+from tests.unit.catalog._catalog_checks import (
+    GIB,
     SAFETENSORS_ITEMSIZE,
     assert_config_source_marked,
-    assert_every_value_has_its_source,
+    assert_entry_basics,
     assert_weights_add_up,
-    dense_params,
-    rope_cache_bytes_by_hand,
+    assert_weights_from_the_split_alone,
     split_bytes,
 )
-from tests.unit.catalog.test_catalog_data_part4 import (
-    load_entry as _load,
-)
-
-GIB = 2**30
-ENV = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
+from tests.unit.catalog._catalog_checks import load_entry as _load
+from tests.unit.catalog.test_catalog_data_part4 import dense_params, rope_cache_bytes_by_hand
 
 OPT125 = "facebook/opt-125m"
 TINY = "TinyLlama/TinyLlama-1.1B-Chat-v1.0"
@@ -124,13 +120,12 @@ def shape_params(cfg: dict[str, Any]) -> int:
 @pytest.mark.parametrize("model_id", IDS)
 def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     entry = _load(model_id)
-    assert set(entry) == REQUIRED_KEYS
-    assert entry["id"] == entry["base_model"] == model_id
+    assert_entry_basics(entry, model_id)
+    assert entry["base_model"] == model_id
     assert entry["variant"] == ("fp16" if model_id == OPT125 else "bf16")
     assert entry["config"].get("quantization_config") is None
-    assert_every_value_has_its_source(entry)
     assert_weights_add_up(entry)
-    assert entry["weights_bytes_kind"] == "params_x_dtype" and entry["index_total_size"] is None
+    assert_weights_from_the_split_alone(entry)
     assert set(entry["params_by_dtype"]) <= set(SAFETENSORS_ITEMSIZE)
     assert len(entry["params_by_dtype"]) == 1
     dtype = {"bfloat16": "BF16", "float16": "F16"}[entry["config"]["torch_dtype"]]

@@ -16,22 +16,17 @@ import copy
 from typing import Any
 
 import pytest
-from tests.unit.catalog.test_catalog_data_part4 import (
-    REQUIRED_KEYS,
+from tests.unit.catalog._catalog_checks import (
+    GIB,
     SAFETENSORS_ITEMSIZE,
-    assert_every_value_has_its_source,
+    assert_entry_basics,
     assert_weights_add_up,
-    dense_params,
-    rope_cache_bytes_by_hand,
     split_bytes,
 )
-from tests.unit.catalog.test_catalog_data_part4 import (
-    load_entry as _load,
-)
-from tests.unit.catalog.test_catalog_data_part4 import plan_catalog as _plan
+from tests.unit.catalog._catalog_checks import load_entry as _load
+from tests.unit.catalog._catalog_checks import plan_catalog as _plan
+from tests.unit.catalog.test_catalog_data_part4 import dense_params, rope_cache_bytes_by_hand
 from tests.unit.catalog.test_catalog_data_part9_a import gemma_params
-
-GIB = 2**30
 
 MISTRAL_V01 = "mistralai/Mistral-7B-Instruct-v0.1"
 MISTRAL_V02 = "mistralai/Mistral-7B-Instruct-v0.2"
@@ -106,12 +101,11 @@ def shape_params(cfg: dict[str, Any]) -> int:
 @pytest.mark.parametrize("model_id", IDS)
 def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     entry = _load(model_id)
-    assert set(entry) == REQUIRED_KEYS
-    assert entry["id"] == entry["base_model"] == model_id
+    assert_entry_basics(entry, model_id)
+    assert entry["base_model"] == model_id
     assert entry["variant"] == "bf16"
     assert entry["config"].get("quantization_config") is None
     assert entry["config"]["torch_dtype"] == "bfloat16"
-    assert_every_value_has_its_source(entry)
     assert_weights_add_up(entry)
     assert set(entry["params_by_dtype"]) <= set(SAFETENSORS_ITEMSIZE)
     assert list(entry["params_by_dtype"]) == ["BF16"]  # one 16-bit dtype for every tensor
@@ -290,8 +284,6 @@ def test_the_planner_finds_and_reads_them(model_id: str) -> None:
     assert arch.num_hidden_layers == found.config["num_hidden_layers"]
     assert entry_to_metadata(found).tensor_bytes == found.weights_bytes
     assert variant_label(entry_to_metadata(found), arch) == "bf16"
-
-
 
 
 @pytest.mark.parametrize(("model_id", "tp"), PLANNED_TP)

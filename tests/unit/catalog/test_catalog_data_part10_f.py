@@ -15,29 +15,20 @@ meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8 of the same brief is NOT in th
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.catalog.test_catalog_data_part4 import (
-    REQUIRED_KEYS,
+from tests.unit.catalog._catalog_checks import (
     SAFETENSORS_ITEMSIZE,
-    assert_every_value_has_its_source,
+    assert_entry_basics,
     assert_weights_add_up,
-    dense_params,
-    rope_cache_bytes_by_hand,
+    assert_weights_from_the_split_alone,
 )
-from tests.unit.catalog.test_catalog_data_part4 import (
-    load_entry as _load,
-)
-from tests.unit.catalog.test_catalog_data_part4 import plan_catalog as _plan
-from tests.unit.catalog.test_catalog_data_part4 import (
-    split_bytes as _bytes,
-)
+from tests.unit.catalog._catalog_checks import load_entry as _load
+from tests.unit.catalog._catalog_checks import plan_catalog as _plan
+from tests.unit.catalog._catalog_checks import split_bytes as _bytes
+from tests.unit.catalog.test_catalog_data_part4 import dense_params, rope_cache_bytes_by_hand
 from tests.unit.catalog.test_catalog_data_part7_qwen import awq_split
-
-DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
-GIB = 2**30
 
 LLAMA3_70B = "TechxGenus/Meta-Llama-3-70B-Instruct-AWQ"
 LLAMA31_8B = "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4"
@@ -112,17 +103,14 @@ def unpacked_params(config: dict[str, Any], split: dict[str, int]) -> int:
 @pytest.mark.parametrize("model_id", IDS)
 def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     entry = _load(model_id)
-    assert set(entry) == REQUIRED_KEYS
-    assert entry["id"] == model_id
+    assert_entry_basics(entry, model_id)
     assert entry["variant"] == "awq" and entry["base_model"] == PARENTS[model_id]
-    assert (DATA_DIR / (model_id.replace("/", "__") + ".json")).is_file()
-    assert_every_value_has_its_source(entry)
     assert_weights_add_up(entry)
     assert set(entry["params_by_dtype"]) == {"F16", "I32"} <= set(SAFETENSORS_ITEMSIZE)
     # nothing here was found verbatim: every config says it was rebuilt and every count that it was derived
     assert entry["config_source"].startswith("REBUILT") and "not verbatim" in entry["config_source"]
     assert entry["params_source"].startswith("DERIVED")
-    assert entry["weights_bytes_kind"] == "params_x_dtype" and entry["index_total_size"] is None
+    assert_weights_from_the_split_alone(entry)
 
 
 @pytest.mark.parametrize("model_id", IDS)
@@ -203,9 +191,6 @@ def test_a_wrong_config_value_breaks_the_count(key: str, delta: int) -> None:
 
 
 # --------------------------------------------------------------------------- what the planner sees
-
-
-
 
 
 def test_the_planner_finds_and_reads_them() -> None:

@@ -23,16 +23,15 @@ import copy
 from typing import Any
 
 import pytest
-from tests.unit.catalog.test_catalog_data_part4 import (
-    REQUIRED_KEYS,
+from tests.unit.catalog._catalog_checks import (
     SAFETENSORS_ITEMSIZE,
     assert_config_source_marked,
-    assert_every_value_has_its_source,
+    assert_entry_basics,
     assert_weights_add_up,
+    assert_weights_from_the_split_alone,
+    plan_catalog,
 )
-from tests.unit.catalog.test_catalog_data_part4 import (
-    load_entry as _load,
-)
+from tests.unit.catalog._catalog_checks import load_entry as _load
 
 GLM4 = "THUDM/glm-4-9b-chat"
 GLM3 = "THUDM/chatglm3-6b"
@@ -94,13 +93,12 @@ def shape_params(model_id: str, c: dict[str, Any]) -> int:
 @pytest.mark.parametrize("model_id", IDS)
 def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     entry = _load(model_id)
-    assert set(entry) == REQUIRED_KEYS
-    assert entry["id"] == entry["base_model"] == model_id
+    assert_entry_basics(entry, model_id)
+    assert entry["base_model"] == model_id
     assert entry["variant"] == VARIANT[model_id]
     assert entry["config"].get("quantization_config") is None
-    assert_every_value_has_its_source(entry)
     assert_weights_add_up(entry)
-    assert entry["weights_bytes_kind"] == "params_x_dtype" and entry["index_total_size"] is None
+    assert_weights_from_the_split_alone(entry)
     assert set(entry["params_by_dtype"]) == {ONE_DTYPE[model_id]} <= set(SAFETENSORS_ITEMSIZE)
 
 
@@ -214,20 +212,12 @@ def test_the_hand_tables_follow_from_the_configs(model_id: str) -> None:
 
 # --------------------------------------------------------------------------- the planner
 
-ENV = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
 _PLANS: dict[str, Any] = {}
 
 
 def _plan(model_id: str):
     if model_id not in _PLANS:
-        from vllmkit.plan.models import PlanRequest
-        from vllmkit.plan.service import build_plan
-
-        _PLANS[model_id] = build_plan(
-            PlanRequest(model=model_id, source="catalog", gpu="h100", tensor_parallel_size=1, max_model_len=4096,
-                        gpu_memory_utilization=0.95),
-            ENV,
-        )
+        _PLANS[model_id] = plan_catalog(model_id, 1, max_model_len=4096, gpu_memory_utilization=0.95)
     return _PLANS[model_id]
 
 

@@ -15,23 +15,19 @@ import json
 from typing import Any
 
 import pytest
-from tests.unit.catalog.test_catalog_data_part3 import _deepseek_v3_split
-from tests.unit.catalog.test_catalog_data_part4 import (
-    REQUIRED_KEYS,
+from tests.unit.catalog._catalog_checks import CATALOG_PLAN_ENV as ENV
+from tests.unit.catalog._catalog_checks import (
     SAFETENSORS_ITEMSIZE,
     assert_config_source_marked,
-    assert_every_value_has_its_source,
+    assert_entry_basics,
     assert_weights_add_up,
-    dense_params,
-    rope_cache_bytes_by_hand,
+    assert_weights_from_the_split_alone,
     split_bytes,
 )
-from tests.unit.catalog.test_catalog_data_part4 import (
-    load_entry as _load,
-)
+from tests.unit.catalog._catalog_checks import load_entry as _load
+from tests.unit.catalog.test_catalog_data_part3 import _deepseek_v3_split
+from tests.unit.catalog.test_catalog_data_part4 import dense_params, rope_cache_bytes_by_hand
 from tests.unit.catalog.test_catalog_data_part7_qwen import awq_split
-
-ENV = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
 
 Q4_INSTRUCT = "Qwen/Qwen3-4B-Instruct-2507"
 Q4_THINKING = "Qwen/Qwen3-4B-Thinking-2507"
@@ -107,12 +103,10 @@ def shape_split(model_id: str) -> dict[str, int]:
 @pytest.mark.parametrize("model_id", IDS)
 def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     entry = _load(model_id)
-    assert set(entry) == REQUIRED_KEYS
-    assert entry["id"] == model_id
-    assert_every_value_has_its_source(entry)
+    assert_entry_basics(entry, model_id)
     assert_weights_add_up(entry)
     assert set(entry["params_by_dtype"]) <= set(SAFETENSORS_ITEMSIZE)
-    assert entry["weights_bytes_kind"] == "params_x_dtype" and entry["index_total_size"] is None
+    assert_weights_from_the_split_alone(entry)
     # every config here was rebuilt, not transcribed from the repository's own file
     assert_config_source_marked(entry["config_source"], True)
     if model_id in AWQ_IDS:

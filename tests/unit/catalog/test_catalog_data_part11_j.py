@@ -15,19 +15,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.unit.catalog.test_catalog_data_part4 import (
-    REQUIRED_KEYS,
+from tests.unit.catalog._catalog_checks import (
     assert_config_source_marked,
-    assert_every_value_has_its_source,
+    assert_entry_basics,
     assert_weights_add_up,
-    dense_params,
-    rope_cache_bytes_by_hand,
     split_bytes,
 )
-from tests.unit.catalog.test_catalog_data_part4 import (
-    load_entry as _load,
-)
-from tests.unit.catalog.test_catalog_data_part4 import plan_catalog as _plan
+from tests.unit.catalog._catalog_checks import load_entry as _load
+from tests.unit.catalog._catalog_checks import plan_catalog as _plan
+from tests.unit.catalog.test_catalog_data_part4 import dense_params, rope_cache_bytes_by_hand
 from tests.unit.catalog.test_catalog_data_part8_fp8 import llama_fp8_split
 from tests.unit.catalog.test_catalog_data_part10_f import llama_awq_split, unpacked_params
 from tests.unit.catalog.test_catalog_data_part10_g import phi3_params
@@ -99,10 +95,8 @@ PUBLISHED = {
 @pytest.mark.parametrize("model_id", IDS)
 def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     entry = _load(model_id)
-    assert set(entry) == REQUIRED_KEYS
-    assert entry["id"] == model_id
+    assert_entry_basics(entry, model_id)
     assert entry["base_model"] == BASES[model_id] and entry["variant"] == VARIANTS[model_id]
-    assert_every_value_has_its_source(entry)
     assert_weights_add_up(entry)
     assert_config_source_marked(entry["config_source"], model_id in REBUILT)
 
@@ -166,9 +160,6 @@ def test_a_wrong_config_value_breaks_the_count(key: str, delta: int) -> None:
 
 
 # --------------------------------------------------------------------------- what the planner sees
-
-
-
 
 
 def test_the_planner_finds_and_reads_them() -> None:

@@ -9,13 +9,22 @@ with each other (files vs index total_size vs parameter counts x dtype size).
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
+from tests.unit.catalog._catalog_checks import (
+    GIB,
+    ITEMSIZE,
+    assert_base_is_catalogued,
+    assert_config_has_what_an_architecture_reader_needs,
+    assert_every_value_has_its_source,
+    assert_files_exceed_the_index_total_by_headers_only,
+    assert_keys_and_types,
+    assert_weights_kind_points_at_a_present_figure,
+    path_for,
+    split_bytes,
+)
+from tests.unit.catalog._catalog_checks import load_entry as _load
 
 # The models this part owns (issue 2, section 8, Qwen/DeepSeek half).
 PART2_IDS: tuple[str, ...] = (
@@ -50,134 +59,30 @@ PART2_IDS: tuple[str, ...] = (
     "deepseek-ai/DeepSeek-R1",
 )
 
-REQUIRED_KEYS: frozenset[str] = frozenset(
-    {
-        "id",
-        "base_model",
-        "variant",
-        "config",
-        "config_source",
-        "files",
-        "files_source",
-        "index_total_size",
-        "index_source",
-        "weights_bytes",
-        "weights_bytes_kind",
-        "weights_source",
-        "params_by_dtype",
-        "params_source",
-        "generation_config",
-        "generation_config_source",
-        "has_chat_template",
-        "modelscope_id",
-        "notes",
-    }
-)
-VARIANTS = frozenset({"bf16", "fp16", "fp8", "awq", "gptq-int4", "gptq-int8", "int8", "mxfp4", "nvfp4"})
-WEIGHTS_KINDS = frozenset({"files", "index_total_size", "params_x_dtype", "vllm_log"})
-# Bytes per element of the safetensors dtype names (safetensors format spec).
-DTYPE_ITEMSIZE: dict[str, int] = {
-    "BOOL": 1,
-    "U8": 1,
-    "I8": 1,
-    "F8_E4M3": 1,
-    "F8_E5M2": 1,
-    "I16": 2,
-    "U16": 2,
-    "F16": 2,
-    "BF16": 2,
-    "I32": 4,
-    "U32": 4,
-    "F32": 4,
-    "I64": 8,
-    "U64": 8,
-    "F64": 8,
-}
-ARCH_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
-MIB = 1 << 20
-GIB = 1 << 30
-
-
-def _path_for(model_id: str) -> Path:
-    return DATA_DIR / (model_id.replace("/", "__") + ".json")
-
-
-def _load(model_id: str) -> dict[str, Any]:
-    with _path_for(model_id).open(encoding="utf-8") as fh:
-        data: dict[str, Any] = json.load(fh)
-    return data
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _has_source(text: object) -> bool:
-    return isinstance(text, str) and len(text.strip()) >= 10
-
-
 @pytest.fixture(params=PART2_IDS)
 def entry(request: pytest.FixtureRequest) -> dict[str, Any]:
     return _load(request.param)
 
 
 def test_every_part2_model_has_a_file() -> None:
-    missing = [m for m in PART2_IDS if not _path_for(m).is_file()]
+    missing = [m for m in PART2_IDS if not path_for(m).is_file()]
     assert not missing, f"catalog files missing: {missing}"
 
 
 def test_keys_and_scalar_types(entry: dict[str, Any]) -> None:
-    assert set(entry) == REQUIRED_KEYS
-    assert isinstance(entry["id"], str) and "/" in entry["id"]
-    assert _path_for(entry["id"]).name == entry["id"].replace("/", "__") + ".json"
-    assert isinstance(entry["base_model"], str) and "/" in entry["base_model"]
-    assert entry["variant"] in VARIANTS
-    assert entry["weights_bytes_kind"] in WEIGHTS_KINDS
-    assert _is_int(entry["weights_bytes"]) and entry["weights_bytes"] > 0
-    assert entry["has_chat_template"] in (True, False, None)
-    assert entry["modelscope_id"] is None or isinstance(entry["modelscope_id"], str)
-    assert isinstance(entry["notes"], str)
-    for key in ("index_total_size",):
-        assert entry[key] is None or (_is_int(entry[key]) and entry[key] > 0)
-    assert entry["generation_config"] is None or isinstance(entry["generation_config"], dict)
+    assert_keys_and_types(entry)
 
 
 def test_every_number_has_a_source(entry: dict[str, Any]) -> None:
-    assert isinstance(entry["config"], dict) and entry["config"]
-    assert _has_source(entry["config_source"])
-    assert _has_source(entry["weights_source"])
-    pairs = (
-        ("files", "files_source"),
-        ("index_total_size", "index_source"),
-        ("params_by_dtype", "params_source"),
-        ("generation_config", "generation_config_source"),
-    )
-    for value_key, source_key in pairs:
-        if entry[value_key] is not None:
-            assert _has_source(entry[source_key]), f"{entry['id']}: {value_key} without {source_key}"
+    assert_every_value_has_its_source(entry)
 
 
 def test_weights_kind_points_at_a_present_figure(entry: dict[str, Any]) -> None:
-    kind = entry["weights_bytes_kind"]
-    if kind == "index_total_size":
-        assert entry["weights_bytes"] == entry["index_total_size"]
-    elif kind == "files":
-        assert entry["files"] is not None
-        assert entry["weights_bytes"] == sum(f["size"] for f in entry["files"])
-    elif kind == "params_x_dtype":
-        params = entry["params_by_dtype"]
-        assert params is not None
-        assert entry["weights_bytes"] == sum(DTYPE_ITEMSIZE[d] * n for d, n in params.items())
-    else:  # vllm_log: the source must quote the log line it came from
-        assert "took" in entry["weights_source"]
+    assert_weights_kind_points_at_a_present_figure(entry)
 
 
 def test_config_has_what_the_architecture_reader_needs(entry: dict[str, Any]) -> None:
-    config = entry["config"]
-    assert config.get("architectures") or config.get("model_type")
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-    for key in ARCH_KEYS:
-        assert _is_int(text.get(key)) and text[key] > 0, f"{entry['id']}: config lacks {key}"
+    assert_config_has_what_an_architecture_reader_needs(entry)
 
 
 def test_quantized_variants_carry_a_quantization_config(entry: dict[str, Any]) -> None:
@@ -201,42 +106,24 @@ def test_quantized_variants_carry_a_quantization_config(entry: dict[str, Any]) -
 
 
 def test_files_cover_the_index_total(entry: dict[str, Any]) -> None:
-    files = entry["files"]
-    if files is None:
+    # the shards' names and sizes are checked in test_keys_and_scalar_types
+    if entry["files"] is None or entry["index_total_size"] is None:
         return
-    assert files, "files must be null or non-empty"
-    for item in files:
-        assert isinstance(item["name"], str) and item["name"]
-        assert _is_int(item["size"]) and item["size"] > 0
-    total = entry["index_total_size"]
-    if total is None:
-        return
-    shards = [f for f in files if f["name"].endswith(".safetensors")]
-    shard_sum = sum(f["size"] for f in shards)
-    # A shard is its tensors plus an 8-byte length and a JSON header, so the files are never
-    # smaller than the index total and exceed it only by the headers.
-    assert shard_sum >= total
-    assert shard_sum - total < total * 0.001 + MIB * len(shards)
+    assert_files_exceed_the_index_total_by_headers_only(entry)
 
 
 def test_params_times_itemsize_matches_index_total(entry: dict[str, Any]) -> None:
-    params = entry["params_by_dtype"]
-    if params is None:
+    # the dtype names and counts are checked in test_keys_and_scalar_types
+    params, total = entry["params_by_dtype"], entry["index_total_size"]
+    if params is None or total is None:
         return
-    for dtype, count in params.items():
-        assert dtype in DTYPE_ITEMSIZE, f"{entry['id']}: unknown dtype {dtype}"
-        assert _is_int(count) and count > 0
-    total = entry["index_total_size"]
-    if total is None:
-        return
-    tensor_bytes = sum(DTYPE_ITEMSIZE[d] * n for d, n in params.items())
+    tensor_bytes = split_bytes(params, ITEMSIZE)
     # index metadata.total_size is the sum of tensor bytes; allow 0.1 % for rounding in quotes.
     assert abs(tensor_bytes - total) <= total * 0.001
 
 
 def test_variant_entries_point_at_a_catalogued_base(entry: dict[str, Any]) -> None:
-    if entry["base_model"] != entry["id"]:
-        assert _path_for(entry["base_model"]).is_file(), f"{entry['base_model']} not in catalog"
+    assert_base_is_catalogued(entry)
 
 
 # Hand checks against independent public figures (not the catalog's own sources), so that a

@@ -10,13 +10,19 @@ formula is first checked against a count it was not written from (DeepSeek-V3's 
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
+from tests.unit.catalog._catalog_checks import (
+    GIB,
+    REQUIRED_KEYS,
+    assert_base_is_catalogued,
+    assert_every_value_has_its_source,
+    itemsizes,
+    path_for,
+    split_bytes,
+)
+from tests.unit.catalog._catalog_checks import load_entry as _load
 
 PART3_IDS: tuple[str, ...] = (
     "moonshotai/Kimi-K2-Instruct",
@@ -33,24 +39,8 @@ PART3_IDS: tuple[str, ...] = (
     "nvidia/Llama-3.3-70B-Instruct-FP8",
 )
 
-REQUIRED_KEYS = frozenset(
-    {
-        "id", "base_model", "variant", "config", "config_source", "files", "files_source",
-        "index_total_size", "index_source", "weights_bytes", "weights_bytes_kind", "weights_source",
-        "params_by_dtype", "params_source", "generation_config", "generation_config_source",
-        "has_chat_template", "modelscope_id", "notes",
-    }
-)
-ITEMSIZE = {"F32": 4, "BF16": 2, "F16": 2, "F8_E4M3": 1, "I8": 1, "U8": 1}
-GIB = 2**30
-
-
-def _path_for(model_id: str) -> Path:
-    return DATA_DIR / (model_id.replace("/", "__") + ".json")
-
-
-def _load(model_id: str) -> dict[str, Any]:
-    return json.loads(_path_for(model_id).read_text(encoding="utf-8"))
+# the dtypes part 3's entries may record (no I32, unlike the catalog-wide table; I8 allowed)
+PART3_ITEMSIZE = itemsizes("F32", "BF16", "F16", "F8_E4M3", "I8", "U8")
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -66,25 +56,14 @@ def entry(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 
 def test_every_part3_file_exists() -> None:
-    assert [m for m in PART3_IDS if not _path_for(m).is_file()] == []
+    assert [m for m in PART3_IDS if not path_for(m).is_file()] == []
 
 
 def test_keys_sources_and_kind(entry: dict[str, Any]) -> None:
     assert set(entry) == REQUIRED_KEYS
     assert entry["variant"] in {"bf16", "fp8"}
     assert entry["config_source"].startswith("REBUILT") or "aiconfigurator" in entry["config_source"]
-    for value_key, source_key in (
-        ("config", "config_source"),
-        ("weights_bytes", "weights_source"),
-        ("params_by_dtype", "params_source"),
-        ("files", "files_source"),
-        ("index_total_size", "index_source"),
-        ("generation_config", "generation_config_source"),
-    ):
-        if entry[value_key] is None:
-            assert entry[source_key] is None
-        else:
-            assert isinstance(entry[source_key], str) and len(entry[source_key]) > 20
+    assert_every_value_has_its_source(entry)
     # every weight figure here is a published parameter count times the dtype size, or a published
     # tensor-byte total (what an index total_size records)
     if entry["weights_bytes_kind"] == "index_total_size":
@@ -92,9 +71,8 @@ def test_keys_sources_and_kind(entry: dict[str, Any]) -> None:
     else:
         assert entry["weights_bytes_kind"] == "params_x_dtype"
         params = entry["params_by_dtype"]
-        assert entry["weights_bytes"] == sum(ITEMSIZE[d] * n for d, n in params.items())
-    if entry["base_model"] != entry["id"]:
-        assert _path_for(entry["base_model"]).is_file()
+        assert entry["weights_bytes"] == split_bytes(params, PART3_ITEMSIZE)
+    assert_base_is_catalogued(entry)
     qc = entry["config"].get("quantization_config")
     assert (qc is not None) == (entry["variant"] == "fp8")
 

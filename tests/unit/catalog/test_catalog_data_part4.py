@@ -10,13 +10,16 @@ real vLLM log printed: 14.9595 GiB = 16,060,522,496 B).
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
+from tests.unit.catalog._catalog_checks import (
+    REQUIRED_KEYS,
+    assert_every_value_has_its_source,
+    itemsizes,
+    split_bytes,
+)
+from tests.unit.catalog._catalog_checks import load_entry as _load
 
 PART4_IDS: tuple[str, ...] = (
     "Qwen/Qwen2.5-1.5B-Instruct",
@@ -34,22 +37,6 @@ PART4_OTHER_IDS: tuple[str, ...] = (
     "Qwen/Qwen3-30B-A3B-Instruct-2507", "Qwen/Qwen3-235B-A22B-Instruct-2507",
     "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "Qwen/Qwen2.5-VL-3B-Instruct", "google/gemma-3-4b-it",
 )
-REQUIRED_KEYS = frozenset(
-    {
-        "id", "base_model", "variant", "config", "config_source", "files", "files_source",
-        "index_total_size", "index_source", "weights_bytes", "weights_bytes_kind", "weights_source",
-        "params_by_dtype", "params_source", "generation_config", "generation_config_source",
-        "has_chat_template", "modelscope_id", "notes",
-    }
-)
-
-
-def load_entry(model_id: str) -> dict[str, Any]:
-    """A bundled catalog entry's JSON as stored (src/vllmkit/catalog/data/<org>__<name>.json)."""
-    return json.loads((DATA_DIR / (model_id.replace("/", "__") + ".json")).read_text(encoding="utf-8"))
-
-
-_load = load_entry
 
 
 def dense_params(cfg: dict[str, Any]) -> int:
@@ -70,38 +57,6 @@ def dense_params(cfg: dict[str, Any]) -> int:
     per_layer = attn + 3 * h * inter + norms
     embed = cfg["vocab_size"] * h * (1 if cfg.get("tie_word_embeddings") else 2)
     return embed + layers * per_layer + h
-
-
-# bytes per element of the safetensors dtypes the catalog records
-SAFETENSORS_ITEMSIZE = {"BF16": 2, "F16": 2, "F32": 4, "F8_E4M3": 1, "I32": 4, "U8": 1}
-
-
-def split_bytes(split: dict[str, int]) -> int:
-    """Bytes of a parameter split by safetensors dtype."""
-    return sum(SAFETENSORS_ITEMSIZE[d] * n for d, n in split.items())
-
-
-def assert_weights_add_up(entry: dict[str, Any]) -> None:
-    """weights_bytes is the dtype split times its element sizes, and the index total when that is its kind."""
-    split = entry["params_by_dtype"]
-    assert entry["weights_bytes"] == split_bytes(split)
-    if entry["weights_bytes_kind"] == "index_total_size":
-        assert entry["weights_bytes"] == entry["index_total_size"]
-    else:
-        assert entry["weights_bytes_kind"] == "params_x_dtype"
-
-
-def assert_every_value_has_its_source(entry: dict[str, Any]) -> None:
-    """A recorded value cites where it came from; an absent one has no source either."""
-    for value_key, source_key in (
-        ("config", "config_source"), ("weights_bytes", "weights_source"), ("params_by_dtype", "params_source"),
-        ("files", "files_source"), ("index_total_size", "index_source"),
-        ("generation_config", "generation_config_source"),
-    ):
-        if entry[value_key] is None:
-            assert entry[source_key] is None
-        else:
-            assert isinstance(entry[source_key], str) and len(entry[source_key]) > 20
 
 
 @pytest.fixture(params=PART4_IDS + PART4_OTHER_IDS)
@@ -130,8 +85,7 @@ def test_keys_sources_and_weights_arithmetic(any_entry: dict[str, Any]) -> None:
         assert entry["weights_bytes"] == entry["index_total_size"]
     else:
         assert entry["weights_bytes_kind"] == "params_x_dtype"
-        itemsize = {"BF16": 2, "F8_E4M3": 1, "F32": 4}
-        assert entry["weights_bytes"] == sum(itemsize[d] * n for d, n in entry["params_by_dtype"].items())
+        assert entry["weights_bytes"] == split_bytes(entry["params_by_dtype"], itemsizes("BF16", "F8_E4M3", "F32"))
 
 
 def test_published_counts_follow_from_the_config_shapes(entry: dict[str, Any]) -> None:
@@ -228,24 +182,3 @@ def rope_cache_bytes_by_hand(config: dict[str, Any]) -> int:
     elif kind in ("yarn", "deepseek_yarn"):
         rows = rope["original_max_position_embeddings"] * int(rope["factor"])
     return rows * width * item
-
-
-def assert_config_source_marked(source: str, rebuilt: bool, verbatim_mark: str = "Transcribed from") -> None:
-    """A config rebuilt from several copies says so up front ("REBUILT, not verbatim"); a transcribed one
-    says where it was transcribed from."""
-    if rebuilt:
-        assert source.startswith("REBUILT") and "not verbatim" in source
-    else:
-        assert "REBUILT" not in source and verbatim_mark in source
-
-
-CATALOG_PLAN_ENV = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
-
-
-def plan_catalog(model_id: str, tp: int | None = None, gpu: str = "h100", **extra: Any):  # -> PlanResult
-    """The planner's plan of a bundled entry, offline and without local calibrations."""
-    from vllmkit.plan.models import PlanRequest
-    from vllmkit.plan.service import build_plan
-
-    return build_plan(PlanRequest(model=model_id, source="catalog", gpu=gpu, tensor_parallel_size=tp, **extra),
-                      CATALOG_PLAN_ENV)

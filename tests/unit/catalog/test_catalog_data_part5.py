@@ -10,18 +10,12 @@ Mixtral formula is checked on the 8x7B entry already in the catalog).
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.catalog.test_catalog_data_part4 import (
-    REQUIRED_KEYS,
-    assert_every_value_has_its_source,
-    dense_params,
-)
-
-DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
+from tests.unit.catalog._catalog_checks import assert_entry_basics, itemsizes, split_bytes
+from tests.unit.catalog._catalog_checks import load_entry as _load
+from tests.unit.catalog.test_catalog_data_part4 import dense_params
 
 DENSE_IDS: tuple[str, ...] = (
     "meta-llama/Llama-2-13b-chat-hf", "meta-llama/Llama-2-70b-chat-hf",
@@ -34,11 +28,8 @@ DENSE_IDS: tuple[str, ...] = (
 OTHER_IDS: tuple[str, ...] = (
     "meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-7b-chat-hf", "Qwen/Qwen3-0.6B", "Qwen/Qwen3-1.7B", "mistralai/Mixtral-8x22B-Instruct-v0.1",
 )
-ITEMSIZE = {"BF16": 2, "F16": 2, "F32": 4}
-
-
-def _load(model_id: str) -> dict[str, Any]:
-    return json.loads((DATA_DIR / (model_id.replace("/", "__") + ".json")).read_text(encoding="utf-8"))
+# the dtypes part 5's entries may record
+PART5_ITEMSIZE = itemsizes("BF16", "F16", "F32")
 
 
 def mixtral_params(cfg: dict[str, Any]) -> int:
@@ -51,11 +42,10 @@ def mixtral_params(cfg: dict[str, Any]) -> int:
 @pytest.mark.parametrize("model_id", DENSE_IDS + OTHER_IDS)
 def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     entry = _load(model_id)
-    assert set(entry) == REQUIRED_KEYS
-    assert entry["id"] == model_id == entry["base_model"]
+    assert_entry_basics(entry, model_id)
+    assert entry["base_model"] == model_id
     assert entry["variant"] == {"float16": "fp16", "bfloat16": "bf16"}[entry["config"]["torch_dtype"]]
-    assert_every_value_has_its_source(entry)
-    assert entry["weights_bytes"] == sum(ITEMSIZE[d] * n for d, n in entry["params_by_dtype"].items())
+    assert entry["weights_bytes"] == split_bytes(entry["params_by_dtype"], PART5_ITEMSIZE)
     if entry["weights_bytes_kind"] == "index_total_size":
         assert entry["weights_bytes"] == entry["index_total_size"]
 

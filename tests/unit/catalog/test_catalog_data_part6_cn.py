@@ -10,20 +10,18 @@ were not written from (DeepSeek-V3's HF dtype split; GLM-4.5-Air's hand-checked 
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.catalog.test_catalog_data_part3 import _deepseek_v3_split, _glm4_moe_params
-from tests.unit.catalog.test_catalog_data_part4 import (
-    REQUIRED_KEYS,
-    assert_every_value_has_its_source,
+from tests.unit.catalog._catalog_checks import (
+    GIB,
+    assert_a_rebuilt_config_says_so,
+    assert_entry_basics,
     assert_weights_add_up,
-    rope_cache_bytes_by_hand,
 )
-
-DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
+from tests.unit.catalog._catalog_checks import load_entry as _load
+from tests.unit.catalog.test_catalog_data_part3 import _deepseek_v3_split, _glm4_moe_params
+from tests.unit.catalog.test_catalog_data_part4 import rope_cache_bytes_by_hand
 
 PART6_IDS: tuple[str, ...] = (
     "deepseek-ai/DeepSeek-V3.2",
@@ -35,11 +33,6 @@ PART6_IDS: tuple[str, ...] = (
     "MiniMaxAI/MiniMax-M2.5",
     "moonshotai/Kimi-K2-Instruct-0905",
 )
-GIB = 1 << 30
-
-
-def _load(model_id: str) -> dict[str, Any]:
-    return json.loads((DATA_DIR / (model_id.replace("/", "__") + ".json")).read_text(encoding="utf-8"))
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -54,16 +47,14 @@ def _blocks(rows: int, cols: int) -> int:
 @pytest.mark.parametrize("model_id", PART6_IDS)
 def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     entry = _load(model_id)
-    assert set(entry) == REQUIRED_KEYS
-    assert entry["id"] == model_id == entry["base_model"]
+    assert_entry_basics(entry, model_id)
+    assert entry["base_model"] == model_id
     assert entry["variant"] in ("bf16", "fp8")
     assert (entry["config"].get("quantization_config") is not None) == (entry["variant"] == "fp8")
-    assert_every_value_has_its_source(entry)
     assert entry["weights_bytes_kind"] == "params_x_dtype"
     assert_weights_add_up(entry)
     # a config that is not this repository's own file says so in its source
-    if "REBUILT" in entry["config_source"]:
-        assert "not verbatim" in entry["config_source"] or "not this repository's file" in entry["config_source"]
+    assert_a_rebuilt_config_says_so(entry["config_source"])
 
 
 # --------------------------------------------------------------------------- DeepSeek-V3.2 (V3.1 + indexer)

@@ -12,44 +12,36 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.catalog.test_catalog_data_part3 import _deepseek_v3_split
-from tests.unit.catalog.test_catalog_data_part4 import (
-    REQUIRED_KEYS,
-    assert_every_value_has_its_source,
+from tests.unit.catalog._catalog_checks import (
+    DATA_DIR,
+    GIB,
+    assert_a_rebuilt_config_says_so,
+    assert_entry_basics,
     assert_weights_add_up,
-    rope_cache_bytes_by_hand,
 )
+from tests.unit.catalog._catalog_checks import load_entry as _load
+from tests.unit.catalog.test_catalog_data_part3 import _deepseek_v3_split
+from tests.unit.catalog.test_catalog_data_part4 import rope_cache_bytes_by_hand
 from tests.unit.catalog.test_catalog_data_part6_cn import _blocks, _dsa_indexer, _glm5_params
-
-DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
 
 GLM_IDS: tuple[str, ...] = ("zai-org/GLM-5-FP8", "zai-org/GLM-5.1", "zai-org/GLM-5.1-FP8")
 PART6_GLM5_IDS: tuple[str, ...] = (*GLM_IDS, "moonshotai/Kimi-K2.5")
-GIB = 1 << 30
 
 # published totals (table id 69468411049: total_params)
 GLM5_BF16_COUNT = 753_864_139_008
 GLM5_FP8_COUNT = 753_910_024_032
 
 
-def _load(model_id: str) -> dict[str, Any]:
-    return json.loads((DATA_DIR / (model_id.replace("/", "__") + ".json")).read_text(encoding="utf-8"))
-
-
 @pytest.mark.parametrize("model_id", PART6_GLM5_IDS)
 def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     entry = _load(model_id)
-    assert set(entry) == REQUIRED_KEYS
-    assert entry["id"] == model_id
+    assert_entry_basics(entry, model_id)
     assert entry["variant"] in ("bf16", "fp8", "int4")
-    assert_every_value_has_its_source(entry)
     assert_weights_add_up(entry)
-    if "REBUILT" in entry["config_source"]:
-        assert "not verbatim" in entry["config_source"] or "not this repository's file" in entry["config_source"]
+    assert_a_rebuilt_config_says_so(entry["config_source"])
 
 
 def test_variants_and_base_models() -> None:

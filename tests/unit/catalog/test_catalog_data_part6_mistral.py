@@ -26,19 +26,12 @@ Projector (multimodal_projector_bias false): norm 1024 + patch_merger.merging_la
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.catalog.test_catalog_data_part4 import (
-    REQUIRED_KEYS,
-    assert_every_value_has_its_source,
-    assert_weights_add_up,
-    dense_params,
-    rope_cache_bytes_by_hand,
-)
-
-DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
+from tests.unit.catalog._catalog_checks import assert_entry_basics, assert_weights_add_up
+from tests.unit.catalog._catalog_checks import load_entry as _load
+from tests.unit.catalog.test_catalog_data_part4 import dense_params, rope_cache_bytes_by_hand
 
 MINISTRAL_IDS: tuple[str, ...] = (
     "mistralai/Ministral-3-3B-Instruct-2512",
@@ -65,10 +58,6 @@ PUBLISHED_TEXT = {
     SMALL_ID: 23_572_403_200,  # = the catalogued Mistral-Small-24B-Instruct-2501 count
     DEVSTRAL_ID: 23_572_403_200,  # the Devstral preflight's text subtotal
 }
-
-
-def _load(model_id: str) -> dict[str, Any]:
-    return json.loads((DATA_DIR / (model_id.replace("/", "__") + ".json")).read_text(encoding="utf-8"))
 
 
 def text_params(cfg: dict[str, Any]) -> int:
@@ -110,15 +99,13 @@ def fp8_linear_params(cfg: dict[str, Any]) -> int:
 @pytest.mark.parametrize("model_id", IDS)
 def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     entry = _load(model_id)
-    assert set(entry) == REQUIRED_KEYS
-    assert entry["id"] == model_id
+    assert_entry_basics(entry, model_id)
     assert entry["variant"] == ("bf16" if model_id == SMALL_ID else "fp8")
     assert (entry["config"].get("quantization_config") is not None) == (entry["variant"] == "fp8")
     if model_id in MINISTRAL_IDS:
         assert entry["base_model"] == model_id + "-BF16"  # Mistral's unquantized sibling of the same weights
     else:
         assert entry["base_model"] == model_id  # no unquantized sibling (Devstral ships FP8 only)
-    assert_every_value_has_its_source(entry)
     assert_weights_add_up(entry)
 
 

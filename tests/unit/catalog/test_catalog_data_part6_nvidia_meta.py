@@ -11,23 +11,16 @@ Llama-4-Scout, the Qwen3-VL and Qwen3-Next formulas on the entries part 3 checks
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.unit.catalog._catalog_checks import assert_entry_basics, assert_weights_add_up
+from tests.unit.catalog._catalog_checks import load_entry as _load
 from tests.unit.catalog.test_catalog_data_part3 import (
     _qwen3_text_params,
     _qwen3_vl_vision_params,
     _qwen35_text_params,
 )
-from tests.unit.catalog.test_catalog_data_part4 import (
-    REQUIRED_KEYS,
-    assert_every_value_has_its_source,
-    assert_weights_add_up,
-)
-
-DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
 
 PART6_IDS: tuple[str, ...] = (
     "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
@@ -50,22 +43,16 @@ QWEN3_235B_COUNT = 235_093_634_560
 QWEN3_NEXT_COUNT = 81_324_862_720
 
 
-def _load(model_id: str) -> dict[str, Any]:
-    return json.loads((DATA_DIR / (model_id.replace("/", "__") + ".json")).read_text(encoding="utf-8"))
-
-
 # --------------------------------------------------------------------------- keys, sources, bytes
 
 
 @pytest.mark.parametrize("model_id", PART6_IDS)
 def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     entry = _load(model_id)
-    assert set(entry) == REQUIRED_KEYS
-    assert entry["id"] == model_id
+    assert_entry_basics(entry, model_id)
     assert entry["variant"] in ("bf16", "fp8")
     assert (entry["base_model"] == entry["id"]) == (entry["variant"] == "bf16")
     assert (entry["config"].get("quantization_config") is not None) == (entry["variant"] == "fp8")
-    assert_every_value_has_its_source(entry)
     assert entry["weights_bytes_kind"] == "params_x_dtype"
     assert_weights_add_up(entry)
 

@@ -12,20 +12,20 @@ weights + one BF16 scale per 128 x 128 block + the unquantized rest, from its ba
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.catalog.test_catalog_data_part3 import QWEN35_PUBLISHED
-from tests.unit.catalog.test_catalog_data_part4 import (
+from tests.unit.catalog._catalog_checks import (
     REQUIRED_KEYS,
+    assert_entry_basics,
     assert_every_value_has_its_source,
-    rope_cache_bytes_by_hand,
+    itemsizes,
+    split_bytes,
 )
-
-DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
+from tests.unit.catalog._catalog_checks import load_entry as _load
+from tests.unit.catalog.test_catalog_data_part3 import QWEN35_PUBLISHED
+from tests.unit.catalog.test_catalog_data_part4 import rope_cache_bytes_by_hand
 
 # (model id, published HF safetensors total)
 NEW: tuple[tuple[str, int], ...] = (
@@ -36,11 +36,8 @@ NEW: tuple[tuple[str, int], ...] = (
 )
 NEW_IDS = tuple(model_id for model_id, _ in NEW)
 FP8_IDS: tuple[str, ...] = ("Qwen/Qwen3.5-122B-A10B-FP8",)
-ITEMSIZE = {"BF16": 2, "F32": 4, "F8_E4M3": 1}
-
-
-def _load(model_id: str) -> dict[str, Any]:
-    return json.loads((DATA_DIR / (model_id.replace("/", "__") + ".json")).read_text(encoding="utf-8"))
+# the dtypes part 6 (Qwen3.5)'s entries may record
+QWEN35_ITEMSIZE = itemsizes("BF16", "F32", "F8_E4M3")
 
 
 def vision_params(v: dict[str, Any]) -> int:
@@ -172,13 +169,12 @@ def test_the_f32_rule_on_the_122b_and_397b_entries() -> None:
 @pytest.mark.parametrize("model_id", NEW_IDS)
 def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     entry = _load(model_id)
-    assert set(entry) == REQUIRED_KEYS
-    assert entry["id"] == model_id == entry["base_model"]
+    assert_entry_basics(entry, model_id)
+    assert entry["base_model"] == model_id
     assert entry["variant"] == "bf16" and entry["config"]["text_config"]["dtype"] == "bfloat16"
     assert entry["config"].get("quantization_config") is None
     assert entry["config"]["architectures"] == ["Qwen3_5ForConditionalGeneration"]
-    assert_every_value_has_its_source(entry)
-    assert entry["weights_bytes"] == sum(ITEMSIZE[d] * n for d, n in entry["params_by_dtype"].items())
+    assert entry["weights_bytes"] == split_bytes(entry["params_by_dtype"], QWEN35_ITEMSIZE)
     assert entry["weights_bytes_kind"] == "index_total_size"
     assert entry["weights_bytes"] == entry["index_total_size"]
     if entry["files"] is not None:  # shard files = tensor payload + a JSON header each

@@ -24,20 +24,11 @@ full attention, num_kv_shared_layers) move the parameter count little or not at 
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.catalog.test_catalog_data_part4 import (
-    REQUIRED_KEYS,
-    assert_every_value_has_its_source,
-    assert_weights_add_up,
-)
-from tests.unit.catalog.test_catalog_data_part4 import (
-    load_entry as _load,
-)
-
-DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
+from tests.unit.catalog._catalog_checks import assert_entry_basics, assert_weights_add_up
+from tests.unit.catalog._catalog_checks import load_entry as _load
 
 # (model id, HF API safetensors count: BF16 only), as ARCH.md's table and each entry's params_source give them
 PUBLISHED: tuple[tuple[str, int], ...] = (
@@ -47,8 +38,6 @@ PUBLISHED: tuple[tuple[str, int], ...] = (
     ("google/gemma-4-31B-it", 31_273_088_876),
 )
 IDS = tuple(model_id for model_id, _ in PUBLISHED)
-
-
 
 
 # --------------------------------------------------------------------------- the shape formulas
@@ -186,13 +175,12 @@ def gemma4_params(config: dict[str, Any]) -> dict[str, int]:
 @pytest.mark.parametrize("model_id", IDS)
 def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     entry = _load(model_id)
-    assert set(entry) == REQUIRED_KEYS
-    assert entry["id"] == model_id == entry["base_model"]
+    assert_entry_basics(entry, model_id)
+    assert entry["base_model"] == model_id
     assert entry["variant"] == "bf16" and entry["config"]["dtype"] == "bfloat16"
     assert entry["config"].get("quantization_config") is None
     assert entry["config"]["architectures"] == ["Gemma4ForConditionalGeneration"]
     assert entry["config"]["model_type"] == "gemma4" and entry["config"]["text_config"]["model_type"] == "gemma4_text"
-    assert_every_value_has_its_source(entry)
     assert_weights_add_up(entry)
     assert set(entry["params_by_dtype"]) == {"BF16"}
     assert "REBUILT" in entry["config_source"] and "not verbatim" in entry["config_source"]

@@ -12,24 +12,12 @@ ViT-L/14-336 count), so a wrong shape in a config or a wrong packing rule fails.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.catalog.test_catalog_data_part4 import (
-    REQUIRED_KEYS,
-    assert_every_value_has_its_source,
-    assert_weights_add_up,
-)
-from tests.unit.catalog.test_catalog_data_part4 import (
-    load_entry as _load,
-)
-from tests.unit.catalog.test_catalog_data_part4 import (
-    split_bytes as _bytes,
-)
-
-DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
-GIB = 2**30
+from tests.unit.catalog._catalog_checks import GIB, assert_entry_basics, assert_weights_add_up
+from tests.unit.catalog._catalog_checks import load_entry as _load
+from tests.unit.catalog._catalog_checks import split_bytes as _bytes
 
 NVFP4_IDS = ("RedHatAI/Qwen3-14B-NVFP4", "RedHatAI/Qwen3-30B-A3B-NVFP4")
 GPTQ_ID = "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"
@@ -50,23 +38,17 @@ TABLE_QWEN3_14B_NVFP4_GB = 10.5  # model-size table listing RedHatAI/Qwen3-14B-N
 VLLM_MISTRAL_GPTQ_GIB = 3.8844  # vLLM 0.11.0 on a DGX Spark loading this repository
 
 
-
-
-
-
 # --------------------------------------------------------------------------- keys, sources, bytes
 
 
 @pytest.mark.parametrize("model_id", PART7_IDS)
 def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     entry = _load(model_id)
-    assert set(entry) == REQUIRED_KEYS
-    assert entry["id"] == model_id
+    assert_entry_basics(entry, model_id)
     assert entry["variant"] in ("nvfp4", "gptq-int4", "fp16")
     unquantized = entry["variant"] == "fp16"
     assert (entry["base_model"] == entry["id"]) == unquantized
     assert (entry["config"].get("quantization_config") is None) == unquantized
-    assert_every_value_has_its_source(entry)
     # nothing here was found verbatim: every config says it was rebuilt
     assert entry["config_source"].startswith("REBUILT") and "not verbatim" in entry["config_source"]
     assert entry["weights_bytes_kind"] == "params_x_dtype"

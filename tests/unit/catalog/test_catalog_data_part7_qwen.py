@@ -11,29 +11,24 @@ from (the base model's HF count, the Qwen2.5-VL-7B / -32B towers), so that the a
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.unit.catalog._catalog_checks import (
+    SAFETENSORS_ITEMSIZE,
+    assert_base_is_catalogued,
+    assert_config_source_marked,
+    assert_entry_basics,
+    assert_weights_add_up,
+)
+from tests.unit.catalog._catalog_checks import load_entry as _load
 from tests.unit.catalog.test_catalog_data_part3 import (
     _qwen3_text_params,
     _qwen3_vl_vision_params,
     _qwen35_text_params,
 )
-from tests.unit.catalog.test_catalog_data_part4 import (
-    REQUIRED_KEYS,
-    SAFETENSORS_ITEMSIZE,
-    assert_config_source_marked,
-    assert_every_value_has_its_source,
-    assert_weights_add_up,
-    dense_params,
-)
-from tests.unit.catalog.test_catalog_data_part4 import (
-    load_entry as _load,
-)
+from tests.unit.catalog.test_catalog_data_part4 import dense_params
 from tests.unit.catalog.test_catalog_data_part6_qwen35 import f32_params, qwen35_params
-
-DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
 
 NEW_IDS: tuple[str, ...] = (
     "Qwen/Qwen3.6-35B-A3B",
@@ -58,24 +53,19 @@ QWEN36_PUBLISHED: tuple[tuple[str, int], ...] = (
 CODER_NEXT_PUBLISHED = 79_674_391_296
 
 
-
-
 # --------------------------------------------------------------------------- keys, sources, weights
 
 
 @pytest.mark.parametrize("model_id", NEW_IDS)
 def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     entry = _load(model_id)
-    assert set(entry) == REQUIRED_KEYS
-    assert entry["id"] == model_id
-    assert_every_value_has_its_source(entry)
+    assert_entry_basics(entry, model_id)
     assert_weights_add_up(entry)
     assert set(entry["params_by_dtype"]) <= set(SAFETENSORS_ITEMSIZE)
     quantized = entry["config"].get("quantization_config") is not None
     assert quantized == (entry["variant"] in ("fp8", "awq"))
     assert (entry["base_model"] == model_id) == (entry["variant"] == "bf16")
-    if entry["base_model"] != model_id:
-        assert (DATA_DIR / (entry["base_model"].replace("/", "__") + ".json")).is_file()
+    assert_base_is_catalogued(entry)
 
 
 @pytest.mark.parametrize("model_id", NEW_IDS)

@@ -17,27 +17,19 @@ public guides print. A wrong config (one shape off) fails these checks.
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.catalog.test_catalog_data_part3 import _glm4_moe_params
-from tests.unit.catalog.test_catalog_data_part4 import (
-    REQUIRED_KEYS,
-    assert_every_value_has_its_source,
+from tests.unit.catalog._catalog_checks import (
+    GIB,
+    assert_entry_basics,
     assert_weights_add_up,
-    dense_params,
-    rope_cache_bytes_by_hand,
+    assert_weights_from_the_split_alone,
 )
-from tests.unit.catalog.test_catalog_data_part4 import (
-    load_entry as _load,
-)
-from tests.unit.catalog.test_catalog_data_part4 import (
-    split_bytes as _bytes,
-)
-
-DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
-GIB = 2**30
+from tests.unit.catalog._catalog_checks import load_entry as _load
+from tests.unit.catalog._catalog_checks import split_bytes as _bytes
+from tests.unit.catalog.test_catalog_data_part3 import _glm4_moe_params
+from tests.unit.catalog.test_catalog_data_part4 import dense_params, rope_cache_bytes_by_hand
 
 NM_PER_TENSOR = ("neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8", "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8")
 AMD_QUARK = ("amd/Llama-3.1-405B-Instruct-FP8-KV", "amd/Llama-3.3-70B-Instruct-FP8-KV")
@@ -63,23 +55,17 @@ NM_70B_GUIDE_GIB = 67.7  # 'neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8 (70B, 67
 NM_8B_GUIDE_GB = 8.5  # 'Meta-Llama-3.1-8B-Instruct-FP8 (Footprint: ~8.5 GB VRAM)', id 69649592182
 
 
-
-
-
-
 # --------------------------------------------------------------------------- keys, sources, bytes
 
 
 @pytest.mark.parametrize("model_id", PART8_IDS)
 def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     entry = _load(model_id)
-    assert entry["id"] == model_id
-    assert set(entry) == REQUIRED_KEYS
+    assert_entry_basics(entry, model_id)
     assert entry["variant"] == "fp8" and entry["base_model"] != model_id
     assert entry["config"].get("quantization_config") is not None
-    assert_every_value_has_its_source(entry)
     assert_weights_add_up(entry)
-    assert entry["weights_bytes_kind"] == "params_x_dtype" and entry["index_total_size"] is None
+    assert_weights_from_the_split_alone(entry)
 
 
 @pytest.mark.parametrize("model_id", PART8_IDS)

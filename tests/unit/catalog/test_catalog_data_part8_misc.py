@@ -12,26 +12,20 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.catalog.test_catalog_data_part3 import _qwen3_text_params, _qwen3_vl_vision_params
-from tests.unit.catalog.test_catalog_data_part4 import (
-    REQUIRED_KEYS,
+from tests.unit.catalog._catalog_checks import (
     SAFETENSORS_ITEMSIZE,
+    assert_base_is_catalogued,
     assert_config_source_marked,
-    assert_every_value_has_its_source,
+    assert_entry_basics,
     assert_weights_add_up,
-    dense_params,
-    rope_cache_bytes_by_hand,
 )
-from tests.unit.catalog.test_catalog_data_part4 import (
-    load_entry as _load,
-)
+from tests.unit.catalog._catalog_checks import load_entry as _load
+from tests.unit.catalog.test_catalog_data_part3 import _qwen3_text_params, _qwen3_vl_vision_params
+from tests.unit.catalog.test_catalog_data_part4 import dense_params, rope_cache_bytes_by_hand
 from tests.unit.catalog.test_catalog_data_part7_qwen import awq_split
-
-DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
 
 IDS: tuple[str, ...] = (
     "Qwen/Qwen3-8B-AWQ",
@@ -73,8 +67,6 @@ SHAPE_KEYS = (
 )
 
 
-
-
 def _hf_bytes(config: dict[str, Any]) -> int:
     """Size of a config.json as Hugging Face writes it (indent 2, trailing newline)."""
     return len((json.dumps(config, indent=2) + "\n").encode())
@@ -86,16 +78,13 @@ def _hf_bytes(config: dict[str, Any]) -> int:
 @pytest.mark.parametrize("model_id", IDS)
 def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     entry = _load(model_id)
-    assert set(entry) == REQUIRED_KEYS
-    assert entry["id"] == model_id
-    assert_every_value_has_its_source(entry)
+    assert_entry_basics(entry, model_id)
     assert_weights_add_up(entry)
     assert set(entry["params_by_dtype"]) <= set(SAFETENSORS_ITEMSIZE)
     quantized = entry["config"].get("quantization_config") is not None
     assert quantized == (entry["variant"] == "awq")
     assert (entry["base_model"] == model_id) == (entry["variant"] == "bf16")
-    if entry["base_model"] != model_id:
-        assert (DATA_DIR / (entry["base_model"].replace("/", "__") + ".json")).is_file()
+    assert_base_is_catalogued(entry)
 
 
 @pytest.mark.parametrize("model_id", IDS)

@@ -15,20 +15,16 @@ import copy
 from typing import Any
 
 import pytest
-from tests.unit.catalog.test_catalog_data_part4 import (
-    REQUIRED_KEYS,
+from tests.unit.catalog._catalog_checks import (
+    GIB,
     SAFETENSORS_ITEMSIZE,
     assert_config_source_marked,
-    assert_every_value_has_its_source,
+    assert_entry_basics,
     assert_weights_add_up,
-    dense_params,
     split_bytes,
 )
-from tests.unit.catalog.test_catalog_data_part4 import (
-    load_entry as _load,
-)
-
-GIB = 2**30
+from tests.unit.catalog._catalog_checks import load_entry as _load
+from tests.unit.catalog.test_catalog_data_part4 import dense_params
 
 IDS: tuple[str, ...] = (
     "google/gemma-2-2b-it",
@@ -127,11 +123,10 @@ def shape_params(cfg: dict[str, Any]) -> int:
 @pytest.mark.parametrize("model_id", IDS)
 def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     entry = _load(model_id)
-    assert set(entry) == REQUIRED_KEYS
-    assert entry["id"] == entry["base_model"] == model_id
+    assert_entry_basics(entry, model_id)
+    assert entry["base_model"] == model_id
     assert entry["variant"] == "bf16"
     assert entry["config"].get("quantization_config") is None
-    assert_every_value_has_its_source(entry)
     assert_weights_add_up(entry)
     assert set(entry["params_by_dtype"]) <= set(SAFETENSORS_ITEMSIZE)
     assert len(entry["params_by_dtype"]) == 1  # one 16-bit dtype for every tensor

@@ -18,19 +18,17 @@ import copy
 from typing import Any
 
 import pytest
-from tests.unit.catalog.test_catalog_data_part1 import ITEMSIZE
-from tests.unit.catalog.test_catalog_data_part4 import (
-    REQUIRED_KEYS,
-    assert_every_value_has_its_source,
-    dense_params,
+from tests.unit.catalog._catalog_checks import (
+    GIB,
+    W8A8_ITEMSIZE,
+    assert_entry_basics,
+    assert_weights_from_the_split_alone,
+    split_bytes,
 )
-from tests.unit.catalog.test_catalog_data_part4 import (
-    load_entry as _load,
-)
+from tests.unit.catalog._catalog_checks import load_entry as _load
+from tests.unit.catalog.test_catalog_data_part4 import dense_params
 from tests.unit.catalog.test_catalog_data_part6_mistral import pixtral_params, projector_params, text_params
 from tests.unit.catalog.test_catalog_data_part7_quant import gptq_split
-
-GIB = 2**30
 
 CODE7 = "codellama/CodeLlama-7b-hf"
 CODE34 = "codellama/CodeLlama-34b-hf"
@@ -78,7 +76,8 @@ PLANNER_WEIGHT_MISSES: dict[tuple[str, int], str] = {}
 
 
 def _bytes(split: dict[str, int]) -> int:
-    return sum(ITEMSIZE[d] * n for d, n in split.items())
+    # the catalog's dtypes and the INT8 of the w8a8 checkpoints (was part 1's wider table: all of these are in it)
+    return split_bytes(split, W8A8_ITEMSIZE)
 
 
 # --------------------------------------------------------------------------- keys, sources, bytes
@@ -87,10 +86,8 @@ def _bytes(split: dict[str, int]) -> int:
 @pytest.mark.parametrize("model_id", IDS)
 def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     entry = _load(model_id)
-    assert entry["id"] == model_id
-    assert set(entry) == REQUIRED_KEYS
-    assert_every_value_has_its_source(entry)
-    assert entry["weights_bytes_kind"] == "params_x_dtype" and entry["index_total_size"] is None
+    assert_entry_basics(entry, model_id)
+    assert_weights_from_the_split_alone(entry)
     assert entry["weights_bytes"] == _bytes(entry["params_by_dtype"])
     quantized = model_id in QUANT_IDS
     assert (entry["base_model"] == model_id) == (not quantized)

@@ -17,22 +17,19 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.catalog.test_catalog_data_part4 import (
-    REQUIRED_KEYS,
-    SAFETENSORS_ITEMSIZE,
-    assert_every_value_has_its_source,
-    dense_params,
+from tests.unit.catalog._catalog_checks import CATALOG_PLAN_ENV as ENV
+from tests.unit.catalog._catalog_checks import (
+    GIB,
+    W8A8_ITEMSIZE,
+    assert_entry_basics,
+    assert_weights_from_the_split_alone,
+    split_bytes,
 )
-from tests.unit.catalog.test_catalog_data_part4 import (
-    load_entry as _load,
-)
-
-DATA_DIR = Path(__file__).resolve().parents[3] / "src" / "vllmkit" / "catalog" / "data"
-GIB = 2**30
+from tests.unit.catalog._catalog_checks import load_entry as _load
+from tests.unit.catalog.test_catalog_data_part4 import dense_params
 
 QWEN_MOE = "Qwen/Qwen1.5-MoE-A2.7B"
 FP8 = "RedHatAI/Qwen2.5-7B-Instruct-fp8-dynamic"
@@ -43,8 +40,6 @@ IDS: tuple[str, ...] = (QWEN_MOE, FP8, W8A8, KIMI_DEV, KIMI_VL)
 VARIANTS = {QWEN_MOE: "bf16", FP8: "fp8", W8A8: "int8", KIMI_DEV: "bf16", KIMI_VL: "bf16"}
 PARENTS = {FP8: "Qwen/Qwen2.5-7B-Instruct", W8A8: "Qwen/Qwen2.5-7B-Instruct", KIMI_DEV: "Qwen/Qwen2.5-72B-Instruct"}
 
-# safetensors element sizes, with the INT8 of the w8a8 checkpoint (the part 4 table has no I8)
-ITEMSIZE = {**SAFETENSORS_ITEMSIZE, "I8": 1}
 
 # independently published figures (see each entry's params_source / weights_source)
 QWEN_MOE_COUNT = 14_315_784_192  # keras-hub preset qwen1.5_moe_2.7b_en 'params'; a public parameter table
@@ -79,27 +74,20 @@ PLANNER_WEIGHT_MISSES: tuple[tuple[str, int, float, float, str], ...] = (
 # --------------------------------------------------------------------------- keys, sources, bytes
 
 
-def _split_bytes(split: dict[str, int]) -> int:
-    return sum(ITEMSIZE[d] * n for d, n in split.items())
-
-
 @pytest.mark.parametrize("model_id", IDS)
 def test_keys_sources_and_weights_arithmetic(model_id: str) -> None:
     entry = _load(model_id)
-    assert set(entry) == REQUIRED_KEYS
-    assert entry["id"] == model_id
+    assert_entry_basics(entry, model_id)
     assert entry["variant"] == VARIANTS[model_id]
-    assert_every_value_has_its_source(entry)
-    assert set(entry["params_by_dtype"]) <= set(ITEMSIZE)
-    assert entry["weights_bytes"] == _split_bytes(entry["params_by_dtype"])
-    assert entry["weights_bytes_kind"] == "params_x_dtype" and entry["index_total_size"] is None
+    # safetensors element sizes, with the INT8 of the w8a8 checkpoint
+    assert entry["weights_bytes"] == split_bytes(entry["params_by_dtype"], W8A8_ITEMSIZE)
+    assert_weights_from_the_split_alone(entry)
     quantized = entry["config"].get("quantization_config") is not None
     assert quantized == (entry["variant"] in ("fp8", "int8"))
     if model_id in PARENTS:
         assert entry["base_model"] in (PARENTS[model_id], model_id)
     else:
         assert entry["base_model"] == model_id
-    assert (DATA_DIR / (model_id.replace("/", "__") + ".json")).is_file()
 
 
 @pytest.mark.parametrize("model_id", IDS)
@@ -353,9 +341,6 @@ def test_the_planner_finds_these_entries_not_aliases(model_id: str) -> None:
     if model_id == FP8:
         upper = find_entry("RedHatAI/Qwen2.5-7B-Instruct-FP8-dynamic")
         assert upper is not None and upper.id == FP8
-
-
-ENV = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
 
 
 def _plan(model: str, tp: int):
