@@ -1,7 +1,7 @@
 """Events + facts -> diagnoses: a stable code, the log line that proves it, the fix, and flags.
 
 Codes are part of the interface (`doctor --log --json`, `serve` on a failed start):
-kv-cache-too-small, no-kv-memory, insufficient-free-memory, cuda-oom, tp-not-divisible,
+kv-cache-too-small, no-kv-memory, mamba-cache-blocks, insufficient-free-memory, cuda-oom, tp-not-divisible,
 max-model-len-exceeds-native, quantization-unsupported-gpu, trust-remote-code,
 unsupported-architecture, port-in-use, chat-template-missing, generation-config-override,
 cuda-graphs-disabled, nccl-error, shm-too-small, rocm-cuda-mismatch, gpu-platform-missing,
@@ -304,6 +304,53 @@ def _no_kv_memory(parsed: ParsedLog, planner: PlannerHook | None = None) -> list
             suggested_flags=flags,
             alternatives=alts,
             details={"weights_bytes": f.weights_bytes, "gpu_total_bytes": f.gpu_total_bytes},
+        )
+    ]
+
+
+def _mamba_blocks(parsed: ParsedLog) -> list[Diagnosis]:
+    """A hybrid (Mamba / linear-attention) model under full CUDA graphs needs one Mamba cache block per decoding
+    sequence: vLLM refuses to capture when --max-num-seqs exceeds the blocks the KV budget left (0.32
+    config/compilation.py, the check guarded by `cudagraph_mode.has_full_cudagraphs()`)."""
+    e = _first(parsed.events, "mamba_blocks")
+    if e is None:
+        return []
+    seqs, blocks = int(e.values["seqs"]), int(e.values["blocks"])
+    f = parsed.facts
+    alts: list[Alternative] = []
+    if blocks > 0 and f.available_kv_bytes and f.gpu_total_bytes and f.gpu_memory_utilization:
+        # the blocks are the KV budget / the block size, so `seqs` blocks need seqs / blocks of the budget: the
+        # missing bytes as a share of the GPU on top of the utilization this run had
+        missing = f.available_kv_bytes * (seqs - blocks) / blocks
+        util = _ceil2(f.gpu_memory_utilization + missing / f.gpu_total_bytes)
+        if util <= 0.98:
+            alts.append(Alternative(
+                flags=["--gpu-memory-utilization", f"{util:.2f}"],
+                effect=f"keeps --max-num-seqs {seqs}: {_gib(int(missing))} more KV memory holds {seqs} Mamba "
+                       "cache blocks (blocks grow with the KV budget)", source="derived"))
+    alts.append(Alternative(flags=["--enforce-eager"],
+                            effect="no full CUDA graphs, so vLLM does not apply the check (slower decode)",
+                            source="derived"))
+    if blocks > 0:
+        fix = (f"Each decoding sequence of this hybrid model needs one Mamba cache block and the KV budget left "
+               f"{blocks}: use --max-num-seqs {blocks} (at most {blocks} requests run at once), or give the cache "
+               "more memory.")
+        flags = ["--max-num-seqs", str(blocks)]
+    else:
+        fix = ("The KV budget left no Mamba cache block at all: give the cache more memory (a higher "
+               "--gpu-memory-utilization, a smaller --max-model-len or more GPUs); see `vllmkit plan`.")
+        flags = []
+    return [
+        Diagnosis(
+            code="mamba-cache-blocks",
+            severity="error",
+            title=f"--max-num-seqs {seqs} exceeds the {blocks} Mamba cache blocks the KV budget left",
+            evidence=e.text,
+            line=e.line,
+            fix=fix,
+            suggested_flags=flags,
+            alternatives=alts,
+            details={"max_num_seqs": seqs, "mamba_cache_blocks": blocks},
         )
     ]
 
@@ -805,6 +852,7 @@ def _ulimit(parsed: ParsedLog) -> list[Diagnosis]:
 _STARTUP_FAILURE_CODES = {
     "kv-cache-too-small",
     "no-kv-memory",
+    "mamba-cache-blocks",
     "insufficient-free-memory",
     "cuda-oom",
     "tp-not-divisible",
@@ -843,6 +891,7 @@ def diagnose_parsed(parsed: ParsedLog, *, planner: PlannerHook | None = None) ->
     for rule in (
         lambda p: _kv_too_small(p, planner),
         lambda p: _no_kv_memory(p, planner),
+        _mamba_blocks,
         _insufficient_free,
         _tp_not_divisible,
         _max_len_native,

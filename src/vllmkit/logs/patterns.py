@@ -184,6 +184,12 @@ PATTERNS: tuple[Pattern, ...] = (
        r"in KV cache \((?P<tokens>\d+)\)",
        "worker/worker.py raise_if_cache_size_invalid: \"The model's max seq len (%d) is larger than the maximum "
        "number of tokens that can be stored in KV cache (%d). ...\"", "V0 0.6-0.10, V1 <=0.7"),
+    _p("mamba_blocks",
+       r"max_num_seqs \((?P<seqs>\d+)\) exceeds available Mamba cache blocks \((?P<blocks>\d+)\)",
+       "config/compilation.py (0.32; the check came with vllm#34094): 'max_num_seqs (%d) exceeds available Mamba "
+       "cache blocks (%d). Each decode sequence requires one Mamba cache block, so CUDA graph capture cannot "
+       "proceed. Please lower max_num_seqs to at most %d or increase gpu_memory_utilization.'",
+       "V1 0.19+ (hybrid Mamba / linear-attention models under full CUDA graphs)"),
     _p("no_kv_memory", r"No available memory for the cache blocks",
        "worker/worker.py / v1/core/kv_cache_utils.py: 'No available memory for the cache blocks. ...'", "0.6+"),
     _p("insufficient_free",
@@ -326,6 +332,7 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "listen": ("Starting vLLM", "Uvicorn running"),
     "kv_too_small": ("To serve at least one request",),
     "kv_too_small_v0": ("max seq len",),
+    "mamba_blocks": ("Mamba cache blocks",),
     "no_kv_memory": ("No available memory for the cache blocks",),
     "insufficient_free": ("Free memory on device", "Available memory on node"),
     "oom": ("out of memory", "OutOfMemoryError"),

@@ -48,6 +48,7 @@ EXPECTED_CODES = {
     "diag_nccl_error.log": ["nccl-error"],
     "diag_rocm_cuda_mismatch.log": ["rocm-cuda-mismatch"],
     "diag_gpu_platform_missing.log": ["gpu-platform-missing"],
+    "diag_mamba_cache_blocks.log": ["mamba-cache-blocks"],
 }
 
 
@@ -185,6 +186,28 @@ def test_tp_not_divisible_lists_valid_sizes() -> None:
     # all 3 GPUs: 3 is only divisible by 1 among the valid sizes -> TP 1 x PP 3
     assert d.alternatives[0].flags == ["--tensor-parallel-size", "1", "--pipeline-parallel-size", "3"]
 
+
+def test_mamba_cache_blocks_names_the_blocks_and_the_utilization_that_holds_max_num_seqs() -> None:
+    d, _ = _only("diag_mamba_cache_blocks.log", "mamba-cache-blocks")
+    # the block count vLLM printed is the largest --max-num-seqs it accepts
+    assert d.suggested_flags == ["--max-num-seqs", "134"]
+    assert d.details == {"max_num_seqs": 256, "mamba_cache_blocks": 134}
+    # 256 blocks need 256/134 of the 0.42 GiB budget: 0.42 x 122 / 134 = 0.382 GiB more, 0.382 / 44.42 = 0.0086
+    # of the GPU on top of 0.90 -> 0.9086, rounded up to 0.91
+    util = next(a for a in d.alternatives if a.flags[0] == "--gpu-memory-utilization")
+    assert util.flags == ["--gpu-memory-utilization", "0.91"] and util.source == "derived"
+    # the check only runs under full CUDA graphs (config/compilation.py `has_full_cudagraphs()`)
+    assert any(a.flags == ["--enforce-eager"] for a in d.alternatives)
+
+
+def test_mamba_cache_blocks_without_the_budget_lines_still_gives_the_exact_flag() -> None:
+    line = ("ValueError: max_num_seqs (512) exceeds available Mamba cache blocks (300). Each decode sequence requires "
+            "one Mamba cache block, so CUDA graph capture cannot proceed. Please lower max_num_seqs to at most 300 or "
+            "increase gpu_memory_utilization.")  # the 0.32 wording
+    report = diagnose_log(line + "\n")
+    (d,) = [x for x in report.diagnoses if x.code == "mamba-cache-blocks"]
+    assert d.suggested_flags == ["--max-num-seqs", "300"]
+    assert [a.flags for a in d.alternatives] == [["--enforce-eager"]]  # no budget in the log: no utilization
 
 def test_max_len_exceeds_native() -> None:
     d, _ = _only("diag_max_len_exceeds_native.log", "max-model-len-exceeds-native")
