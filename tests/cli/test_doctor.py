@@ -118,6 +118,16 @@ def test_model_with_log_is_usage_error(env: dict[str, str]) -> None:
     assert result.exit_code == 2 and "cannot be combined" in result.stderr
 
 
+
+def test_log_passed_as_the_model_points_at_log(env: dict[str, str], tmp_path: Path) -> None:
+    """`doctor server.log` (the log where the model goes): the model-source error names --log."""
+    log = tmp_path / "server.log"
+    log.write_text(load("diag_mamba_cache_blocks.log"), encoding="utf-8")
+    result = run([str(log), "--json"], env)
+    assert result.exit_code == 4 and "Traceback" not in result.output
+    err = envelope(result)["errors"][0]
+    assert "is a file, not a model folder" in err["message"] and f"vllmkit doctor --log {log}" in err["hint"]
+
 # --- environment -------------------------------------------------------------------------------
 
 

@@ -64,6 +64,12 @@ def resolve_folder(path: Path) -> Path:
                 "pass the folder of the original (unquantized) model, or a folder holding config.json "
                 "next to the .gguf file",
             )
+        if path.suffix.lower() in (".log", ".txt", ".out"):
+            raise ModelSourceError(
+                f"{path} is a file, not a model folder",
+                f"a vLLM log? diagnose it with `vllmkit doctor --log {path}` (or compare it with a plan: "
+                "`vllmkit check-log`); a model is a folder holding config.json",
+            )
         raise ModelSourceError(
             f"{path} is a file, not a model folder", "pass the folder that holds config.json and the weights"
         )
