@@ -209,6 +209,14 @@ class Efficiency:
     # shapes (MAMF, best shape: A100 SXM 86.9 % vs H100 SXM 80.3 %; at LLM shapes an H200 reached 67 %,
     # benchmarks/data/gpu-probe-h200.json); fitted, bounded below by the MAMF ratio
     ampere_compute: float = 1.0
+    # The rate at which a W8A8-FP8 fused-MoE layer streams its routed experts' weights, as a fraction of
+    # the dense GEMMs' weight stream (`bandwidth`); fitted on public runs (benchmarks/perf_accuracy.py).
+    # Every FP8 MoE checkpoint in the public runs decodes slower than its expert bytes at `bandwidth`
+    # allow (DeepSeek-R1 on H200 and MI300X, GLM-4.6-FP8 on H100 and RTX PRO 6000, MiniMax-M2 on H20,
+    # Qwen3-235B-FP8 on H100; five publishers), while BF16 and weight-only MoE do not: vLLM's FP8 fused-MoE
+    # kernels also load the block or channel scales and quantise each expert's activations per token
+    # group, work the dense FP8 path batches once per layer. See `expert_stream`.
+    fp8_moe_stream: float = 1.0
     # --enforce-eager: the host's cost of dispatching one decoder layer's kernels (with_eager; 0: CUDA
     # graphs replay the step without it)
     eager_dispatch_s: float = 0.0
@@ -263,6 +271,14 @@ PRECISION_COMPUTE_FACTOR = {"fp8": 0.902}
 # GEMM kernels per decoder layer: qkv, o, gate_up, down (vLLM fuses q/k/v and gate/up; a fused MoE
 # layer runs its two grouped GEMMs plus the router and, where present, the shared expert)
 GEMMS_PER_LAYER = 4
+
+
+def expert_stream(model: ModelPerf, eff: Efficiency) -> float:
+    """Fraction of the weight-stream rate at which this model's routed experts are read: `fp8_moe_stream`
+    for an MoE whose experts run as W8A8 FP8 (not weight-only kernels), else 1."""
+    if model.is_moe and model.weight_kernel == "dense" and model.compute_precision == "fp8":
+        return min(max(eff.fp8_moe_stream, 0.05), 1.0)
+    return 1.0
 
 
 def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
@@ -402,7 +418,8 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
     context_sum, prefill_tokens, prefill_pairs = context_sum / k, prefill_tokens / k, prefill_pairs / k
     decode_mb = decode / k
     # linear layers (GEMMs): weights streamed once per step, 2 FLOPs per parameter per token
-    gemm_mem = model.weight_bytes_read(tokens) / bw
+    gemm_mem = (model.dense_bytes + model.expert_bytes * model.touched_expert_fraction(tokens)
+                / expert_stream(model, eff)) / bw
     gemm_flops = model.flops(tokens, 0.0)
     if model.is_moe and model.active_params > 0:
         # the routed-expert share of the FLOPs runs as grouped GEMMs at a lower rate
@@ -428,7 +445,8 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     step): returns (seconds, compute_bound). Same arithmetic as step_cost."""
     bw = gpu.bandwidth_bytes_s * eff.bandwidth
     peak = gpu.peak_flops(model.compute_precision) * eff.compute
-    dense_b, expert_b = float(model.dense_bytes), float(model.expert_bytes)
+    # routed experts at their own stream rate (expert_stream): as that many more bytes at `bw`
+    dense_b, expert_b = float(model.dense_bytes), float(model.expert_bytes) / expert_stream(model, eff)
     miss = 1.0 - model.experts_per_token / model.num_experts if model.is_moe else 1.0
     flop_tok = 2.0 * model.active_params / (model.tp * model.pp)
     if model.is_moe and model.active_params > 0:

@@ -19,6 +19,7 @@ from vllmkit.estimate.perf import (
     ModelPerf,
     decode_floor_seconds,
     efficiency_for,
+    expert_stream,
     make_step_fn,
     naive_roofline_tpot,
     pipeline_microbatches,
@@ -118,6 +119,38 @@ def test_moe_reads_only_the_experts_a_batch_touches() -> None:
     assert m.weight_bytes_read(1) == pytest.approx(2e9 + 0.25 * 88e9)
     assert m.weight_bytes_read(10_000) == pytest.approx(90e9)
 
+
+
+# an FP8 MoE rank (DeepSeek-like at TP8: 3.2 GB of dense weights, 81.7 GB of routed experts, E=256, k=8)
+FP8_MOE = ModelPerf(tp=8, pp=1, layers=61, hidden_size=7168, dense_bytes=3_200_000_000,
+                    expert_bytes=81_700_000_000, num_experts=256, experts_per_token=8, active_params=37e9,
+                    compute_precision="fp8", gemm_kernels=1)
+
+
+def test_fp8_moe_experts_stream_at_their_own_rate() -> None:
+    # one token touches 8 of 256 experts: 81.7e9 x 8/256 = 2.553e9 B of experts; at stream 0.5 they take as
+    # long as 5.106e9 B: (3.2e9 + 5.106e9) / (3.35e12 x 0.8) = 3.0993 ms of weights; at stream 1
+    # (3.2e9 + 2.553e9) / 2.68e12 = 2.1467 ms
+    slow = Efficiency(bandwidth=0.8, compute=0.5, step_overhead_s=0.0, per_seq_overhead_s=0.0,
+                      allreduce_latency_s=0.0, fp8_moe_stream=0.5, gemm_kernel_s=0.0, quant_kernel_s=0.0)
+    full = Efficiency(bandwidth=0.8, compute=0.5, step_overhead_s=0.0, per_seq_overhead_s=0.0,
+                      allreduce_latency_s=0.0, gemm_kernel_s=0.0, quant_kernel_s=0.0)
+    assert step_cost(FP8_MOE, H100, slow, decode=1, context_sum=0).memory_s == pytest.approx(3.0993e-3, rel=1e-3)
+    assert step_cost(FP8_MOE, H100, full, decode=1, context_sum=0).memory_s == pytest.approx(2.1467e-3, rel=1e-3)
+    # the fast step function agrees (it scales the expert bytes once, at construction)
+    fn = make_step_fn(FP8_MOE, H100, slow)
+    for d, ctx, p in ((1, 0.0, 0), (16, 8000.0, 0), (4, 3000.0, 2048)):
+        want = step_cost(FP8_MOE, H100, slow, decode=d, context_sum=ctx, prefill_tokens=p, prefill_pairs=0.0)
+        assert fn(d, ctx, p, 0.0)[0] == pytest.approx(want.seconds, rel=1e-9)
+
+
+def test_expert_stream_applies_to_w8a8_fp8_moe_only() -> None:
+    eff = Efficiency(fp8_moe_stream=0.4)
+    assert expert_stream(FP8_MOE, eff) == 0.4
+    # BF16 experts, weight-only (Marlin W4A16) experts and a dense FP8 model keep the dense weight stream
+    assert expert_stream(ModelPerf(**{**FP8_MOE.__dict__, "compute_precision": "bf16"}), eff) == 1.0
+    assert expert_stream(ModelPerf(**{**FP8_MOE.__dict__, "weight_kernel": "w4a16"}), eff) == 1.0
+    assert expert_stream(ModelPerf(**{**DENSE.__dict__, "compute_precision": "fp8"}), eff) == 1.0
 
 def test_kv_reads_by_layer_kind() -> None:
     # 2 sequences, contexts summing to 10,000 tokens
