@@ -27,6 +27,7 @@ from vllmkit.estimate.perf import (
     ModelPerf,
     decode_floor_seconds,
     efficiency_for,
+    expert_stream,
     max_graph_tokens,
     with_eager,
     with_graph_limit,
@@ -347,7 +348,9 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
             (f"the first {wl.shared_prefix:,} prompt tokens are shared: computed once, then prefix-cache hits "
              "(full 16-token blocks)" if wl.shared_prefix else "no prefix-cache hits")
             + ", no speculative decoding; MoE routing assumed uniform",
-        ] + ([f"pipeline parallel {model.pp}: up to {model.pp} micro-batches in flight (vLLM's batch queue), each "
+        ] + ([f"FP8 MoE: the routed experts' weights stream at {expert_stream(model, eff):.0%} of the dense weight "
+              "rate (vLLM's FP8 fused-MoE kernels; fitted on public runs)"] if expert_stream(model, eff) < 1.0 else [])
+        + ([f"pipeline parallel {model.pp}: up to {model.pp} micro-batches in flight (vLLM's batch queue), each "
               "stage working on one while a token passes every stage"] if model.pp > 1 else [])
         + ([f"--enforce-eager: {eff.eager_dispatch_s * 1e3:.2f} ms of host kernel dispatch per decoder layer, "
               "overlapping the GPU's work (sqrt(gpu^2 + dispatch^2) a layer)"] if eff.eager_dispatch_s > 0 else [])

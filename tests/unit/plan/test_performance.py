@@ -161,6 +161,17 @@ def test_eager_dispatch_is_stated_among_the_assumptions() -> None:
     assert not any("enforce-eager" in a for a in graphs.assumptions)
 
 
+def test_an_fp8_moe_states_its_expert_stream() -> None:
+    """Qwen3-30B-A3B-FP8 (block-FP8 experts) on one H100: the plan names the FP8 fused-MoE expert rate it
+    used (the arithmetic: tests/unit/estimate/test_perf.py); the BF16 checkpoint states nothing of it."""
+    wl = Workload(512, 128, concurrency=1)
+    fp8_req = REQ.model_copy(update={"model": "Qwen/Qwen3-30B-A3B-FP8"})
+    fp8 = build_plan(fp8_req, ENV, perf=PerfOptions(workload=wl)).performance
+    line = next(a for a in fp8.assumptions if a.startswith("FP8 MoE"))
+    assert f"{FITTED_EFFICIENCY.fp8_moe_stream:.0%} of the dense weight rate" in line
+    bf16 = build_plan(REQ.model_copy(update={"model": "Qwen/Qwen3-30B-A3B"}), ENV, perf=PerfOptions(workload=wl))
+    assert not any(a.startswith("FP8 MoE") for a in bf16.performance.assumptions)
+
 def test_pipeline_micro_batches_are_stated_and_speed_up_a_compute_bound_load() -> None:
     """Two pipeline stages on two H100s: vLLM keeps two batches in flight, so a prompt-heavy closed loop
     (compute bound) gets through more requests a second than the same GPUs would if one batch went
