@@ -18,7 +18,7 @@ from vllmkit.hardware.profiles import GpuProfile, load_profiles, normalize_gpu_n
 MIB = 2**20
 GIB = 2**30
 
-NEW = ["rtx-3060", "rtx-3090-ti", "rtx-4060-ti", "rtx-4070", "rtx-4070-super", "rtx-2080-ti"]
+NEW = ["rtx-3060", "rtx-3090-ti", "rtx-4060", "rtx-4060-ti", "rtx-4070", "rtx-4070-super", "rtx-2080-ti"]
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +45,7 @@ LOG_LINES = [
      "_CudaDeviceProperties(name='NVIDIA GeForce RTX 3090 Ti', major=8, minor=6, total_memory=24114MB",
      "NVIDIA GeForce RTX 3090 Ti"),
     ("rtx-4060-ti", "machine/GPU: NVIDIA GeForce RTX 4060 Ti, 15.57 GiB total VRAM", "NVIDIA GeForce RTX 4060 Ti"),
+    ("rtx-4060", "CUDA:0 (NVIDIA GeForce RTX 4060, 7807MiB)", "NVIDIA GeForce RTX 4060"),
     ("rtx-4070", "CUDA:0 (NVIDIA GeForce RTX 4070, 12002MiB)", "NVIDIA GeForce RTX 4070"),
     ("rtx-2080-ti", "CUDA:0 (NVIDIA GeForce RTX 2080 Ti, 10825MiB)", "NVIDIA GeForce RTX 2080 Ti"),
 ]
@@ -87,6 +88,7 @@ def test_derived_totals(p: dict[str, GpuProfile]) -> None:
 @pytest.mark.parametrize(("name", "bus_bits", "gbps_per_pin"), [
     ("rtx-3060", 192, 15.0),  # GDDR6
     ("rtx-3090-ti", 384, 21.0),  # GDDR6X
+    ("rtx-4060", 128, 17.0),  # GDDR6
     ("rtx-4060-ti", 128, 18.0),  # GDDR6
     ("rtx-4070", 192, 21.0),  # GDDR6X
     ("rtx-4070-super", 192, 21.0),  # GDDR6X
@@ -100,6 +102,7 @@ def test_bandwidth_is_bus_width_times_data_rate(p: dict[str, GpuProfile], name: 
 @pytest.mark.parametrize(("name", "cc", "family"), [
     ("rtx-3060", "8.6", "ampere"),
     ("rtx-3090-ti", "8.6", "ampere"),
+    ("rtx-4060", "8.9", "ada"),
     ("rtx-4060-ti", "8.9", "ada"),
     ("rtx-4070", "8.9", "ada"),
     ("rtx-4070-super", "8.9", "ada"),
@@ -129,7 +132,7 @@ def test_turing_follows_the_t4(p: dict[str, GpuProfile]) -> None:
 def test_tensor_rates(p: dict[str, GpuProfile]) -> None:
     # Ada refreshes: the whitepaper's RTX 4080 (97.5 FP16 dense, FP32 accumulate) scaled by SMs x boost MHz,
     # which equals NVIDIA's AI TOPS (FP8 sparse) / 8
-    for name, sms, mhz, ai_tops in (("rtx-4060-ti", 34, 2535, 353), ("rtx-4070", 46, 2475, 466), ("rtx-4070-super", 56, 2475, 568)):
+    for name, sms, mhz, ai_tops in (("rtx-4060", 24, 2460, 242), ("rtx-4060-ti", 34, 2535, 353), ("rtx-4070", 46, 2475, 466), ("rtx-4070-super", 56, 2475, 568)):
         scaled = 97.5 * sms * mhz / (76 * 2505)
         profile = p[name]
         assert profile.tflops_bf16 == pytest.approx(scaled, abs=0.1) == pytest.approx(ai_tops / 8, abs=0.1)

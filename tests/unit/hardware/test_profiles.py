@@ -112,7 +112,8 @@ def test_profile_values_are_sane(profile: GpuProfile) -> None:
         assert profile.memory_bytes is None  # filled in from the host at run time
         return
     assert profile.memory_bytes is not None
-    assert 8 * GIB <= profile.memory_bytes <= 300 * GIB
+    # 8 GB desktop cards (RTX 4060) show torch ~7.6 GiB; the largest, B300 / MI355X, under 300 GiB
+    assert 7 * GIB <= profile.memory_bytes <= 300 * GIB
     # The source must say how the bytes were obtained (a MiB reading or a GiB figure).
     assert "MiB" in profile.memory_source or "GiB" in profile.memory_source
     assert profile.memory_bandwidth_gbps is not None and 100 <= profile.memory_bandwidth_gbps <= 10_000
