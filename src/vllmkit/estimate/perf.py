@@ -213,9 +213,10 @@ class Efficiency:
     # the dense GEMMs' weight stream (`bandwidth`); fitted on public runs (benchmarks/perf_accuracy.py).
     # Every FP8 MoE checkpoint in the public runs decodes slower than its expert bytes at `bandwidth`
     # allow (DeepSeek-R1 on H200 and MI300X, GLM-4.6-FP8 on H100 and RTX PRO 6000, MiniMax-M2 on H20,
-    # Qwen3-235B-FP8 on H100; five publishers), while BF16 and weight-only MoE do not: vLLM's FP8 fused-MoE
-    # kernels also load the block or channel scales and quantise each expert's activations per token
-    # group, work the dense FP8 path batches once per layer. See `expert_stream`.
+    # Qwen3-235B-FP8 on H100; five publishers), while BF16 and weight-only MoE do not. The FP8 MoE path runs
+    # other kernels than the dense FP8 GEMMs (grouped GEMMs with per-block or per-channel scales, Triton /
+    # DeepGEMM / CUTLASS by version and GPU); which of their costs it is was not measured (no GPU), so the
+    # rate is fitted, not derived. See `expert_stream`.
     fp8_moe_stream: float = 1.0
     # --enforce-eager: the host's cost of dispatching one decoder layer's kernels (with_eager; 0: CUDA
     # graphs replay the step without it)
