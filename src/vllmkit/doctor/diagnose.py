@@ -338,7 +338,7 @@ def _mamba_blocks(parsed: ParsedLog) -> list[Diagnosis]:
         flags = ["--max-num-seqs", str(blocks)]
     else:
         fix = ("The KV budget left no Mamba cache block at all: give the cache more memory (a higher "
-               "--gpu-memory-utilization, a smaller --max-model-len or more GPUs); see `vllmkit plan`.")
+               "--gpu-memory-utilization or more GPUs: the block count follows the KV memory, not the context); see `vllmkit plan`.")
         flags = []
     return [
         Diagnosis(
