@@ -68,6 +68,22 @@ class SimResult:
     _cum_t: list[float] = field(default_factory=list, repr=False)
     _cum_out: list[int] = field(default_factory=list, repr=False)
     finish_times: list[float] = field(default_factory=list, repr=False)
+    # per request, by index: when it was sent, its TTFT and TPOT (nan where it has none)
+    arrival_by_request: list[float] = field(default_factory=list, repr=False)
+    ttft_by_request: list[float] = field(default_factory=list, repr=False)
+    tpot_by_request: list[float] = field(default_factory=list, repr=False)
+
+    def latencies_of_arrivals(self, t0: float, t1: float) -> tuple[list[float], list[float]]:
+        """(TTFTs, TPOTs) of the requests sent in [t0, t1]: a steady-state window leaves out the requests
+        that met a filling engine at the start and a draining one at the end."""
+        ttft, tpot = [], []
+        for at, f, p in zip(self.arrival_by_request, self.ttft_by_request, self.tpot_by_request, strict=True):
+            if t0 <= at <= t1:
+                if f == f:
+                    ttft.append(f)
+                if p == p:
+                    tpot.append(p)
+        return ttft, tpot
 
     def output_tokens_between(self, t0: float, t1: float) -> float:
         def at(t: float) -> float:
@@ -222,6 +238,7 @@ def simulate(
     gaps_n = 0
     done_e2e: list[float] = []
     done_tpot: list[float] = []
+    tpot_by_request = [math.nan] * n
 
     def ctx_of(i: int) -> int:
         return decode_start_ctx[i] + (dstep - decode_start_step[i])
@@ -268,6 +285,7 @@ def simulate(
         if output_lens[i] > 1:
             span = t - first_token_t[i]
             done_tpot.append(span / (output_lens[i] - 1))
+            tpot_by_request[i] = done_tpot[-1]
             gaps_sum += span
             gaps_n += output_lens[i] - 1
         if concurrency and next_to_send < n:
@@ -455,6 +473,9 @@ def simulate(
         _cum_t=cum_t,
         _cum_out=cum_out,
         finish_times=sorted(ft for ft in finish_t if ft >= 0),
+        arrival_by_request=[arrival_t[i] if i < next_to_send else math.nan for i in range(n)],
+        ttft_by_request=[first_token_t[i] - arrival_t[i] if first_token_t[i] >= 0 else math.nan for i in range(n)],
+        tpot_by_request=tpot_by_request,
     )
 
 

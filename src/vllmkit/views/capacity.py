@@ -32,7 +32,7 @@ def render(console: Console, res: CapacityResult) -> None:
                                                           "GPUs") else "left")
     for c in res.candidates:
         table.add_row("*" if c.chosen else "", c.precision, c.model_id, str(c.tensor_parallel_size),
-                      str(c.pipeline_parallel_size), str(c.max_num_seqs), f"{c.goodput_rps:.2f}",
+                      str(c.pipeline_parallel_size), str(c.max_num_seqs), f"{c.goodput_rps:.2f}" if c.searched else "-",
                       str(c.replicas or "-"), str(c.gpus_total or "-"), c.note)
     console.print(table)
     console.print(f"source: {res.source}", markup=False)
