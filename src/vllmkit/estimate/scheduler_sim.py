@@ -72,18 +72,22 @@ class SimResult:
     arrival_by_request: list[float] = field(default_factory=list, repr=False)
     ttft_by_request: list[float] = field(default_factory=list, repr=False)
     tpot_by_request: list[float] = field(default_factory=list, repr=False)
+    e2e_by_request: list[float] = field(default_factory=list, repr=False)
 
-    def latencies_of_arrivals(self, t0: float, t1: float) -> tuple[list[float], list[float]]:
-        """(TTFTs, TPOTs) of the requests sent in [t0, t1]: a steady-state window leaves out the requests
-        that met a filling engine at the start and a draining one at the end."""
-        ttft, tpot = [], []
-        for at, f, p in zip(self.arrival_by_request, self.ttft_by_request, self.tpot_by_request, strict=True):
+    def latencies_of_arrivals(self, t0: float, t1: float) -> tuple[list[float], list[float], list[float]]:
+        """(TTFTs, TPOTs, e2e latencies) of the requests sent in [t0, t1]: a steady-state window leaves out
+        the requests that met a filling engine at the start and a draining one at the end."""
+        ttft, tpot, e2e = [], [], []
+        for at, f, p, e in zip(self.arrival_by_request, self.ttft_by_request, self.tpot_by_request,
+                               self.e2e_by_request, strict=True):
             if t0 <= at <= t1:
                 if f == f:
                     ttft.append(f)
                 if p == p:
                     tpot.append(p)
-        return ttft, tpot
+                if e == e:
+                    e2e.append(e)
+        return ttft, tpot, e2e
 
     def output_tokens_between(self, t0: float, t1: float) -> float:
         def at(t: float) -> float:
@@ -476,6 +480,7 @@ def simulate(
         arrival_by_request=[arrival_t[i] if i < next_to_send else math.nan for i in range(n)],
         ttft_by_request=[first_token_t[i] - arrival_t[i] if first_token_t[i] >= 0 else math.nan for i in range(n)],
         tpot_by_request=tpot_by_request,
+        e2e_by_request=[finish_t[i] - arrival_t[i] if finish_t[i] >= 0 else math.nan for i in range(n)],
     )
 
 

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from vllmkit.errors import DoesNotFitError, UsageError
 from vllmkit.estimate.perf import decode_floor_seconds
-from vllmkit.estimate.serving import Stat, Workload
+from vllmkit.estimate.serving import Workload
 from vllmkit.plan.models import PlanRequest
 from vllmkit.plan.performance import CandidatePerf, PerfOptions, request_tokens
 
@@ -142,6 +141,8 @@ def _meets(pred: Any, ttft_ms: float | None, tpot_ms: float | None) -> bool:
 # a rate above the replica's capacity show as a TTFT far above any sensible SLO
 _ARRIVAL_SPAN_S = 20.0
 _STABILITY_TTFT_MS = 30_000.0
+# requests whose latencies a goodput's p99 is taken over, at least (a p99 of fewer is nearly their maximum)
+_WINDOW_MIN_REQUESTS = 200
 
 
 def _requests_for(rate: float) -> int:
@@ -153,20 +154,10 @@ def _rate_workload(req: CapacityRequest, rate: float, n: int | None = None) -> W
                     shared_prefix=req.shared_prefix_len)
 
 
-# Sustained traffic, not a short run: a replica at R req/s holds R x (request lifetime) requests, and
-# reaches that batch only about one lifetime after the traffic starts. A run whose arrivals span less than
-# a few lifetimes measures the filling engine (DeepSeek-R1 on 8 x MI300X, 2048 / 512 tokens at 5 req/s:
-# requests live ~60 s; 20 s of arrivals reported p99 TPOT 68 ms where the sustained p99 is 122 ms). The
-# latencies are taken over the requests sent after `_WARM_LIFETIMES` lifetimes and before the last
-# `_DRAIN_LIFETIMES` (whose end sees the engine empty out), in a window of at least
-# `_WINDOW_LIFETIMES` lifetimes and `_WINDOW_MIN_REQUESTS` requests (a p99 of fewer is its maximum).
-_WARM_LIFETIMES = 2.0
-_DRAIN_LIFETIMES = 1.0
-_WINDOW_LIFETIMES = 2.0
-_WINDOW_MIN_REQUESTS = 200
-_MAX_REQUESTS = 5000
-# A run whose p99s are under this share of the SLOs is not lengthened: the filling engine flattered the
-# p99 TPOT by 1.8x at most in the runs above (68 -> 122 ms), and a sustained run only matters near the SLO
+# A run whose p99s are under this share of the SLOs is not lengthened to the steady state
+# (CandidatePerf.predict_sustained): the filling engine flattered the p99 TPOT by 1.8x at most in the runs
+# checked (DeepSeek-R1 on 8 x MI300X, 2048 / 512 tokens at 5 req/s: 68 -> 122 ms), and a sustained run
+# only matters near the SLO
 _FAR_INSIDE = 0.5
 
 
@@ -175,26 +166,15 @@ def _scaled(slo: float | None, share: float) -> float | None:
 
 
 def sustained_predict(cp: CandidatePerf, req: CapacityRequest, rate: float, max_num_seqs: int) -> Any:
-    """The prediction at a Poisson `rate` with its TTFT / TPOT taken in the steady state (see above). A
-    run too short for that is lengthened unless it already misses the SLOs (more traffic only adds load)
-    or is far inside them."""
-    n = _requests_for(rate)
-    for attempt in range(4):
-        pred = cp.predict(_rate_workload(req, rate, n), max_num_seqs=max_num_seqs)
-        life = max(pred.e2e_s.mean, 1e-3) if pred.e2e_s.mean == pred.e2e_s.mean else math.inf
-        window = max(_WINDOW_LIFETIMES * life, _WINDOW_MIN_REQUESTS / rate)
-        need = math.ceil(rate * ((_WARM_LIFETIMES + _DRAIN_LIFETIMES) * life + window))
-        if need <= n:
-            t0 = _WARM_LIFETIMES * life
-            ttft, tpot = pred.sim.latencies_of_arrivals(t0, (n - 1) / rate - _DRAIN_LIFETIMES * life)
-            if len(ttft) < _WINDOW_MIN_REQUESTS // 2:
-                return pred
-            return replace(pred, ttft_ms=Stat.of(ttft, 1000.0), tpot_ms=Stat.of(tpot, 1000.0) if tpot else pred.tpot_ms)
-        if (attempt == 3 or n >= _MAX_REQUESTS or not _meets(pred, req.ttft_p99_ms, req.tpot_p99_ms)
-                or _meets(pred, _scaled(req.ttft_p99_ms, _FAR_INSIDE), _scaled(req.tpot_p99_ms, _FAR_INSIDE))):
-            return pred
-        n = min(max(need, int(n * 1.5)), _MAX_REQUESTS)
-    return pred
+    """The prediction at a Poisson `rate` with its TTFT / TPOT taken in the steady state. A run too short
+    for that is lengthened unless it already misses the SLOs (more traffic only adds load) or is far
+    inside them."""
+    def settled(pred: Any) -> bool:
+        return (not _meets(pred, req.ttft_p99_ms, req.tpot_p99_ms)
+                or _meets(pred, _scaled(req.ttft_p99_ms, _FAR_INSIDE), _scaled(req.tpot_p99_ms, _FAR_INSIDE)))
+
+    return cp.predict_sustained(_rate_workload(req, rate), max_num_seqs=max_num_seqs, settled=settled,
+                                min_window_requests=_WINDOW_MIN_REQUESTS)
 
 
 def saturation_rps(cp: CandidatePerf, req: CapacityRequest, max_num_seqs: int) -> float:

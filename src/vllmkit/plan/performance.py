@@ -33,7 +33,7 @@ from vllmkit.estimate.perf import (
     with_graph_limit,
 )
 from vllmkit.estimate.scheduler_sim import SchedulerLimits
-from vllmkit.estimate.serving import ServingPrediction, Workload, predict
+from vllmkit.estimate.serving import ServingPrediction, Stat, Workload, default_num_requests, predict
 from vllmkit.estimate.weights import attention_params, rope_cache_bytes
 
 # Efficiencies fitted on the public vLLM runs in benchmarks/data (benchmarks/perf_accuracy.py --fit-all,
@@ -382,6 +382,20 @@ def measured_info(rec: Any, wl: Workload, model: ModelPerf, gpu: GpuPerf) -> Per
     )
 
 
+# Sustained traffic, not a short run: a replica at R req/s holds R x (request lifetime) requests once
+# full, and fills only about one lifetime after the traffic starts. A run whose arrivals span less than a
+# few lifetimes measures the filling engine: DeepSeek-R1 on 8 x MI300X, 2048 / 512 tokens at 5 req/s,
+# requests live ~60 s; 20 s of arrivals gave p99 TPOT 68 ms where the sustained p99 is 122 ms. So the
+# latencies of sustained traffic are taken over the requests sent after SUSTAINED_WARM_LIFETIMES lifetimes
+# (the mean e2e latency) and before the last SUSTAINED_DRAIN_LIFETIMES (whose end sees the engine empty
+# out), in a window of at least SUSTAINED_WINDOW_LIFETIMES lifetimes and SUSTAINED_MIN_WINDOW requests.
+SUSTAINED_WARM_LIFETIMES = 2.0
+SUSTAINED_DRAIN_LIFETIMES = 1.0
+SUSTAINED_WINDOW_LIFETIMES = 2.0
+SUSTAINED_MIN_WINDOW = 100
+SUSTAINED_MAX_REQUESTS = 5000
+
+
 @dataclass
 class CandidatePerf:
     """Everything needed to predict one candidate under any workload."""
@@ -393,6 +407,36 @@ class CandidatePerf:
     precision: str
     gpus: int
     graph_top: int = 0  # the largest graph capture size before the 2 x max_num_seqs cap (0: none)
+
+    def predict_sustained(self, wl: Workload, *, max_num_seqs: int | None = None,
+                          settled: Callable[[ServingPrediction], bool] | None = None,
+                          min_window_requests: int = SUSTAINED_MIN_WINDOW) -> ServingPrediction:
+        """`predict` for Poisson traffic that goes on: TTFT, TPOT and e2e latency of the requests in a
+        steady-state window (see SUSTAINED_*), the run lengthened as far as that needs (up to
+        SUSTAINED_MAX_REQUESTS) unless `settled(prediction)` says a longer run cannot change what the
+        caller decides. A closed loop or a burst is predicted as it is."""
+        rate = wl.request_rate
+        if not rate or math.isinf(rate) or wl.concurrency:
+            return self.predict(wl, max_num_seqs=max_num_seqs)
+        n = default_num_requests(wl)
+        pred = self.predict(replace(wl, num_requests=n), max_num_seqs=max_num_seqs)
+        for attempt in range(4):
+            e2e = pred.e2e_s.mean
+            life = max(e2e, 1e-3) if e2e == e2e else math.inf
+            window = max(SUSTAINED_WINDOW_LIFETIMES * life, min_window_requests / rate)
+            need = rate * ((SUSTAINED_WARM_LIFETIMES + SUSTAINED_DRAIN_LIFETIMES) * life + window)
+            if need <= n:
+                t0 = SUSTAINED_WARM_LIFETIMES * life
+                ttft, tpot, lat = pred.sim.latencies_of_arrivals(t0, (n - 1) / rate - SUSTAINED_DRAIN_LIFETIMES * life)
+                if len(ttft) < min_window_requests // 2:
+                    return pred
+                return replace(pred, ttft_ms=Stat.of(ttft, 1000.0), tpot_ms=Stat.of(tpot, 1000.0) if tpot else pred.tpot_ms,
+                               e2e_s=Stat.of(lat) if lat else pred.e2e_s)
+            if attempt == 3 or n >= SUSTAINED_MAX_REQUESTS or (settled is not None and settled(pred)):
+                return pred
+            n = int(min(max(math.ceil(need), n * 1.5), SUSTAINED_MAX_REQUESTS))
+            pred = self.predict(replace(wl, num_requests=n), max_num_seqs=max_num_seqs)
+        return pred
 
     def predict(self, wl: Workload, *, max_num_seqs: int | None = None, steady: bool = True) -> ServingPrediction:
         limits = self.limits if max_num_seqs is None else replace(self.limits, max_num_seqs=max_num_seqs)
@@ -508,7 +552,7 @@ def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], prof
                 result.performance = measured_info(rec, wl, cp.model, cp.gpu)
                 alt.output_tokens_per_s = round(rec.output_tokens_per_s, 1)
                 continue
-            pred = cp.predict(wl)
+            pred = cp.predict_sustained(wl)
             result.performance = performance_info(pred, wl, cp.model, cp.gpu)
             alt.output_tokens_per_s = result.performance.output_tokens_per_s
         elif opts.alternatives:
