@@ -139,3 +139,22 @@ def test_a_shared_prefix_outside_the_prompt_is_refused(env, bad) -> None:
         res = invoke([*cmd, *bad, "--json"])
         assert res.exit_code == 2, res.stdout
         assert "--shared-prefix-len" in json.loads(res.stdout)["errors"][0]["message"]
+
+
+def test_plan_at_a_rate_above_what_the_replica_completes_says_it_is_overloaded(env) -> None:
+    # Qwen3-8B on one L4 with 8000-token prompts: the KV cache holds a few requests at a time, each
+    # living tens of seconds, so 20 req/s is far beyond what it completes; the TTFT printed is then only
+    # that of the simulated run (the queue grows while traffic lasts), which the plan must say
+    args = ["plan", "Qwen/Qwen3-8B", "--gpu", "l4", "--input-len", "8000", "--output-len", "2000",
+            "--request-rate", "20"]
+    res = invoke([*args, "--json"])
+    assert res.exit_code == 0, res.stderr
+    perf = json.loads(res.stdout)["data"]["performance"]
+    assert perf["overloaded"] is True and perf["requests_per_s"] < 0.9 * 20
+    text = invoke(args)
+    assert text.exit_code == 0
+    assert "overloaded" in text.stdout and "vllmkit capacity" in text.stdout
+    # within its means the same replica is not
+    ok = invoke(["plan", "Qwen/Qwen3-8B", "--gpu", "l4", "--input-len", "1024", "--output-len", "128",
+                 "--request-rate", "0.5", "--json"])
+    assert json.loads(ok.stdout)["data"]["performance"]["overloaded"] is False

@@ -119,6 +119,9 @@ class ServingPrediction:
     num_requests: int
     efficiency: Efficiency
     sim: SimResult = field(repr=False)
+    # sustained traffic (plan.performance CandidatePerf.predict_sustained): the latencies are those of the
+    # requests sent in this window of the run, in seconds from its start (None: of every request)
+    window_s: tuple[float, float] | None = None
 
 
 def default_num_requests(workload: Workload) -> int:

@@ -307,6 +307,8 @@ class PerformanceInfo(BaseModel):
     preemption_risk: str
     tpot_floor_ms: float
     assumptions: list[str] = Field(default_factory=list)
+    # a request rate above what the replica completes: the queue and TTFT grow while the traffic lasts
+    overloaded: bool = False
 
 
 def _lat(stat: Any) -> LatencyInfo:
@@ -339,12 +341,15 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
         bound=pred.bound,
         preemption_risk=pred.preemption_risk,
         tpot_floor_ms=round(decode_floor_seconds(model, gpu) * 1000, 3),
+        overloaded=overloaded(pred, wl.request_rate) and not wl.concurrency,
         assumptions=[
             f"achievable bandwidth {eff.bandwidth:.0%} and compute {eff.compute:.0%} of the datasheet peaks "
             f"({eff.source}{': ' + eff.note if eff.note else ''})",
             f"step overhead {eff.step_overhead_s * 1e3:.2f} ms + {eff.per_seq_overhead_s * 1e6:.0f} us per sequence",
             f"{pred.num_requests} requests simulated through vLLM's scheduler (chunked prefill, "
-            "recompute preemption); steady-state throughput over the middle of the run",
+            "recompute preemption); steady-state throughput over the middle of the run"
+            + (f"; latencies of the requests sent {pred.window_s[0]:,.0f}-{pred.window_s[1]:,.0f} s into it (sustained "
+               "traffic: after the engine filled, before it drained)" if pred.window_s else ""),
             (f"the first {wl.shared_prefix:,} prompt tokens are shared: computed once, then prefix-cache hits "
              "(full 16-token blocks)" if wl.shared_prefix else "no prefix-cache hits")
             + ", no speculative decoding; MoE routing assumed uniform",
@@ -380,6 +385,15 @@ def measured_info(rec: Any, wl: Workload, model: ModelPerf, gpu: GpuPerf) -> Per
         tpot_floor_ms=round(decode_floor_seconds(model, gpu) * 1000, 3),
         assumptions=[f"measured by vllmkit bench ({rec.source or rec.record_id}) at {rec.recorded_at}"],
     )
+
+
+# A replica that completes fewer requests than this share of the offered rate is overloaded: its queue
+# (and the TTFT) grows for as long as the traffic lasts
+OVERLOAD_SERVED_SHARE = 0.9
+
+
+def overloaded(pred: ServingPrediction, rate: float | None) -> bool:
+    return bool(rate) and not math.isinf(rate) and pred.requests_per_s < OVERLOAD_SERVED_SHARE * rate  # type: ignore[arg-type]
 
 
 # Sustained traffic, not a short run: a replica at R req/s holds R x (request lifetime) requests once
@@ -431,9 +445,11 @@ class CandidatePerf:
                 if len(ttft) < min_window_requests // 2:
                     return pred
                 return replace(pred, ttft_ms=Stat.of(ttft, 1000.0), tpot_ms=Stat.of(tpot, 1000.0) if tpot else pred.tpot_ms,
-                               e2e_s=Stat.of(lat) if lat else pred.e2e_s)
-            if attempt == 3 or n >= SUSTAINED_MAX_REQUESTS or (settled is not None and settled(pred)):
-                return pred
+                               e2e_s=Stat.of(lat) if lat else pred.e2e_s,
+                               window_s=(t0, (n - 1) / rate - SUSTAINED_DRAIN_LIFETIMES * life))
+            if (attempt == 3 or n >= SUSTAINED_MAX_REQUESTS or overloaded(pred, rate)
+                    or (settled is not None and settled(pred))):
+                return pred  # an overloaded replica has no steady state: its queue grows while traffic lasts
             n = int(min(max(math.ceil(need), n * 1.5), SUSTAINED_MAX_REQUESTS))
             pred = self.predict(replace(wl, num_requests=n), max_num_seqs=max_num_seqs)
         return pred

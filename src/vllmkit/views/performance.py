@@ -20,5 +20,10 @@ def render_performance(console: Console, perf: Any) -> None:
     console.print(f"  TTFT mean {perf.ttft_ms.mean:,.0f} ms, p99 {perf.ttft_ms.p99:,.0f} ms; TPOT mean "
                   f"{perf.tpot_ms.mean:.1f} ms, p99 {perf.tpot_ms.p99:.1f} ms (floor {perf.tpot_floor_ms:.1f} ms); "
                   f"e2e mean {perf.e2e_latency_s.mean:.2f} s", markup=False)
+    if getattr(perf, "overloaded", False):
+        console.print(f"  warning: overloaded: it completes {perf.requests_per_s:.2f} of the {wl['request_rate']:g} "
+                      "req/s offered, so the queue and TTFT grow for as long as the traffic lasts (the TTFT above "
+                      "is that of this simulated run); lower the rate, or add replicas (vllmkit capacity)",
+                      markup=False)
     for line in perf.assumptions:
         console.print(f"  assumes: {line}", markup=False)
