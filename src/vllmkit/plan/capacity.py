@@ -14,7 +14,7 @@ error says which SLO and the physical floor on this GPU (DoesNotFitError, exit 3
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -29,8 +29,13 @@ DEFAULT_TTFT_P99_MS = 2000.0
 DEFAULT_TPOT_P99_MS = 100.0
 _SEQS_LADDER = (1024, 512, 256, 128, 64, 32, 16, 8)
 # the goodput search stops once the highest rate that meets the SLOs and the lowest that misses them are
-# this close (relative): 8 geometric steps from the [0.02, 1.02] x saturation bracket
+# this close (relative): 8 geometric steps from the [0.02, 1] x _SAT_MARGIN x saturation bracket
 _GOODPUT_REL_TOL = 0.02
+# the goodput search's ceiling and the GPU lower bound take the closed-loop saturation rate with this margin.
+# A Poisson stream sustains about as much at most; the closed loop's clients start together and stay in
+# waves, which can cost it a little (Llama-3.1-8B INT8 on an L40S, 200 / 800 tokens: a goodput 1.08x the
+# closed loop's rate). A search that meets the SLOs up to the ceiling raises it.
+_SAT_MARGIN = 1.25
 
 
 class CapacityRequest(BaseModel):
@@ -143,6 +148,8 @@ _ARRIVAL_SPAN_S = 20.0
 _STABILITY_TTFT_MS = 30_000.0
 # requests whose latencies a goodput's p99 is taken over, at least (a p99 of fewer is nearly their maximum)
 _WINDOW_MIN_REQUESTS = 200
+# requests simulated where they rarely overlap (a trickle: each meets an idle engine)
+_TRICKLE_REQUESTS = 60
 
 
 def _requests_for(rate: float) -> int:
@@ -154,43 +161,49 @@ def _rate_workload(req: CapacityRequest, rate: float, n: int | None = None) -> W
                     shared_prefix=req.shared_prefix_len)
 
 
-# A run whose p99s are under this share of the SLOs is not lengthened to the steady state
-# (CandidatePerf.predict_sustained): the filling engine flattered the p99 TPOT by 1.8x at most in the runs
-# checked (DeepSeek-R1 on 8 x MI300X, 2048 / 512 tokens at 5 req/s: 68 -> 122 ms), and a sustained run
-# only matters near the SLO
-_FAR_INSIDE = 0.5
-
-
-def _scaled(slo: float | None, share: float) -> float | None:
-    return None if slo is None else slo * share
-
-
-def sustained_predict(cp: CandidatePerf, req: CapacityRequest, rate: float, max_num_seqs: int) -> Any:
+def sustained_predict(cp: CandidatePerf, req: CapacityRequest, rate: float, max_num_seqs: int,
+                      trickle_life_s: float | None = None) -> Any:
     """The prediction at a Poisson `rate` with its TTFT / TPOT taken in the steady state. A run too short
-    for that is lengthened unless it already misses the SLOs (more traffic only adds load) or is far
-    inside them."""
+    for that is lengthened unless it already misses the SLOs (more traffic only adds load)."""
     def settled(pred: Any) -> bool:
-        return (not _meets(pred, req.ttft_p99_ms, req.tpot_p99_ms)
-                or _meets(pred, _scaled(req.ttft_p99_ms, _FAR_INSIDE), _scaled(req.tpot_p99_ms, _FAR_INSIDE)))
+        return not _meets(pred, req.ttft_p99_ms, req.tpot_p99_ms)
 
-    return cp.predict_sustained(_rate_workload(req, rate), max_num_seqs=max_num_seqs, settled=settled,
+    # a rate at which requests would rarely overlap even at their unloaded lifetime starts from a short run
+    # (each request meets an idle engine; a run of lone requests costs a step per token each)
+    n = _TRICKLE_REQUESTS if trickle_life_s is not None and rate * trickle_life_s < 0.5 else None
+    return cp.predict_sustained(_rate_workload(req, rate, n), max_num_seqs=max_num_seqs, settled=settled,
                                 min_window_requests=_WINDOW_MIN_REQUESTS)
 
 
 def saturation_rps(cp: CandidatePerf, req: CapacityRequest, max_num_seqs: int) -> float:
-    """Requests/s with `max_num_seqs` clients always waiting (closed loop): no rate is served above it."""
-    sat = cp.predict(Workload(req.input_len, req.output_len, concurrency=max_num_seqs,
-                              num_requests=min(max(3 * max_num_seqs, 64), 600), shared_prefix=req.shared_prefix_len),
+    """Requests/s with as many clients always waiting as run at once (closed loop): the batch cap, or as
+    many whole requests as the KV cache holds if fewer. No rate is sustained much above it. (More clients
+    than the cache holds measure preemption churn instead, which a sustainable rate never reaches: Llama-3.3-
+    70B FP8 at TP=2 on H100s, 2048 / 256 tokens, ran at 3.4 req/s with 1024 clients and a cache for 97.)"""
+    fit = max(int(cp.limits.kv_capacity_tokens // max(req.input_len + req.output_len, 1)), 1)
+    clients = min(max_num_seqs, fit)
+    sat = cp.predict(Workload(req.input_len, req.output_len, concurrency=clients,
+                              num_requests=min(max(3 * clients, 64), 3000), shared_prefix=req.shared_prefix_len),
                      max_num_seqs=max_num_seqs)
     return max(sat.requests_per_s, 1e-6)
 
 
+class _CannotWin(Exception):
+    """The goodput search found a rate the replica misses that already needs more GPUs than the best
+    fleet found: the candidate cannot win, so its search stops there."""
+
+    def __init__(self, missed_rps: float) -> None:
+        super().__init__(missed_rps)
+        self.missed_rps = missed_rps
+
+
 def goodput(cp: CandidatePerf, req: CapacityRequest, max_num_seqs: int,
-            sat_rps: float | None = None, above: float | None = None) -> tuple[float, Any]:
+            sat_rps: float | None = None, above: float | None = None,
+            cannot_win: Callable[[float], bool] | None = None) -> tuple[float, Any]:
     """Highest Poisson rate (req/s) one replica serves within the SLOs, and the prediction there.
     (0, prediction at a trickle) when even a trickle misses an SLO. With `above`, only a goodput above
     that rate is wanted: (0, prediction there) when the SLOs are already missed at it."""
-    hi = (sat_rps or saturation_rps(cp, req, max_num_seqs)) * 1.02
+    hi = (sat_rps or saturation_rps(cp, req, max_num_seqs)) * _SAT_MARGIN
     if above is not None:
         if above >= hi:
             return 0.0, None
@@ -199,21 +212,31 @@ def goodput(cp: CandidatePerf, req: CapacityRequest, max_num_seqs: int,
     else:
         lo_rate = hi * 0.02
         # at a trickle requests rarely overlap: a short run is already the steady state
-        low = cp.predict(_rate_workload(req, lo_rate, 60), max_num_seqs=max_num_seqs)
+        low = cp.predict(_rate_workload(req, lo_rate, _TRICKLE_REQUESTS), max_num_seqs=max_num_seqs)
     if not _meets(low, req.ttft_p99_ms, req.tpot_p99_ms):
         return 0.0, low
     lo, best = lo_rate, low
+    trickle_life = low.e2e_s.mean if low.e2e_s.mean == low.e2e_s.mean else None
     # bisect the rate geometrically: the bracket spans a factor of 50, and halving it linearly left the answer
     # anywhere in the last interval (6 linear steps from [0.02, 1] x saturation stop ~1.5 % of saturation
     # apart, which at a 1024-request cap is ~40 % of the goodput); the gap is relative, so it closes in
     # log2(ln 50 / ln(1 + tol)) steps whatever the saturation rate
-    while hi / lo > 1.0 + _GOODPUT_REL_TOL:
-        mid = math.sqrt(lo * hi)
-        pred = sustained_predict(cp, req, mid, max_num_seqs)
-        if _meets(pred, req.ttft_p99_ms, req.tpot_p99_ms):
-            lo, best = mid, pred
-        else:
-            hi = mid
+    top = hi
+    for _ in range(4):
+        while hi / lo > 1.0 + _GOODPUT_REL_TOL:
+            mid = math.sqrt(lo * hi)
+            pred = sustained_predict(cp, req, mid, max_num_seqs, trickle_life)
+            if _meets(pred, req.ttft_p99_ms, req.tpot_p99_ms):
+                lo, best = mid, pred
+            else:
+                hi = mid
+                if cannot_win is not None and cannot_win(hi):
+                    raise _CannotWin(hi)
+        if hi < top:
+            break
+        # every rate up to the ceiling met the SLOs: the closed loop understated what the replica sustains
+        # (its clients start together and stay in waves); search above it
+        top = hi = top * 2
     return lo, best
 
 
@@ -311,7 +334,7 @@ def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
                                  f"context {alt.max_model_len:,} < {need:,} tokens per request"))
             continue
         sat = saturation_rps(cp, req, default_seqs)
-        floor_total = replicas_needed(req.qps, sat * 1.02, req.headroom, req.redundancy) * gpr
+        floor_total = replicas_needed(req.qps, sat * _SAT_MARGIN, req.headroom, req.redundancy) * gpr
         order.append((floor_total, cp.gpus, alt.precision not in ("fp8", "bf16"), len(order), alt, cp, sat))
     for floor_total, _, _, _, alt, cp, sat in sorted(order, key=lambda o: o[:4]):
         gpr = alt.tensor_parallel_size * alt.pipeline_parallel_size
@@ -320,8 +343,18 @@ def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
             rows.append(_skipped(alt, cp, default_seqs, f"skipped: needs at least {floor_total} GPUs even at its "
                                                         f"saturation rate, more than the {best_total} found"))
             continue
-        best_row = None
-        rate, pred = goodput(cp, req, default_seqs, sat)
+        def cannot_win(missed: float, gpr: int = gpr, best_total: float = best_total) -> bool:
+            # the goodput is below a rate the replica misses, so the fleet needs at least this many GPUs
+            return replicas_needed(req.qps, missed, req.headroom, req.redundancy) * gpr > best_total
+
+        try:
+            rate, pred = goodput(cp, req, default_seqs, sat, cannot_win=cannot_win)
+        except _CannotWin as stop:
+            bound = replicas_needed(req.qps, stop.missed_rps, req.headroom, req.redundancy) * gpr
+            rows.append(_skipped(alt, cp, default_seqs, f"skipped: misses the SLOs at {stop.missed_rps:.3g} req/s, "
+                                                        f"so it needs at least {bound} GPUs, more than the "
+                                                        f"{best_total} found"))
+            continue
         best_row = (default_seqs, rate, pred)
         # A smaller --max-num-seqs shortens the decode steps (TPOT) at the cost of queueing (TTFT). A cap
         # at or above the most requests that ever ran together at the goodput changes nothing, so only

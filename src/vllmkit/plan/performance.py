@@ -392,8 +392,19 @@ def measured_info(rec: Any, wl: Workload, model: ModelPerf, gpu: GpuPerf) -> Per
 OVERLOAD_SERVED_SHARE = 0.9
 
 
+# a p99 TTFT above this is a queue growing for as long as the traffic lasts, not a steady state
+RUNAWAY_TTFT_S = 30.0
+
+
 def overloaded(pred: ServingPrediction, rate: float | None) -> bool:
-    return bool(rate) and not math.isinf(rate) and pred.requests_per_s < OVERLOAD_SERVED_SHARE * rate  # type: ignore[arg-type]
+    """The replica completes less than the offered rate: judged once the run has lasted two request
+    lifetimes (before that completions lag arrivals in any run), or at once when the queue runs away."""
+    if not rate or math.isinf(rate):
+        return False
+    if pred.ttft_ms.p99 > RUNAWAY_TTFT_S * 1000:
+        return True
+    span = pred.num_requests / rate
+    return span >= 2.0 * pred.e2e_s.mean and pred.requests_per_s < OVERLOAD_SERVED_SHARE * rate
 
 
 # Sustained traffic, not a short run: a replica at R req/s holds R x (request lifetime) requests once
@@ -447,6 +458,8 @@ class CandidatePerf:
                 return replace(pred, ttft_ms=Stat.of(ttft, 1000.0), tpot_ms=Stat.of(tpot, 1000.0) if tpot else pred.tpot_ms,
                                e2e_s=Stat.of(lat) if lat else pred.e2e_s,
                                window_s=(t0, (n - 1) / rate - SUSTAINED_DRAIN_LIFETIMES * life))
+            if rate * life < 1.0:
+                return pred  # requests rarely overlap: every one meets an idle engine, the run is steady as it is
             if (attempt == 3 or n >= SUSTAINED_MAX_REQUESTS or overloaded(pred, rate)
                     or (settled is not None and settled(pred))):
                 return pred  # an overloaded replica has no steady state: its queue grows while traffic lasts

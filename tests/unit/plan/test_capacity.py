@@ -172,3 +172,51 @@ def test_latencies_at_a_rate_are_the_sustained_ones() -> None:
     assert sustained.ttft_ms.p99 == pytest.approx(percentile(ttft, 99) * 1000, rel=0.25)
     short = cp.predict(_rate_workload(req, 5.0, 100), max_num_seqs=1024)
     assert short.tpot_ms.p99 < 0.8 * percentile(tpot, 99) * 1000
+
+
+@pytest.mark.parametrize("model_id, tp", [("nvidia/Llama-3.3-70B-Instruct-FP8", 4),
+                                          ("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", 2)])
+def test_saturation_rate_is_what_a_sustained_stream_can_reach(model_id, tp) -> None:
+    # The closed-loop saturation rate caps the goodput search and bounds each candidate's GPUs from below,
+    # so it must sit near what the replica sustains. It used to run 1024 clients for 600 requests: with a
+    # cache for 583 whole requests (TP=4) they all started in one wave, finished together, and the rate
+    # over that instant read 88 req/s; with a cache for 97 (TP=2) they churned through preemptions. The
+    # check here is a Poisson stream under a 2 s p99 TTFT: met at 70 % of the saturation rate, missed at 130 %.
+    from vllmkit.plan.capacity import _meets, saturation_rps, sustained_predict
+    from vllmkit.plan.models import PlanRequest
+    from vllmkit.plan.performance import PerfOptions
+    from vllmkit.plan.service import build_plan
+
+    plan = build_plan(PlanRequest(model="meta-llama/Llama-3.3-70B-Instruct", gpu="h100", gpu_count=4,
+                                  source="catalog"), ENV,
+                      perf=PerfOptions(workload=None, collect=True, min_context=2304))
+    cp = next(cp for alt, cp in plan._perf_candidates
+              if alt.model_id == model_id and alt.tensor_parallel_size == tp)
+    req = CapacityRequest(model="x", gpu="h100", qps=20, input_len=2048, output_len=256, ttft_p99_ms=2000)
+    sat = saturation_rps(cp, req, 1024)
+    assert _meets(sustained_predict(cp, req, 0.7 * sat, 1024), 2000, None)
+    assert not _meets(sustained_predict(cp, req, 1.3 * sat, 1024), 2000, None)
+
+
+def test_candidates_left_out_early_could_not_have_won() -> None:
+    # A candidate is left out once its GPU lower bound (at its saturation rate, or at a rate its goodput
+    # search saw it miss) exceeds the best fleet found. Searched in full, each must indeed need more GPUs.
+    from vllmkit.plan.capacity import goodput
+    from vllmkit.plan.models import PlanRequest
+    from vllmkit.plan.performance import PerfOptions
+    from vllmkit.plan.service import build_plan
+
+    kw = dict(model="Qwen/Qwen3-8B", gpu="l4", qps=5, input_len=4096, output_len=512, source="catalog")
+    res = plan_capacity(CapacityRequest(**kw), ENV)
+    skipped = [c for c in res.candidates if not c.searched and c.note.startswith("skipped")]
+    assert skipped  # this workload leaves several out
+    plan = build_plan(PlanRequest(model="Qwen/Qwen3-8B", gpu="l4", gpu_count=8, source="catalog"), ENV,
+                      perf=PerfOptions(workload=None, collect=True, min_context=4608))
+    req = CapacityRequest(**kw)
+    for c in skipped:
+        cp = next(cp for alt, cp in plan._perf_candidates if alt.model_id == c.model_id
+                  and alt.tensor_parallel_size == c.tensor_parallel_size
+                  and alt.pipeline_parallel_size == c.pipeline_parallel_size)
+        rate, _ = goodput(cp, req, c.max_num_seqs)
+        if rate > 0:
+            assert replicas_needed(5, rate, 0.3, 1) * c.gpus_per_replica > res.gpus_total, c
