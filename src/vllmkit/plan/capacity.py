@@ -340,8 +340,8 @@ def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
         gpr = alt.tensor_parallel_size * alt.pipeline_parallel_size
         default_seqs = cp.limits.max_num_seqs
         if floor_total > best_total:
-            rows.append(_skipped(alt, cp, default_seqs, f"skipped: needs at least {floor_total} GPUs even at its "
-                                                        f"saturation rate, more than the {best_total} found"))
+            rows.append(_skipped(alt, cp, default_seqs, f"skipped: >= {floor_total} GPUs even at saturation "
+                                                        f"(best found: {best_total})"))
             continue
         def cannot_win(missed: float, gpr: int = gpr, best_total: float = best_total) -> bool:
             # the goodput is below a rate the replica misses, so the fleet needs at least this many GPUs
@@ -352,8 +352,7 @@ def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
         except _CannotWin as stop:
             bound = replicas_needed(req.qps, stop.missed_rps, req.headroom, req.redundancy) * gpr
             rows.append(_skipped(alt, cp, default_seqs, f"skipped: misses the SLOs at {stop.missed_rps:.3g} req/s, "
-                                                        f"so it needs at least {bound} GPUs, more than the "
-                                                        f"{best_total} found"))
+                                                        f">= {bound} GPUs (best found: {best_total})"))
             continue
         best_row = (default_seqs, rate, pred)
         # A smaller --max-num-seqs shortens the decode steps (TPOT) at the cost of queueing (TTFT). A cap
