@@ -220,3 +220,33 @@ def test_candidates_left_out_early_could_not_have_won() -> None:
         rate, _ = goodput(cp, req, c.max_num_seqs)
         if rate > 0:
             assert replicas_needed(5, rate, 0.3, 1) * c.gpus_per_replica > res.gpus_total, c
+
+
+_QWEN_CP: list = []
+
+
+def _qwen3_8b_h100():
+    if not _QWEN_CP:
+        from vllmkit.plan.models import PlanRequest
+        from vllmkit.plan.performance import PerfOptions
+        from vllmkit.plan.service import build_plan
+
+        plan = build_plan(PlanRequest(model="Qwen/Qwen3-8B", gpu="h100", gpu_count=1, source="catalog"), ENV,
+                          perf=PerfOptions(workload=None, collect=True, min_context=1280))
+        _QWEN_CP.append(next(cp for alt, cp in plan._perf_candidates if alt.model_id == "Qwen/Qwen3-8B"))
+    return _QWEN_CP[0]
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.floats(12, 60), st.floats(12, 60), st.sampled_from([None, 300.0, 2000.0]))
+def test_a_looser_tpot_slo_never_lowers_the_goodput(t1, t2, ttft) -> None:
+    # the sustained-run rule decides how long to simulate from the SLOs themselves, so check that the
+    # search stays monotone in them: within its 2 % tolerance, a looser SLO is met at least as fast a rate
+    from vllmkit.plan.capacity import goodput
+
+    cp = _qwen3_8b_h100()
+    tight, loose = sorted((t1, t2))
+    kw = dict(model="x", gpu="h100", qps=20, input_len=1024, output_len=256, ttft_p99_ms=ttft)
+    g_tight, _ = goodput(cp, CapacityRequest(**kw, tpot_p99_ms=tight), 256)
+    g_loose, _ = goodput(cp, CapacityRequest(**kw, tpot_p99_ms=loose), 256)
+    assert g_loose >= g_tight / 1.03
