@@ -242,7 +242,6 @@ def simulate(
     gaps_n = 0
     done_e2e: list[float] = []
     done_tpot: list[float] = []
-    tpot_by_request = [math.nan] * n
 
     def ctx_of(i: int) -> int:
         return decode_start_ctx[i] + (dstep - decode_start_step[i])
@@ -289,7 +288,6 @@ def simulate(
         if output_lens[i] > 1:
             span = t - first_token_t[i]
             done_tpot.append(span / (output_lens[i] - 1))
-            tpot_by_request[i] = done_tpot[-1]
             gaps_sum += span
             gaps_n += output_lens[i] - 1
         if concurrency and next_to_send < n:
@@ -479,7 +477,8 @@ def simulate(
         finish_times=sorted(ft for ft in finish_t if ft >= 0),
         arrival_by_request=[arrival_t[i] if i < next_to_send else math.nan for i in range(n)],
         ttft_by_request=[first_token_t[i] - arrival_t[i] if first_token_t[i] >= 0 else math.nan for i in range(n)],
-        tpot_by_request=tpot_by_request,
+        tpot_by_request=[(finish_t[i] - first_token_t[i]) / (output_lens[i] - 1)
+                         if finish_t[i] >= 0 and output_lens[i] > 1 else math.nan for i in range(n)],
         e2e_by_request=[finish_t[i] - arrival_t[i] if finish_t[i] >= 0 else math.nan for i in range(n)],
     )
 

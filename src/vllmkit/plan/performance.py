@@ -452,12 +452,12 @@ class CandidatePerf:
             need = rate * ((SUSTAINED_WARM_LIFETIMES + SUSTAINED_DRAIN_LIFETIMES) * life + window)
             if need <= n:
                 t0 = SUSTAINED_WARM_LIFETIMES * life
-                ttft, tpot, lat = pred.sim.latencies_of_arrivals(t0, (n - 1) / rate - SUSTAINED_DRAIN_LIFETIMES * life)
+                t1 = (n - 1) / rate - SUSTAINED_DRAIN_LIFETIMES * life
+                ttft, tpot, lat = pred.sim.latencies_of_arrivals(t0, t1)
                 if len(ttft) < min_window_requests // 2:
                     return pred
                 return replace(pred, ttft_ms=Stat.of(ttft, 1000.0), tpot_ms=Stat.of(tpot, 1000.0) if tpot else pred.tpot_ms,
-                               e2e_s=Stat.of(lat) if lat else pred.e2e_s,
-                               window_s=(t0, (n - 1) / rate - SUSTAINED_DRAIN_LIFETIMES * life))
+                               e2e_s=Stat.of(lat) if lat else pred.e2e_s, window_s=(t0, t1))
             if rate * life < 1.0:
                 return pred  # requests rarely overlap: every one meets an idle engine, the run is steady as it is
             if (attempt == 3 or n >= SUSTAINED_MAX_REQUESTS or overloaded(pred, rate)
