@@ -427,7 +427,7 @@ def errors(pred: dict[str, float], measured: dict[str, float]) -> dict[str, tupl
 # --------------------------------------------------------------------------- fitting
 
 PARAMS = ("bandwidth", "compute", "step_overhead_s", "per_seq_overhead_s", "moe_compute", "request_overhead_s",
-          "rocm_legacy", "moe_width_ref", "v0_seq_factor", "ampere_compute", "fp8_moe_stream")
+          "rocm_legacy", "moe_width_ref", "v0_seq_factor", "ampere_compute", "fp8_moe_stream", "w4a16_compute")
 PROBE = DATA_DIR / "gpu-probe-h200.json"
 PROBE_SHAPES = DATA_DIR / "gpu-probe-h200-shapes.json"
 
@@ -472,7 +472,13 @@ BOUNDS = {"v0_seq_factor": (1.0, 100.0), "bandwidth": (0.3, _BW_CEIL), "compute"
           # an A100 fills at least as much of its peak as a Hopper GPU: the MAMF ratio is the floor
           "ampere_compute": (AMPERE_MAMF_RATIO, 2.5),
           # FP8 fused-MoE experts stream no faster than the dense GEMMs' weights (1) and not below a fifth
-          "fp8_moe_stream": (0.2, 1.0)}
+          "fp8_moe_stream": (0.2, 1.0),
+          # a 4-bit weight-only GEMM computes no faster than a dense one at large batches (Marlin paper fig. 1)
+          "w4a16_compute": (0.3, 1.0)}
+# a parameter only some runs exercise: a fit none of whose training runs does keeps its prior (the start
+# value) instead of wandering over a flat loss
+PRIORS = {"w4a16_compute": 0.6}
+EXERCISED_BY = {"w4a16_compute": lambda case: case.perf.model.weight_kernel == "w4a16"}
 
 
 def _eff(theta: list[float]) -> Efficiency:
@@ -557,12 +563,40 @@ def subsample(cases: list[Case], per_source: int) -> list[Case]:
 
 def fit(cases: list[Case], iters: int, per_source: int = 12) -> Efficiency:
     # V1's per-sequence cost is the reference: start the V0 factor off 1; the FP8-MoE stream inside its range
-    start = {"v0_seq_factor": 5.0, "fp8_moe_stream": 0.5}
+    start = {"v0_seq_factor": 5.0, "fp8_moe_stream": 0.5, **PRIORS}
     x0 = [math.log(min(max(start.get(p, getattr(FITTED_EFFICIENCY, p)), BOUNDS[p][0]), BOUNDS[p][1]))
           for p in PARAMS]
     train = subsample(cases, per_source)
-    best = minimize(lambda th: loss(train, th), x0, iters=iters)
-    return _eff(best)
+    free = [i for i, p in enumerate(PARAMS) if p not in EXERCISED_BY or any(map(EXERCISED_BY[p], train))]
+
+    def full(sub: list[float]) -> list[float]:
+        theta = list(x0)
+        for i, x in zip(free, sub, strict=True):
+            theta[i] = x
+        return theta
+
+    best = minimize(lambda sub: loss(train, full(sub)), [x0[i] for i in free], iters=iters)
+    return _eff(full(best))
+
+
+def fit_one(cases: list[Case], name: str, iters: int = 40) -> tuple[float, list[tuple[float, float]]]:
+    """`name` alone fitted on every run that exercises it (all of them when any run does), the other
+    parameters at their shipped values; returns the value and the loss at a few points around it."""
+    runs = [c for c in cases if EXERCISED_BY.get(name, lambda _c: True)(c)]
+    i = PARAMS.index(name)
+    base = [math.log(getattr(FITTED_EFFICIENCY, p)) for p in PARAMS]
+
+    def at(value: float) -> float:
+        theta = list(base)
+        theta[i] = math.log(value)
+        return loss(runs, theta)
+
+    lo, hi = BOUNDS[name]
+    x = minimize(lambda v: at(min(max(math.exp(v[0]), lo), hi)), [math.log(PRIORS.get(name, getattr(FITTED_EFFICIENCY, name)))],
+                 iters=iters)[0]
+    best = min(max(math.exp(x), lo), hi)
+    grid = sorted({round(v, 2) for v in (lo, PRIORS.get(name, lo), best * 0.9, best, best * 1.1, hi)})
+    return best, [(v, at(v)) for v in grid]
 
 
 _FIT_CASES: list[Case] = []
@@ -703,6 +737,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-source", type=int, default=12, help="training runs kept per publisher in a fit")
     ap.add_argument("--jobs", type=int, default=1, help="fits run in parallel (processes)")
     ap.add_argument("--no-fit", action="store_true", help="score the shipped parameters only (no refit)")
+    ap.add_argument("--fit-one", metavar="PARAM", choices=PARAMS,
+                    help="fit this parameter alone on every bundled run that exercises it, the others at their "
+                         "shipped values, print it and the loss around it, and exit")
     ap.add_argument("--held-out", type=Path, action="append", default=[], metavar="JSONL",
                     help="runs in the same schema scored with the shipped parameters only (never fitted on); "
                          "repeatable, reported in a table of their own (default: "
@@ -735,6 +772,13 @@ def main(argv: list[str] | None = None) -> int:
             skipped.append(row["id"])
         else:
             cases.append(case)
+    if args.fit_one:
+        value, curve = fit_one(cases, args.fit_one)
+        runs = sum(map(EXERCISED_BY.get(args.fit_one, lambda _c: True), cases))
+        print(f"{args.fit_one} = {value:.4g} (fitted alone on {runs} bundled runs; shipped "
+              f"{getattr(FITTED_EFFICIENCY, args.fit_one):.4g})")
+        print("loss: " + ", ".join(f"{v:g}: {f:.3f}" for v, f in curve))
+        return 0
     sources = sorted({c.source for c in cases})
     scored: list[tuple[Case, dict, dict]] = []
     fitted: dict[str | None, Efficiency] = {}

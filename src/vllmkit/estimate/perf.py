@@ -218,6 +218,9 @@ class Efficiency:
     # DeepGEMM / CUTLASS by version and GPU); which of their costs it is was not measured (no GPU), so the
     # rate is fitted, not derived. See `expert_stream`.
     fp8_moe_stream: float = 1.0
+    # The compute rate of a 4-bit weight-only GEMM (Marlin: AWQ, GPTQ, MXFP4 without native FP4 units) as a
+    # fraction of a dense one's at the same shapes; fitted (see KERNEL_COMPUTE_FACTOR for the prior)
+    w4a16_compute: float = 0.6
     # --enforce-eager: the host's cost of dispatching one decoder layer's kernels (with_eager; 0: CUDA
     # graphs replay the step without it)
     eager_dispatch_s: float = 0.0
@@ -259,10 +262,12 @@ FAMILY_PRIORS: dict[str, tuple[float, float, float]] = {
     "cpu": (0.50, 0.30, 3.0),
 }
 # Weight-only kernels (Marlin / AWQ W4A16) read 4-bit weights but dequantise inside the GEMM: near the
-# bandwidth roofline at small batches, well below the dense GEMM rate at large ones (Marlin paper,
+# bandwidth roofline at small batches, below the dense GEMM rate at large ones (Marlin paper,
 # arXiv 2408.11743, fig. 1: speedup over FP16 falls from ~3.9x at batch 16 to ~1.5x at 128 and below
-# 1x past that).
-KERNEL_COMPUTE_FACTOR = {"dense": 1.0, "w8a16": 0.8, "w4a16": 0.6}
+# 1x past that). The factor is the compute rate relative to a dense GEMM. W4A16's is fitted
+# (`Efficiency.w4a16_compute`); 0.6, read off that figure, is its prior (the value a fit with no W4A16
+# run keeps) and was the fixed factor until round 19.
+KERNEL_COMPUTE_FACTOR = {"dense": 1.0, "w8a16": 0.8}
 # FP8 GEMMs reach a lower fraction of their (doubled) peak than BF16 ones: measured on an H200 with
 # Llama-3.1-8B-shaped linear layers (benchmarks/gpu_probe.py, benchmarks/data/gpu-probe-h200.json), at
 # 1024-8192 tokens FP8 plateaus at 1189 TFLOP/s = 0.601 of 1979 against BF16's 659 TFLOP/s = 0.666 of
@@ -282,6 +287,13 @@ def expert_stream(model: ModelPerf, eff: Efficiency) -> float:
     return 1.0
 
 
+def kernel_compute_factor(model: ModelPerf, eff: Efficiency) -> float:
+    """The model's GEMM compute rate relative to a dense GEMM's, by its weight kernel."""
+    if model.weight_kernel == "w4a16":
+        return eff.w4a16_compute
+    return KERNEL_COMPUTE_FACTOR.get(model.weight_kernel, 1.0)
+
+
 def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
                    vllm_version: tuple[int, int, int] | None = None) -> Efficiency:
     bw, comp, over = FAMILY_PRIORS.get(gpu.family, (1.0, 1.0, 1.0))
@@ -294,7 +306,7 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
     return replace(
         base,
         bandwidth=min(base.bandwidth * bw, 0.95),
-        compute=min(base.compute * comp * KERNEL_COMPUTE_FACTOR.get(model.weight_kernel, 1.0)
+        compute=min(base.compute * comp * kernel_compute_factor(model, base)
                     * PRECISION_COMPUTE_FACTOR.get(precision, 1.0), 0.95),
         step_overhead_s=base.step_overhead_s * over,
         per_seq_overhead_s=base.per_seq_overhead_s * over * seq,

@@ -124,6 +124,14 @@ class ServingPrediction:
     window_s: tuple[float, float] | None = None
 
 
+ARRIVAL_SPAN_S = 20.0  # a Poisson run's default length: this many seconds of arrivals
+
+
+def requests_for_rate(rate: float, floor: int = 100, cap: int = 2000) -> int:
+    """Requests in a default Poisson run at `rate`: ARRIVAL_SPAN_S of arrivals, within [floor, cap]."""
+    return int(min(max(rate * ARRIVAL_SPAN_S, floor), cap))
+
+
 def default_num_requests(workload: Workload) -> int:
     if workload.num_requests:
         return workload.num_requests
@@ -132,7 +140,7 @@ def default_num_requests(workload: Workload) -> int:
     if workload.concurrency:
         return int(min(max(4 * workload.concurrency, 48), 2000))
     if workload.request_rate and not math.isinf(workload.request_rate):
-        return int(min(max(workload.request_rate * 20, 100), 2000))
+        return requests_for_rate(workload.request_rate)
     return 1000
 
 
@@ -208,5 +216,15 @@ def predict(
     )
 
 
-__all__ = ["SHAREGPT_MEAN_INPUT", "SHAREGPT_MEAN_OUTPUT", "WORKLOAD_PRESETS", "ServingPrediction", "Stat",
-           "Workload", "default_num_requests", "predict", "request_lengths"]
+__all__ = [
+    "SHAREGPT_MEAN_INPUT",
+    "SHAREGPT_MEAN_OUTPUT",
+    "WORKLOAD_PRESETS",
+    "ServingPrediction",
+    "Stat",
+    "Workload",
+    "default_num_requests",
+    "predict",
+    "request_lengths",
+    "requests_for_rate",
+]

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from vllmkit.errors import DoesNotFitError, UsageError
 from vllmkit.estimate.perf import decode_floor_seconds
-from vllmkit.estimate.serving import Workload
+from vllmkit.estimate.serving import Workload, requests_for_rate
 from vllmkit.plan.models import PlanRequest
 from vllmkit.plan.performance import CandidatePerf, PerfOptions, request_tokens
 
@@ -142,9 +142,9 @@ def _meets(pred: Any, ttft_ms: float | None, tpot_ms: float | None) -> bool:
     return not (tpot_ms is not None and not pred.tpot_ms.p99 <= tpot_ms)
 
 
-# an overloaded replica's queue grows with every second of arrivals: simulating at least this long makes
-# a rate above the replica's capacity show as a TTFT far above any sensible SLO
-_ARRIVAL_SPAN_S = 20.0
+# an overloaded replica's queue grows with every second of arrivals: simulating ARRIVAL_SPAN_S of them
+# (estimate/serving.py, the same default as `plan --request-rate`) makes a rate above the replica's
+# capacity show as a TTFT far above any sensible SLO
 _STABILITY_TTFT_MS = 30_000.0
 # requests whose latencies a goodput's p99 is taken over, at least (a p99 of fewer is nearly their maximum)
 _WINDOW_MIN_REQUESTS = 200
@@ -152,12 +152,8 @@ _WINDOW_MIN_REQUESTS = 200
 _TRICKLE_REQUESTS = 60
 
 
-def _requests_for(rate: float) -> int:
-    return int(min(max(rate * _ARRIVAL_SPAN_S, 150), 2500))
-
-
 def _rate_workload(req: CapacityRequest, rate: float, n: int | None = None) -> Workload:
-    return Workload(req.input_len, req.output_len, request_rate=rate, num_requests=n or _requests_for(rate),
+    return Workload(req.input_len, req.output_len, request_rate=rate, num_requests=n or requests_for_rate(rate, 150, 2500),
                     shared_prefix=req.shared_prefix_len)
 
 

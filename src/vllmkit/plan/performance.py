@@ -51,7 +51,9 @@ from vllmkit.estimate.weights import attention_params, rope_cache_bytes
 # its value is that of a joint refit of all the parameters (`--fit-all`, 0.633; 0.53-0.62 in every
 # leave-one-publisher-out fold that keeps GPUStack's FP8 MoE runs, 0.99 in the one without them), while
 # the others keep their round-13 values: the joint refit moved them within their fold-to-fold spread, and
-# keeping them leaves every run without FP8 MoE experts as it was.
+# keeping them leaves every run without FP8 MoE experts as it was. Round 19 fitted the 4-bit weight-only
+# (Marlin) GEMM rate alone on the 31 bundled W4A16 runs (`perf_accuracy.py --fit-one w4a16_compute`: 0.839,
+# against the 0.6 prior read off the Marlin paper), the others fixed, so only W4A16 runs moved.
 FITTED_EFFICIENCY = Efficiency(
     bandwidth=0.8917,
     compute=0.4343,
@@ -65,9 +67,10 @@ FITTED_EFFICIENCY = Efficiency(
     v0_seq_factor=4.493,
     ampere_compute=1.249,
     fp8_moe_stream=0.6332,
+    w4a16_compute=0.839,
     source="estimated",
     note="fitted on public vLLM runs of 8 publishers (benchmarks/perf_accuracy.py --fit-all, round 13; FP8-MoE expert "
-         "stream round 17), bounded by the "
+         "stream round 17; W4A16 compute round 19), bounded by the "
          "GEMM ceilings measured on an H200 and the API-server cost measured on a real vLLM",
 )
 

@@ -145,6 +145,29 @@ def test_fp8_moe_runs_of_publishers_the_fit_never_saw_decode_at_the_fitted_exper
     for fam in ("throughput", "tpot"):
         assert shipped[fam] < 0.25 < dense_rate[fam]
 
+def test_weight_only_4bit_runs_replay_at_the_fitted_kernel_rate() -> None:
+    """The W4A16 (Marlin) compute rate (`Efficiency.w4a16_compute`) against the bundled W4A16 runs it is
+    fitted on: GPUStack's gpt-oss MXFP4 and Qwen3 AWQ / GPTQ on A100 and RTX 4090. At the Marlin-figure
+    prior of 0.6 they replay 20 % slower than measured at the median, and 29 of 31 slower; at the fitted
+    rate the median error is within the issue's 15 % and the runs fall on both sides."""
+    from dataclasses import replace
+
+    eff = pa.FITTED_EFFICIENCY
+    profiles = load_profiles(include_user_config=False)
+    runs = [c for c in (pa.build_case(r, profiles) for r in pa.load_rows()) if c is not None
+            and c.perf.model.weight_kernel == "w4a16"]
+    assert len(runs) >= 25
+
+    def tokens_errors(eff) -> list[float]:
+        return sorted(pa.errors(pa.model_prediction(c, eff), c.measured)["throughput"][1] for c in runs)
+
+    shipped = tokens_errors(eff)
+    assert sorted(abs(e) for e in shipped)[len(shipped) // 2] < 0.15
+    assert 0.25 < sum(e < 0 for e in shipped) / len(shipped) < 0.75
+    old = tokens_errors(replace(eff, w4a16_compute=pa.PRIORS["w4a16_compute"]))
+    assert old[len(old) // 2] < -0.15 and sum(e < 0 for e in old) / len(old) > 0.9
+
+
 def test_enforce_eager_adds_the_launch_cost_per_layer(held) -> None:
     """vllm#20469 serves Qwen3-14B-AWQ (40 layers) with --enforce-eager, one request at a time: median
     TPOT 20.94 ms, against ~8.9 ms the replay gives with CUDA graphs. The dispatch cost per layer was
@@ -258,3 +281,17 @@ def test_leave_file_out_never_fits_on_the_file_it_scores(monkeypatch) -> None:
         # the scores are that fold's: rescoring one run with its parameters gives the same errors
         c, e, _ = scored[0]
         assert e == pa.errors(pa.model_prediction(c, eff), c.measured)
+
+
+def test_a_fit_keeps_the_prior_of_a_parameter_none_of_its_runs_exercises(cases) -> None:
+    """The fit frees `w4a16_compute` only when a training run has a 4-bit weight-only kernel: the
+    leave-one-publisher-out fold without GPUStack (the only bundled publisher with such runs) must score
+    GPUStack's W4A16 runs at the prior, not at a value that wandered over a flat loss."""
+    dense = [cases["mushfiq-rtx4090-mistral7b-256-128-c8"], cases["dstack-mi300x-405b-bf16-tp8-sonnet80-n8"]]
+    assert all(c.perf.model.weight_kernel == "dense" for c in dense)
+    assert pa.fit(dense, iters=8).w4a16_compute == pytest.approx(pa.PRIORS["w4a16_compute"], rel=1e-9)
+    profiles = load_profiles(include_user_config=False)
+    awq = [c for c in (pa.build_case(r, profiles) for r in pa.load_rows())
+           if c is not None and c.row["id"] == "gpustack-quant-qwen3-8b-rtx4090-awq"]
+    assert awq and awq[0].perf.model.weight_kernel == "w4a16"
+    assert pa.fit(dense + awq, iters=8).w4a16_compute != pytest.approx(pa.PRIORS["w4a16_compute"], rel=1e-3)
