@@ -475,8 +475,11 @@ BOUNDS = {"v0_seq_factor": (1.0, 100.0), "bandwidth": (0.3, _BW_CEIL), "compute"
           "fp8_moe_stream": (0.2, 1.0),
           # a 4-bit weight-only GEMM computes no faster than a dense one at large batches (Marlin paper fig. 1)
           "w4a16_compute": (0.3, 1.0)}
-# a parameter only some runs exercise: a fit none of whose training runs does keeps its prior (the start
-# value) instead of wandering over a flat loss
+# Parameters only some runs exercise are fitted in a second stage, alone, on every training run that
+# exercises them, the main parameters fixed at the first stage's values (what `--fit-one` does with the
+# shipped ones): an extra dimension in the main fit would move the others for the sake of a few runs, and a
+# fit none of whose runs exercises one keeps its prior (the start value) instead of wandering over a flat
+# loss.
 PRIORS = {"w4a16_compute": 0.6}
 EXERCISED_BY = {"w4a16_compute": lambda case: case.perf.model.weight_kernel == "w4a16"}
 
@@ -567,32 +570,36 @@ def fit(cases: list[Case], iters: int, per_source: int = 12) -> Efficiency:
     x0 = [math.log(min(max(start.get(p, getattr(FITTED_EFFICIENCY, p)), BOUNDS[p][0]), BOUNDS[p][1]))
           for p in PARAMS]
     train = subsample(cases, per_source)
-    free = [i for i, p in enumerate(PARAMS) if p not in EXERCISED_BY or any(map(EXERCISED_BY[p], train))]
+    main = [i for i, p in enumerate(PARAMS) if p not in EXERCISED_BY]
 
     def full(sub: list[float]) -> list[float]:
         theta = list(x0)
-        for i, x in zip(free, sub, strict=True):
+        for i, x in zip(main, sub, strict=True):
             theta[i] = x
         return theta
 
-    best = minimize(lambda sub: loss(train, full(sub)), [x0[i] for i in free], iters=iters)
-    return _eff(full(best))
+    eff = _eff(full(minimize(lambda sub: loss(train, full(sub)), [x0[i] for i in main], iters=iters)))
+    for name in EXERCISED_BY:
+        if any(map(EXERCISED_BY[name], cases)):
+            eff = replace(eff, **{name: fit_one(cases, name, base=eff)[0]})
+    return eff
 
 
-def fit_one(cases: list[Case], name: str, iters: int = 40) -> tuple[float, list[tuple[float, float]]]:
-    """`name` alone fitted on every run that exercises it (all of them when any run does), the other
-    parameters at their shipped values; returns the value and the loss at a few points around it."""
+def fit_one(cases: list[Case], name: str, iters: int = 40, base: Efficiency = FITTED_EFFICIENCY,
+            ) -> tuple[float, list[tuple[float, float]]]:
+    """`name` alone fitted on every run of `cases` that exercises it, the other parameters at their `base`
+    values (the shipped ones unless given); returns the value and the loss at a few points around it."""
     runs = [c for c in cases if EXERCISED_BY.get(name, lambda _c: True)(c)]
     i = PARAMS.index(name)
-    base = [math.log(getattr(FITTED_EFFICIENCY, p)) for p in PARAMS]
+    theta0 = [math.log(getattr(base, p)) for p in PARAMS]
 
     def at(value: float) -> float:
-        theta = list(base)
+        theta = list(theta0)
         theta[i] = math.log(value)
         return loss(runs, theta)
 
     lo, hi = BOUNDS[name]
-    x = minimize(lambda v: at(min(max(math.exp(v[0]), lo), hi)), [math.log(PRIORS.get(name, getattr(FITTED_EFFICIENCY, name)))],
+    x = minimize(lambda v: at(min(max(math.exp(v[0]), lo), hi)), [math.log(PRIORS.get(name, getattr(base, name)))],
                  iters=iters)[0]
     best = min(max(math.exp(x), lo), hi)
     grid = sorted({round(v, 2) for v in (lo, PRIORS.get(name, lo), best * 0.9, best, best * 1.1, hi)})

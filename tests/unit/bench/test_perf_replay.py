@@ -284,9 +284,10 @@ def test_leave_file_out_never_fits_on_the_file_it_scores(monkeypatch) -> None:
 
 
 def test_a_fit_keeps_the_prior_of_a_parameter_none_of_its_runs_exercises(cases) -> None:
-    """The fit frees `w4a16_compute` only when a training run has a 4-bit weight-only kernel: the
-    leave-one-publisher-out fold without GPUStack (the only bundled publisher with such runs) must score
-    GPUStack's W4A16 runs at the prior, not at a value that wandered over a flat loss."""
+    """`w4a16_compute` is fitted (in the fit's second stage) only when a training run has a 4-bit
+    weight-only kernel: the leave-one-publisher-out fold without GPUStack (the only bundled publisher with
+    such runs) must score GPUStack's W4A16 runs at the prior, not at a value fitted on them or one that
+    wandered over a flat loss."""
     dense = [cases["mushfiq-rtx4090-mistral7b-256-128-c8"], cases["dstack-mi300x-405b-bf16-tp8-sonnet80-n8"]]
     assert all(c.perf.model.weight_kernel == "dense" for c in dense)
     assert pa.fit(dense, iters=8).w4a16_compute == pytest.approx(pa.PRIORS["w4a16_compute"], rel=1e-9)
