@@ -147,7 +147,7 @@ def test_fp8_moe_runs_of_publishers_the_fit_never_saw_decode_at_the_fitted_exper
 
 def test_weight_only_4bit_runs_replay_at_the_fitted_kernel_rate() -> None:
     """The W4A16 (Marlin) compute rate (`Efficiency.w4a16_compute`) against the bundled W4A16 runs it is
-    fitted on: GPUStack's gpt-oss MXFP4 and Qwen3 AWQ / GPTQ on A100 and RTX 4090. At the Marlin-figure
+    fitted on: GPUStack's gpt-oss MXFP4 and Qwen3 AWQ on A100 and RTX 4090. At the Marlin-figure
     prior of 0.6 they replay 20 % slower than measured at the median, and 29 of 31 slower; at the fitted
     rate the median error is within the issue's 15 % and the runs fall on both sides."""
     from dataclasses import replace
