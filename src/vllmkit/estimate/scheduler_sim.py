@@ -145,6 +145,11 @@ def arrival_times(n: int, request_rate: float | None, seed: int = 0, *, normaliz
     return out
 
 
+# step 0 of `simulate` (runs of decode-only steps without the scheduling passes); off only in the test
+# that checks it changes nothing
+FAST_DECODE_STRETCHES = True
+
+
 def simulate(
     input_lens: Sequence[int],
     output_lens: Sequence[int],
@@ -294,6 +299,30 @@ def simulate(
             send(next_to_send, max(t, due[next_to_send]))
             next_to_send += 1
 
+    def admission_blocked() -> str | None:
+        """Why step 3 below would admit no one while only decodes run (nothing prefilling): "" when no one
+        waits, the reason when the head of the queue is blocked in a way only a finish can lift (the
+        batch cap, the token budget, or a KV cache that fills with every step); None when it might be
+        admitted (or its prefix-cache hit shrinks as blocks are reused), which the general step decides."""
+        if not waiting:
+            return ""
+        budget = limits.max_num_batched_tokens - (decoders if limits.mixed_batches else 0)
+        if budget <= 0:
+            return "batched-tokens"
+        if len(running) >= limits.max_num_seqs:
+            return "max-num-seqs"
+        i = waiting[0]
+        if cached[i]:
+            return None
+        used = ctx_sum + decoders + prefill_kv
+        if limits.prefix_caching and warm and prefill_done[i] == 0 and generated[i] == 0:
+            hit = min(shared_prefix, prefill_target[i] - 1) // 16 * 16
+            return "kv-capacity" if used + hit + min(prefill_target[i] - hit, budget) > cap else None
+        rem = prefill_target[i] - prefill_done[i]
+        if not limits.chunked_prefill and rem > budget:
+            return "batched-tokens"
+        return "kv-capacity" if used + min(rem, budget) > cap else None
+
     while completed < n:
         if step > MAX_STEPS:
             break
@@ -306,6 +335,51 @@ def simulate(
                 break
             t = max(t, pending[0][0])
             continue
+
+        # 0. a stretch of decode-only steps: nothing prefilling and nothing the scheduler can admit (no
+        # one waiting, or the head of the queue blocked until someone finishes), no arrival due and the
+        # decodes' next tokens fit. Each step does exactly the bookkeeping of the general step below,
+        # without its scheduling passes (most steps of a long run are like this).
+        if FAST_DECODE_STRETCHES and not prefilling and decoders:
+            blocked = admission_blocked()
+            ran = False
+            while (blocked is not None and decoders and ctx_sum + decoders + prefill_kv <= cap
+                   and step <= MAX_STEPS and not (pending and pending[0][0] <= t)):
+                ran = True
+                used = ctx_sum + decoders + prefill_kv
+                allocated += decoders
+                seconds, compute_bound = step_fn(decoders, ctx_sum, 0, 0.0)
+                seconds = max(seconds, 1e-7)
+                run_time_weighted += len(running) * seconds
+                kv_frac = min(used / cap, 1.0)
+                kv_time_weighted += kv_frac * seconds
+                peak_kv = max(peak_kv, kv_frac)
+                max_running = max(max_running, len(running))
+                if compute_bound:
+                    compute_time += seconds
+                if blocked:
+                    limited[blocked] += seconds
+                t += seconds
+                step += 1
+                produced = decoders
+                ctx_sum += decoders
+                dstep += 1
+                done = finish_at.pop(dstep, ())
+                for i, ep in done:
+                    if ep != epoch[i] or running.get(i) != "decode":
+                        continue
+                    made = dstep - decode_start_step[i]
+                    generated[i] += made
+                    ctx_sum -= decode_start_ctx[i] + made
+                    decoders -= 1
+                    finish(i)
+                out_total += produced
+                cum_t.append(t)
+                cum_out.append(out_total)
+                if done and blocked:  # a finish frees a slot (or budget): admission may go ahead
+                    blocked = None
+            if ran:
+                continue
 
         # 1. running decodes grow by one token each; preempt the newest until they fit
         while decoders and ctx_sum + decoders + prefill_kv > cap and len(running) > 1:

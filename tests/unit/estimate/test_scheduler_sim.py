@@ -251,3 +251,44 @@ def test_the_shared_prefix_lowers_ttft_through_predict() -> None:
     shared = predict(MODEL, GPU, Efficiency(), WIDE, replace(base, shared_prefix=4000))
     assert shared.ttft_ms.mean < 0.5 * plain.ttft_ms.mean
     assert shared.output_tokens_per_s > plain.output_tokens_per_s
+
+
+def _ctx_step(decode: int, ctx: float, prefill: int, pairs: float) -> tuple[float, bool]:
+    """A step whose time grows with what it reads and computes (so that any reordering shows)."""
+    mem = 2e-3 + 1e-9 * ctx + 3e-6 * decode
+    cmp = 5e-7 * prefill + 1e-12 * pairs
+    return max(mem, cmp) + 1e-5 * decode, cmp > mem
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 40), seed=st.integers(0, 50), inp=st.integers(1, 3000), out=st.integers(1, 300),
+       seqs=st.integers(1, 64), budget=st.sampled_from([256, 2048, 8192]), cap=st.integers(500, 60_000),
+       mode=st.sampled_from(["burst", "rate", "closed"]), chunked=st.booleans(), mixed=st.booleans(),
+       prefix=st.booleans(), shared=st.sampled_from([0, 64, 512]), warm=st.booleans())
+def test_decode_stretches_change_nothing(n, seed, inp, out, seqs, budget, cap, mode, chunked, mixed, prefix,
+                                         shared, warm) -> None:
+    """Step 0 of `simulate` runs decode-only stretches without the scheduling passes. With it off every
+    step goes through the general path; the two must agree bit for bit on every output, over bursts,
+    Poisson rates and closed loops, full caches (preemption), batch caps, prefix caching, V0 batches."""
+    import random
+
+    import vllmkit.estimate.scheduler_sim as sim
+
+    rng = random.Random(seed)
+    ins = [max(1, int(inp * rng.uniform(0.3, 1.0))) for _ in range(n)]
+    outs = [max(1, int(out * rng.uniform(0.3, 1.0))) for _ in range(n)]
+    limits = SchedulerLimits(max_num_seqs=seqs, max_num_batched_tokens=budget, kv_capacity_tokens=cap,
+                             chunked_prefill=chunked, prefix_caching=prefix, mixed_batches=mixed or chunked)
+    kw = {"burst": {}, "rate": {"request_rate": 20.0}, "closed": {"concurrency": max(1, seqs // 2)}}[mode]
+    kw.update(seed=seed, request_overhead_s=0.004, shared_prefix=shared, prefix_warm=warm,
+              cached_prefix=[inp // 2] * (n // 3))
+
+    def run() -> dict:
+        r = simulate(ins, outs, limits, _ctx_step, **kw)
+        return {k: v for k, v in vars(r).items()}
+
+    fast = run()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sim, "FAST_DECODE_STRETCHES", False)
+        slow = run()
+    assert repr(fast) == repr(slow)
