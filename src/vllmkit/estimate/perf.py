@@ -36,6 +36,7 @@ precision by physically motivated priors, or "calibrated" from what `vllmkit ben
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from math import sqrt
 
@@ -510,6 +511,45 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
         seconds = pp * stage + comm + over + per_seq * (decode + (1 if prefill else 0))
         return seconds, (gemm_cmp + attn_cmp) > (gemm_mem + attn_mem)
 
+    def decode_only(decode: int) -> Callable[[float], tuple[float, bool]]:
+        """`fn(decode, context_sum, 0, 0.0)` as a function of the context alone, for a run of decode-only
+        steps of `decode` sequences (the scheduler simulation's stretches): what does not depend on the
+        context is computed once; the rest is fn's arithmetic in fn's order, so the results are the same
+        to the last bit."""
+        k = pipeline_microbatches(pp, decode, 0)
+        split = k > 1
+        decode_mb = decode / k if split else decode
+        prefill = 0 / k if split else 0
+        pairs = 0.0 / k if split else 0.0
+        tokens = decode_mb + prefill
+        wbytes = dense_b + (expert_b * (1.0 - miss ** tokens) if expert_b else 0.0)
+        gemm_mem = wbytes / bw
+        gemm_cmp = flop_tok * tokens / peak
+        head = sqrt(gemm_mem * gemm_mem + gemm_cmp * gemm_cmp) + kernels
+        state = state_b * decode_mb
+        write = write_tb * tokens
+        dispatch = eager or (graphless if 0 < graph_max < tokens else 0.0)
+        comm = ar_lat + (ar - ar_lat) * (decode + 0)
+        seq = per_seq * (decode + 0)
+
+        def g(context_sum: float) -> tuple[float, bool]:
+            if split:
+                context_sum = context_sum / k
+            kv = full_tb * context_sum + state
+            for tb, w in windowed:
+                kv += tb * (min(context_sum, decode_mb * w) if w else context_sum)
+            attn_mem = (kv + write) / bw
+            attn_cmp = (attn_pair * (context_sum + pairs) if not sparse
+                        else model.attention_flops(decode_mb, context_sum, prefill, pairs)) / peak
+            stage = head + (attn_mem if attn_mem > attn_cmp else attn_cmp)
+            if dispatch:
+                per = stage / layers
+                stage = layers * sqrt(per * per + dispatch * dispatch)
+            return pp * stage + comm + over + seq, (gemm_cmp + attn_cmp) > (gemm_mem + attn_mem)
+
+        return g
+
+    fn.decode_only = decode_only  # type: ignore[attr-defined]
     return fn
 
 

@@ -323,6 +323,8 @@ def simulate(
             return "batched-tokens"
         return "kv-capacity" if used + min(rem, budget) > cap else None
 
+    # the step cost of a decode-only step as a function of the context alone (estimate/perf.py make_step_fn)
+    stretch = getattr(step_fn, "decode_only", None)
     while completed < n:
         if step > MAX_STEPS:
             break
@@ -343,40 +345,52 @@ def simulate(
         if FAST_DECODE_STRETCHES and not prefilling and decoders:
             blocked = admission_blocked()
             ran = False
-            while (blocked is not None and decoders and ctx_sum + decoders + prefill_kv <= cap
-                   and step <= MAX_STEPS and not (pending and pending[0][0] <= t)):
-                ran = True
-                used = ctx_sum + decoders + prefill_kv
-                allocated += decoders
-                seconds, compute_bound = step_fn(decoders, ctx_sum, 0, 0.0)
-                seconds = max(seconds, 1e-7)
-                run_time_weighted += len(running) * seconds
-                kv_frac = min(used / cap, 1.0)
-                kv_time_weighted += kv_frac * seconds
-                peak_kv = max(peak_kv, kv_frac)
-                max_running = max(max_running, len(running))
-                if compute_bound:
-                    compute_time += seconds
-                if blocked:
-                    limited[blocked] += seconds
-                t += seconds
-                step += 1
-                produced = decoders
-                ctx_sum += decoders
-                dstep += 1
-                done = finish_at.pop(dstep, ())
-                for i, ep in done:
-                    if ep != epoch[i] or running.get(i) != "decode":
-                        continue
-                    made = dstep - decode_start_step[i]
-                    generated[i] += made
-                    ctx_sum -= decode_start_ctx[i] + made
-                    decoders -= 1
-                    finish(i)
-                out_total += produced
-                cum_t.append(t)
-                cum_out.append(out_total)
-                if done and blocked:  # a finish frees a slot (or budget): admission may go ahead
+            while blocked is not None and decoders:
+                # one stretch per set of running requests: what only a finish changes is looked up once
+                g = stretch(decoders) if stretch else (lambda c, d=decoders: step_fn(d, c, 0, 0.0))
+                nrun = len(running)
+                if nrun > max_running:
+                    max_running = nrun
+                due_at = pending[0][0] if pending else math.inf
+                done: Sequence[tuple[int, int]] = ()
+                while not done and ctx_sum + decoders + prefill_kv <= cap and step <= MAX_STEPS and due_at > t:
+                    ran = True
+                    used = ctx_sum + decoders + prefill_kv
+                    allocated += decoders
+                    seconds, compute_bound = g(ctx_sum)
+                    if seconds < 1e-7:
+                        seconds = 1e-7
+                    run_time_weighted += nrun * seconds
+                    kv_frac = used / cap
+                    if kv_frac > 1.0:
+                        kv_frac = 1.0
+                    kv_time_weighted += kv_frac * seconds
+                    if kv_frac > peak_kv:
+                        peak_kv = kv_frac
+                    if compute_bound:
+                        compute_time += seconds
+                    if blocked:
+                        limited[blocked] += seconds
+                    t += seconds
+                    step += 1
+                    produced = decoders
+                    ctx_sum += decoders
+                    dstep += 1
+                    done = finish_at.pop(dstep, ())
+                    for i, ep in done:
+                        if ep != epoch[i] or running.get(i) != "decode":
+                            continue
+                        made = dstep - decode_start_step[i]
+                        generated[i] += made
+                        ctx_sum -= decode_start_ctx[i] + made
+                        decoders -= 1
+                        finish(i)
+                    out_total += produced
+                    cum_t.append(t)
+                    cum_out.append(out_total)
+                if not done:
+                    break  # an arrival is due, the cache is full or the step limit is reached
+                if blocked:  # a finish frees a slot (or budget): admission may go ahead
                     blocked = None
             if ran:
                 continue

@@ -343,3 +343,30 @@ def test_a_step_above_the_largest_graph_pays_eager_dispatch() -> None:
                                              rel=1e-9)
     # --enforce-eager keeps its own term; a graph limit adds nothing to it
     assert with_graph_limit(with_eager(EFF, DENSE), DENSE, 512).graph_max_tokens == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(tp=st.sampled_from([1, 2, 8]), pp=st.sampled_from([1, 2, 4]), moe=st.booleans(), window=st.booleans(),
+       mamba=st.booleans(), sparse=st.booleans(), dispatch=st.sampled_from(["graphs", "eager", "graph-limit"]),
+       kernel=st.sampled_from(["dense", "w4a16"]), decode=st.integers(1, 600),
+       ctx=st.floats(0, 5e7, allow_nan=False))
+def test_decode_only_is_the_step_function_to_the_last_bit(tp, pp, moe, window, mamba, sparse, dispatch, kernel,
+                                                          decode, ctx) -> None:
+    """make_step_fn's `decode_only(d)(ctx)` (used for the scheduler simulation's decode-only stretches)
+    precomputes what does not depend on the context; it must return exactly fn(d, ctx, 0, 0.0) for every
+    kind of model: pipeline micro-batches, MoE experts, sliding windows, mamba state, sparse attention,
+    eager or graph-limited dispatch, all-reduces."""
+    kv = [KVRead("full", 8, 4096)]
+    if window:
+        kv.append(KVRead("sliding", 24, 2048, window=4096))
+    if mamba:
+        kv.append(KVRead("mamba", 12, state_bytes=3_000_000))
+    model = ModelPerf(tp=tp, pp=pp, layers=32, hidden_size=4096, dense_bytes=9_000_000_000, active_params=8e9,
+                      attn_flops_per_pair=4 * 32 * 128 * 32, kv=tuple(kv), weight_kernel=kernel,
+                      **({"expert_bytes": 40_000_000_000, "num_experts": 128, "experts_per_token": 8,
+                          "moe_layers": 32, "expert_width": 768} if moe else {}),
+                      **({"sparse_topk": 2048, "indexer_flops_per_pair": 4096.0} if sparse else {}))
+    eff = Efficiency(bandwidth=0.85, compute=0.45, eager_dispatch_s=2e-5 if dispatch == "eager" else 0.0,
+                     graph_max_tokens=256 if dispatch == "graph-limit" else 0, graphless_dispatch_s=1e-5)
+    fn = make_step_fn(model, H100, eff)
+    assert fn.decode_only(decode)(ctx) == fn(decode, ctx, 0, 0.0)

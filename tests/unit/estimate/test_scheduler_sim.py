@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vllmkit.estimate.perf import Efficiency, GpuPerf, KVRead, ModelPerf
+from vllmkit.estimate.perf import Efficiency, GpuPerf, KVRead, ModelPerf, make_step_fn
 from vllmkit.estimate.scheduler_sim import SchedulerLimits, arrival_times, percentile, simulate
 from vllmkit.estimate.serving import Workload, predict, request_lengths
 
@@ -264,9 +264,9 @@ def _ctx_step(decode: int, ctx: float, prefill: int, pairs: float) -> tuple[floa
 @given(n=st.integers(1, 40), seed=st.integers(0, 50), inp=st.integers(1, 3000), out=st.integers(1, 300),
        seqs=st.integers(1, 64), budget=st.sampled_from([256, 2048, 8192]), cap=st.integers(500, 60_000),
        mode=st.sampled_from(["burst", "rate", "closed"]), chunked=st.booleans(), mixed=st.booleans(),
-       prefix=st.booleans(), shared=st.sampled_from([0, 64, 512]), warm=st.booleans())
+       prefix=st.booleans(), shared=st.sampled_from([0, 64, 512]), warm=st.booleans(), real=st.booleans())
 def test_decode_stretches_change_nothing(n, seed, inp, out, seqs, budget, cap, mode, chunked, mixed, prefix,
-                                         shared, warm) -> None:
+                                         shared, warm, real) -> None:
     """Step 0 of `simulate` runs decode-only stretches without the scheduling passes. With it off every
     step goes through the general path; the two must agree bit for bit on every output, over bursts,
     Poisson rates and closed loops, full caches (preemption), batch caps, prefix caching, V0 batches."""
@@ -283,8 +283,15 @@ def test_decode_stretches_change_nothing(n, seed, inp, out, seqs, budget, cap, m
     kw.update(seed=seed, request_overhead_s=0.004, shared_prefix=shared, prefix_warm=warm,
               cached_prefix=[inp // 2] * (n // 3))
 
+    # the product's step function (with its decode_only stretches) or a plain one (without)
+    step = make_step_fn(ModelPerf(tp=2, pp=1, layers=32, hidden_size=4096, dense_bytes=8_000_000_000,
+                                  active_params=8e9, attn_flops_per_pair=4 * 32 * 128 * 32,
+                                  kv=(KVRead("full", 32, 65536),)),
+                        GpuPerf("h100-sxm", "nvidia", "hopper", 3.35e12, {"bf16": 989.5}, 450e9),
+                        Efficiency(bandwidth=0.85, compute=0.45)) if real else _ctx_step
+
     def run() -> dict:
-        r = simulate(ins, outs, limits, _ctx_step, **kw)
+        r = simulate(ins, outs, limits, step, **kw)
         return {k: v for k, v in vars(r).items()}
 
     fast = run()
