@@ -484,6 +484,12 @@ PRIORS = {"w4a16_compute": 0.6}
 EXERCISED_BY = {"w4a16_compute": lambda case: case.perf.model.weight_kernel == "w4a16"}
 
 
+def exercising(name: str, cases: list[Case]) -> list[Case]:
+    """The runs of `cases` that exercise parameter `name` (all of them for a main parameter)."""
+    rule = EXERCISED_BY.get(name)
+    return [c for c in cases if rule(c)] if rule else list(cases)
+
+
 def _eff(theta: list[float]) -> Efficiency:
     values = {}
     for name, x in zip(PARAMS, theta, strict=True):
@@ -580,7 +586,7 @@ def fit(cases: list[Case], iters: int, per_source: int = 12) -> Efficiency:
 
     eff = _eff(full(minimize(lambda sub: loss(train, full(sub)), [x0[i] for i in main], iters=iters)))
     for name in EXERCISED_BY:
-        if any(map(EXERCISED_BY[name], cases)):
+        if exercising(name, cases):
             eff = replace(eff, **{name: fit_one(cases, name, base=eff)[0]})
     return eff
 
@@ -589,7 +595,7 @@ def fit_one(cases: list[Case], name: str, iters: int = 40, base: Efficiency = FI
             ) -> tuple[float, list[tuple[float, float]]]:
     """`name` alone fitted on every run of `cases` that exercises it, the other parameters at their `base`
     values (the shipped ones unless given); returns the value and the loss at a few points around it."""
-    runs = [c for c in cases if EXERCISED_BY.get(name, lambda _c: True)(c)]
+    runs = exercising(name, cases)
     i = PARAMS.index(name)
     theta0 = [math.log(getattr(base, p)) for p in PARAMS]
 
@@ -781,8 +787,7 @@ def main(argv: list[str] | None = None) -> int:
             cases.append(case)
     if args.fit_one:
         value, curve = fit_one(cases, args.fit_one)
-        runs = sum(map(EXERCISED_BY.get(args.fit_one, lambda _c: True), cases))
-        print(f"{args.fit_one} = {value:.4g} (fitted alone on {runs} bundled runs; shipped "
+        print(f"{args.fit_one} = {value:.4g} (fitted alone on {len(exercising(args.fit_one, cases))} bundled runs; shipped "
               f"{getattr(FITTED_EFFICIENCY, args.fit_one):.4g})")
         print("loss: " + ", ".join(f"{v:g}: {f:.3f}" for v, f in curve))
         return 0

@@ -299,6 +299,20 @@ def simulate(
             send(next_to_send, max(t, due[next_to_send]))
             next_to_send += 1
 
+    def finish_decodes(due: Sequence[tuple[int, int]]) -> None:
+        """The decoding requests whose last token was the decode step just run (dstep) finish; an entry
+        left by an earlier epoch (the request was preempted since) or for one no longer decoding is
+        stale."""
+        nonlocal ctx_sum, decoders
+        for i, ep in due:
+            if ep != epoch[i] or running.get(i) != "decode":
+                continue
+            made = dstep - decode_start_step[i]
+            generated[i] += made
+            ctx_sum -= decode_start_ctx[i] + made
+            decoders -= 1
+            finish(i)
+
     def admission_blocked() -> str | None:
         """Why step 3 below would admit no one while only decodes run (nothing prefilling): "" when no one
         waits, the reason when the head of the queue is blocked in a way only a finish can lift (the
@@ -377,14 +391,8 @@ def simulate(
                     ctx_sum += decoders
                     dstep += 1
                     done = finish_at.pop(dstep, ())
-                    for i, ep in done:
-                        if ep != epoch[i] or running.get(i) != "decode":
-                            continue
-                        made = dstep - decode_start_step[i]
-                        generated[i] += made
-                        ctx_sum -= decode_start_ctx[i] + made
-                        decoders -= 1
-                        finish(i)
+                    if done:
+                        finish_decodes(done)
                     out_total += produced
                     cum_t.append(t)
                     cum_out.append(out_total)
@@ -503,14 +511,8 @@ def simulate(
         ctx_sum += step_decodes
         if step_decodes:
             dstep += 1
-        for i, ep in (finish_at.pop(dstep, ()) if step_decodes else ()):
-            if ep != epoch[i] or running.get(i) != "decode":
-                continue
-            made = dstep - decode_start_step[i]
-            generated[i] += made
-            ctx_sum -= decode_start_ctx[i] + made
-            decoders -= 1
-            finish(i)
+        if step_decodes:
+            finish_decodes(finish_at.pop(dstep, ()))
         # prefill chunks: a finished prompt yields its next token now
         for i, c in chunks:
             prefill_done[i] += c
