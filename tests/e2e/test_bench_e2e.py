@@ -36,12 +36,40 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 SERVER_ARGS = ["--max-model-len", "1024", "--kv-cache-memory-bytes", str(64 << 20), "--api-key", KEY]
 
 
+def _lower_engine_core_priority(server: VllmServer) -> int:
+    """Nice 10 for every thread of the server's engine-core process; returns how many were changed.
+
+    Why: vLLM's CPU build binds the model's OpenMP threads to all but one core and leaves that one for
+    the engine core, whose loop polls while requests run (vllm/utils/ompmultiprocessing.py: "reserve
+    1 ... core for scheduler proc", "TODO: make scheduler proc sleep when idle"). On this 2-core box
+    the API server and the benchmark clients share that core with the polling loop (top: engine core
+    70 %, API server 24 %), and in streaks of 10-40 requests the API server does not get the CPU until a
+    request has ended: all its tokens reach the client in one burst and TTFT = e2e. Measured with raw
+    httpx and aiohttp clients, 48 requests each, 6 runs: 157 of 288 requests burst at nice 0, 12 of 288
+    with the engine core at nice 10; the engine's own speed barely moves (e2e p50 53-91 vs 76-95 ms)."""
+    changed = 0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if os.getpgid(int(proc.name)) != server.proc.pid or \
+                    not (proc / "comm").read_text().startswith("VLLM::EngineCor"):
+                continue
+            for task in (proc / "task").iterdir():
+                os.setpriority(os.PRIO_PROCESS, int(task.name), 10)
+                changed += 1
+        except (ProcessLookupError, FileNotFoundError, PermissionError):
+            continue
+    return changed
+
+
 @pytest.fixture(scope="module")
 def served(tiny_model_factory) -> Iterator[tuple[VllmServer, Path]]:
     model = tiny_model_factory("llama")
     with start_vllm(model, SERVER_ARGS) as server:
         server.wait("healthy", timeout=600)
         assert server.healthy(), server.log_text()[-3000:]
+        assert _lower_engine_core_priority(server) > 0, "no VLLM::EngineCore process in the server's group"
         yield server, model
 
 
@@ -130,12 +158,13 @@ def _vllm_bench(server: VllmServer, model: Path, tmp_path: Path, *, n: int, conc
     return result
 
 
-def _by_delivery(pairs: list[tuple[float, float]]) -> dict[str, list[float]]:
-    """TTFTs (ms) split by how the server delivered the answer: "streamed" (the first token came before
-    half of the request's time) or "burst" (the tokens came together near the end: see the test)."""
-    out: dict[str, list[float]] = {"streamed": [], "burst": []}
+def _by_delivery(pairs: list[tuple[float, float]]) -> dict[str, list[tuple[float, float]]]:
+    """(TTFT, e2e) pairs in ms split by how the server delivered the answer: "streamed" (the first token
+    came before half of the request's time) or "burst" (the tokens came together near the end: see the
+    test)."""
+    out: dict[str, list[tuple[float, float]]] = {"streamed": [], "burst": []}
     for ttft_s, e2e_s in pairs:
-        out["streamed" if ttft_s < 0.5 * e2e_s else "burst"].append(ttft_s * 1000)
+        out["streamed" if ttft_s < 0.5 * e2e_s else "burst"].append((ttft_s * 1000, e2e_s * 1000))
     return out
 
 
@@ -149,24 +178,28 @@ def test_agrees_with_vllms_own_benchmark(served, tmp_path: Path) -> None:
     Why TTFT is compared per delivery mode (issue #12): on this 2-core box, shared with other jobs,
     the CPU build often holds a request's tokens back and delivers all 32 in one burst at the end (the
     engine core's own TTFT on /metrics stays 6-8 ms; strace of the API server shows the engine core's
-    outputs for the whole request arriving in one read ~80 ms after the request was sent; giving the
-    server processes a 0.5 ms GIL switch interval cut the bursts from 24-25/30 to 0-7/30 requests at
-    moderate load, so the outputs wait for a thread that does not get the GIL/CPU in time). A client
+    outputs for the whole request arriving in one read ~80 ms after the request was sent: the API
+    server does not get the CPU in time; a 0.5 ms GIL switch interval did not change that when
+    re-measured, 147 vs 157 bursts of 288). A client
     then sees TTFT = e2e (~80-120 ms) instead of ~10-25 ms, and whole runs flip between the two modes
     with the box's load: vLLM's benchmark against itself, back to back, gave 8 vs 84 ms, and 83 vs
     113 / 95 vs 75 / 108 vs 82 ms. That flip, not the client, was the 33-58 ms gap this test used to
     report: with the two clients interleaved request by request on one server (same moments, same
     mode) vllmkit's TTFT median was +1.4 to +7 ms over vLLM's (82.0 vs 80.6, 111.9 vs 107.8, 100.7 vs
-    94.5 ms) and e2e likewise. So each request is classed by how it was delivered and the medians are
-    compared within a class both clients saw (>= 10 requests each).
+    94.5 ms) and e2e likewise. The cause is the engine core's polling loop taking the API server's core
+    (`_lower_engine_core_priority`, which the `served` fixture applies, so that most answers stream).
+    Each request is still classed by how it was delivered, and the clients are compared within a class
+    both saw in the same round: streamed answers (>= 10 per client, required) on the TTFT itself; burst answers only on TTFT as a share of e2e, because a burst's absolute TTFT
+    is the server's speed at that moment and that swings between the runs of one round (CI on dc83dd8:
+    86.1 vs 63.5 ms in the burst class while the streamed class agreed at 11.9 vs 11.9 ms).
 
     Tolerances: output tokens/s (tokens over run time, pooled per client) within 25 %: the server's
     speed swung 161-338 tok/s between back-to-back runs of vLLM's own benchmark; bracketing and
     pooling three rounds cut that, and a throughput over the wrong duration (warm-up, start-up
-    included) or token counts from text move it by more. TTFT within max(15 ms, 30 %) of vLLM's per
-    class: the per-run medians of one client within one mode spread by 25-37 % (burst) and 8-28 ms
-    (streamed) here; a TTFT from the wrong clock (before prompt building, across a new connection, or
-    from the last token) moves it by more than that."""
+    included) or token counts from text move it by more. Streamed TTFT within max(15 ms, 30 %) of
+    vLLM's: the per-run medians of one client spread by 8-28 ms here; a TTFT from the wrong clock
+    (from the last token, or across the warm-up) moves it by more than that. Burst share of e2e within
+    0.1 of vLLM's."""
     server, model = served
     env = _env(tmp_path)
     n = 40
@@ -198,12 +231,9 @@ def test_agrees_with_vllms_own_benchmark(served, tmp_path: Path) -> None:
                      f"{ref['output_throughput']:.0f} tok/s TTFT {ref['median_ttft_ms']:.1f} ms")
     our_tps = sum(p["output_tokens"] for p in mine) / sum(p["duration_s"] for p in mine)
     their_tps = sum(t["total_output_tokens"] for t in theirs) / sum(t["duration"] for t in theirs)
-    # a mode's TTFTs are pooled only over the rounds in which both clients saw that mode: in the burst mode
-    # TTFT ~ e2e, i.e. the server's speed at that moment, so bursts of one client in round 0 against the
-    # other's in rounds 1-2 compared the box's load, not the clients (CI: vLLM's 23 bursts all in r0 at
-    # 72.6 ms against vllmkit's 66.5 ms there, but 42.6 ms pooled over every round)
-    our_ttft: dict[str, list[float]] = {"streamed": [], "burst": []}
-    their_ttft: dict[str, list[float]] = {"streamed": [], "burst": []}
+    # a mode's TTFTs are pooled only over the rounds in which both clients saw that mode
+    our_ttft: dict[str, list[tuple[float, float]]] = {"streamed": [], "burst": []}
+    their_ttft: dict[str, list[tuple[float, float]]] = {"streamed": [], "burst": []}
     for r, ref in enumerate(theirs):
         ours_r = _by_delivery([(s["ttft_s"], s["e2e_s"]) for p in mine[2 * r:2 * r + 2] for s in p["samples"]])
         theirs_r = _by_delivery(list(zip(ref["ttfts"], ref["latencies"], strict=True)))
@@ -211,19 +241,31 @@ def test_agrees_with_vllms_own_benchmark(served, tmp_path: Path) -> None:
             if ours_r[m] and theirs_r[m]:
                 our_ttft[m] += ours_r[m]
                 their_ttft[m] += theirs_r[m]
-    compared = [m for m in ("streamed", "burst") if len(our_ttft[m]) >= 10 and len(their_ttft[m]) >= 10]
+
+    def ttft(pairs: list[tuple[float, float]]) -> float:
+        return statistics.median(t for t, _ in pairs) if pairs else float("nan")
+
+    def share(pairs: list[tuple[float, float]]) -> float:
+        return statistics.median(t / e for t, e in pairs) if pairs else float("nan")
+
     lines.append(f"pooled: vllmkit {our_tps:.0f} tok/s, vLLM {their_tps:.0f} tok/s")
-    lines += [f"{m}: vllmkit n={len(our_ttft[m])} TTFT p50 "
-              f"{statistics.median(our_ttft[m]) if our_ttft[m] else float('nan'):.1f} ms | vLLM n={len(their_ttft[m])} "
-              f"TTFT p50 {statistics.median(their_ttft[m]) if their_ttft[m] else float('nan'):.1f} ms"
+    lines += [f"{m}: vllmkit n={len(our_ttft[m])} TTFT p50 {ttft(our_ttft[m]):.1f} ms ({share(our_ttft[m]):.2f} of "
+              f"e2e) | vLLM n={len(their_ttft[m])} TTFT p50 {ttft(their_ttft[m]):.1f} ms ({share(their_ttft[m]):.2f})"
               for m in ("streamed", "burst")]
     report = "; ".join(lines)
     print(report)
     assert abs(our_tps / their_tps - 1) <= 0.25, report
-    assert compared, "no delivery mode with >= 10 requests from both clients: " + report
-    for mode in compared:
-        diff = statistics.median(our_ttft[mode]) - statistics.median(their_ttft[mode])
-        assert abs(diff) <= max(15.0, 0.3 * statistics.median(their_ttft[mode])), f"{mode}: " + report
+    # streamed: the TTFT itself (queue + prefill + first chunk), the client's clock
+    assert len(our_ttft["streamed"]) >= 10 and len(their_ttft["streamed"]) >= 10, \
+        "fewer than 10 streamed answers from a client: " + report
+    diff = ttft(our_ttft["streamed"]) - ttft(their_ttft["streamed"])
+    assert abs(diff) <= max(15.0, 0.3 * ttft(their_ttft["streamed"])), "streamed: " + report
+    # burst: TTFT ~ e2e, i.e. the server's speed at that moment, which swings between the runs of one round
+    # (CI: 86.1 ms for vllmkit against vLLM's 63.5 ms in the same round, streamed 11.9 vs 11.9 ms), so the
+    # absolute value compares the box's load, not the clients. What is the client's own is where in the
+    # request the first token lands: TTFT as a share of the same request's e2e (the load cancels)
+    if len(our_ttft["burst"]) >= 10 and len(their_ttft["burst"]) >= 10:
+        assert abs(share(our_ttft["burst"]) - share(their_ttft["burst"])) <= 0.1, "burst: " + report
 
 
 def test_wrong_key_is_an_auth_error(served, tmp_path: Path) -> None:
