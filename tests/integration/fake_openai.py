@@ -37,6 +37,7 @@ class FakeOpenAI:
         kv_per_request: float = 0.01,
         send_usage: bool = True,
         metrics_padding: int = 0,
+        burst: bool = False,
     ) -> None:
         self.ttft_s, self.itl_s, self.api_key = ttft_s, itl_s, api_key
         self.fail_requests = fail_requests or set()
@@ -44,6 +45,9 @@ class FakeOpenAI:
         self.max_model_len, self.model, self.version = max_model_len, model, version
         self.kv_per_request = kv_per_request
         self.send_usage = send_usage
+        # burst: hold every token chunk until the answer's last one is due, then write them all at once
+        # (what the vLLM CPU build's API server does when its engine core's polling takes its CPU core)
+        self.burst = burst
         # histogram lines added to /metrics: a real vLLM page runs to thousands of lines
         self.metrics_padding = "".join(
             f'vllm:request_prompt_tokens_bucket{{engine="0",le="{i}.0",model_name="{model}"}} {i}\n'
@@ -199,16 +203,20 @@ class FakeOpenAI:
 
             def _chunk(self, data: str) -> None:
                 raw = f"data: {data}\n\n".encode()
-                self.wfile.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
+                frame = f"{len(raw):x}\r\n".encode() + raw + b"\r\n"
+                if fake.burst:  # the handler's wfile is unbuffered: hold the frames here
+                    self.held = [*getattr(self, "held", []), frame]
+                    return
+                self.wfile.write(frame)
                 self.wfile.flush()
 
             def _stream(self, index: int, prompt_tokens: int, n: int) -> None:
                 if fake.die_after is not None and index >= fake.die_after:
                     fake.kill()
-                if fake.dead.wait(fake.ttft_s):
+                if fake.dead.wait(fake.ttft_s + (fake.itl_s * (n - 1) if fake.burst else 0.0)):
                     return self._abort()
                 for k in range(n):
-                    if k and fake.dead.wait(fake.itl_s):
+                    if k and not fake.burst and fake.dead.wait(fake.itl_s):
                         return self._abort()
                     self._chunk(json.dumps({"id": f"cmpl-{index}", "object": "text_completion", "model": fake.model,
                                             "choices": [{"index": 0, "text": f" t{k}", "logprobs": None,
@@ -220,7 +228,8 @@ class FakeOpenAI:
                                                                      "completion_tokens": n,
                                                                      "total_tokens": prompt_tokens + n}}))
                 self._chunk("[DONE]")
-                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.write(b"".join(getattr(self, "held", [])) + b"0\r\n\r\n")
+                self.held = []
                 self.wfile.flush()
                 return None
 

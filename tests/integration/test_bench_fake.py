@@ -340,3 +340,30 @@ def test_duration_rate_inf_and_datasets(tmp_path: Path) -> None:
     assert [b["prompt"] for b in sent] == ["tell me a story"] * 3 and {b["max_tokens"] for b in sent} == {5}
     assert lines.exit_code == 0
     assert {s["output_tokens"] for s in _data(lines)["points"][0]["samples"]} == {128}  # the default --output-len
+
+
+def test_burst_delivery_is_flagged_and_paced_streams_are_not() -> None:
+    """A server that holds each answer's tokens and sends them in one write after the last is due (the
+    vLLM CPU build's API server starved of CPU, tests/e2e/test_bench_e2e.py) against one that paces them
+    5 ms apart: bench flags every answer of the first and none of the second, and says what it means."""
+    held = FakeOpenAI(ttft_s=0.01, itl_s=0.005, burst=True).start()
+    paced = FakeOpenAI(ttft_s=0.01, itl_s=0.005).start()
+    try:
+        out = {}
+        for name, server in (("held", held), ("paced", paced)):
+            result = _bench(server.url, "-c", "1", "-n", "6", "--input-len", "8", "--output-len", "16", "--warmup",
+                            "0", "--no-store", "--metrics-interval", "0")
+            assert result.exit_code == 0, result.stdout
+            out[name] = result.stdout
+            data = json.loads(_bench(server.url, "-c", "1", "-n", "6", "--input-len", "8", "--output-len", "16",
+                                     "--warmup", "0", "--no-store", "--metrics-interval", "0", "--json").stdout)["data"]
+            (point,) = data["points"]
+            assert point["completed"] == 6
+            assert point["burst_requests"] == (6 if name == "held" else 0), name
+            if name == "held":  # the client saw TTFT ~ e2e: the whole answer's time before the first token
+                assert point["ttft_ms"]["p50"] >= 0.9 * point["e2e_s"]["p50"] * 1000
+    finally:
+        held.stop()
+        paced.stop()
+    assert "6 of 6 answers arrived in one burst" in " ".join(out["held"].split())
+    assert "burst" not in out["paced"]

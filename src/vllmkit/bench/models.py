@@ -59,6 +59,9 @@ class PointResult(BaseModel):
     failed: int = 0
     failures: dict[str, int] = Field(default_factory=dict)
     length_mismatch: int = 0  # completed with output tokens != requested (ignore_eos not honoured?)
+    # completed answers whose tokens reached the client together after a wait (aggregate.delivered_in_burst):
+    # their TTFT and ITL time the server's front end (or this client) falling behind, not the engine
+    burst_requests: int = 0
     partial: bool = False  # stopped early (server died / interrupted)
     duration_s: float = 0.0
     input_tokens: int = 0

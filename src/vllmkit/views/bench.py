@@ -74,6 +74,11 @@ def render(con: Console, report: BenchReport) -> None:
         if p.length_mismatch:
             con.print(escape(f"{p.label}: {p.length_mismatch} answers had another length than requested "
                              "(the server ignored ignore_eos, or hit max_model_len)"))
+        if p.burst_requests:
+            con.print(escape(f"{p.label}: {p.burst_requests} of {p.completed} answers arrived in one burst after a "
+                             "wait: their TTFT and ITL time the server's API process (or this client) falling "
+                             "behind, not the engine. Give the server CPU cores to spare (its API server, "
+                             "engine core and GPU workers each keep one busy), or run the client on another host"))
         if p.verdict is not None and p.verdict.fix and p.verdict.name not in ("compute", "unknown"):
             con.print(f"{p.label}: {p.verdict.name}: {p.verdict.detail}. {p.verdict.fix}", markup=False)
     chart = latency_chart(report.points)

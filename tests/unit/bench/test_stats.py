@@ -115,3 +115,26 @@ def test_bootstrap_ci_separates_a_real_shift_and_not_noise():
 def test_durations():
     assert parse_duration("5m") == 300 and parse_duration("1h") == 3600 and parse_duration("2min") == 120
     assert parse_duration("90") == 90 and parse_duration("1.5s") == 1.5
+
+
+def test_burst_delivery_by_hand():
+    from vllmkit.bench.aggregate import delivered_in_burst
+
+    def s(ttft, gaps, ok=True):
+        e2e = ttft + sum(gaps)
+        return RequestSample(start_s=0.0, ok=ok, ttft_s=ttft, e2e_s=e2e, itl_s=gaps, output_tokens=len(gaps) + 1)
+
+    # 32 tokens read within 0.3 ms after 80 ms of silence: the CPU build's starved API server
+    assert delivered_in_burst(s(0.080, [0.00001] * 31))
+    # a long prompt (TTFT most of the request) whose tokens still come one engine step apart
+    assert not delivered_in_burst(s(2.0, [0.004] * 31))
+    # fast chunks right after a quick first token: TTFT is not most of the request
+    assert not delivered_in_burst(s(0.001, [0.0001] * 31))
+    # too few chunks to tell, and failed requests
+    assert not delivered_in_burst(s(0.080, [0.00001] * 2))
+    assert not delivered_in_burst(s(0.080, [0.00001] * 31, ok=False))
+    # the median decides: a few chunks read together in an otherwise paced stream are not a burst
+    assert not delivered_in_burst(s(0.5, [0.00001] * 10 + [0.02] * 21))
+    p = aggregate(PointResult(label="c=1"), [s(0.080, [0.00001] * 31), s(0.01, [0.004] * 31)], duration_s=1.0,
+                  slo=Slo())
+    assert p.burst_requests == 1
