@@ -78,6 +78,8 @@ class VersionRules:
     # --enable-lora builds LoRA stacks for every routed expert (FusedMoEWithLoRA, vllm PR #21229 "LoRA for
     # fused MoE", in the 0.12 release line; threshold approximate); before, expert layers took no adapter
     moe_lora: bool = False
+    # the V1 engine schedules step N+1 while step N runs (see async_scheduling_on)
+    async_scheduling: bool = False
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -123,6 +125,10 @@ def rules_for(version: str) -> VersionRules:
         mm_tower_skipped_per_model=v >= (0, 13, 0),
         mamba_blocks_bound_max_num_seqs=v >= (0, 19, 0),
         moe_lora=v >= (0, 12, 0),
+        # config/vllm.py in the 0.14.0 wheel: scheduler_config.async_scheduling defaults to None and is
+        # resolved to True unless pipeline_parallel_size > 1, a non-EAGLE/MTP speculative method, or an
+        # executor other than mp / uni / external_launcher; in 0.13.0 it stayed off unless asked for
+        async_scheduling=v >= (0, 14, 0),
         # engine/arg_utils.py --language-model-only (MultiModalConfig.language_model_only): in the 0.17.0
         # wheel, not in 0.16.0
         language_model_only_flag=v >= (0, 17, 0),
@@ -262,3 +268,4 @@ def resolve_version(requested: str | None, env: Mapping[str, str] | None = None)
     if found:
         return found[0], f"installed ({found[1]})"
     return NEWEST_KNOWN, "newest known (no vLLM installed)"
+

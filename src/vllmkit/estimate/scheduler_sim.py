@@ -45,6 +45,11 @@ class SchedulerLimits:
     # `_schedule_default`): a step that admits prompts runs only prompts (the whole budget is theirs)
     # and the running decodes wait; decodes run only in steps with no prompt to admit
     mixed_batches: bool = True
+    # vLLM's async scheduling (on by default from 0.14 on GPUs unless PP > 1; vllm/config/vllm.py): the
+    # engine core schedules step N+1 as soon as step N is launched, so a request that reaches it while
+    # step N runs is first scheduled in step N+2. While the engine is busy, a step admits only requests
+    # that were there when the step before it began.
+    async_scheduling: bool = False
 
 
 @dataclass
@@ -339,17 +344,20 @@ def simulate(
 
     # the step cost of a decode-only step as a function of the context alone (estimate/perf.py make_step_fn)
     stretch = getattr(step_fn, "decode_only", None)
+    lag = limits.async_scheduling
+    step_began = 0.0  # when the last step began: with async scheduling, when the next one was scheduled
     while completed < n:
         if step > MAX_STEPS:
             break
-        while pending and pending[0][0] <= t:
+        seen = step_began if lag and (running or waiting) else t
+        while pending and pending[0][0] <= seen:
             _, i = heapq.heappop(pending)
             prefill_target[i] = input_lens[i]
             waiting.append(i)
         if not running and not waiting:
             if not pending:
                 break
-            t = max(t, pending[0][0])
+            t = step_began = max(t, pending[0][0])  # an idle engine schedules what arrives
             continue
 
         # 0. a stretch of decode-only steps: nothing prefilling and nothing the scheduler can admit (no
@@ -367,7 +375,8 @@ def simulate(
                     max_running = nrun
                 due_at = pending[0][0] if pending else math.inf
                 done: Sequence[tuple[int, int]] = ()
-                while not done and ctx_sum + decoders + prefill_kv <= cap and step <= MAX_STEPS and due_at > t:
+                while (not done and ctx_sum + decoders + prefill_kv <= cap and step <= MAX_STEPS
+                       and due_at > (step_began if lag else t)):
                     ran = True
                     used = ctx_sum + decoders + prefill_kv
                     allocated += decoders
@@ -385,6 +394,7 @@ def simulate(
                         compute_time += seconds
                     if blocked:
                         limited[blocked] += seconds
+                    step_began = t
                     t += seconds
                     step += 1
                     produced = decoders
@@ -488,7 +498,7 @@ def simulate(
                 continue
             if not pending:
                 break
-            t = max(t, pending[0][0])
+            t = step_began = max(t, pending[0][0])  # an idle engine schedules what arrives
             continue
 
         step_decodes = decoders if (limits.mixed_batches or not chunks) else 0
@@ -504,6 +514,7 @@ def simulate(
             compute_time += seconds
         if blocked:
             limited[blocked] += seconds
+        step_began = t
         t += seconds
         step += 1
         produced = step_decodes

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from vllmkit.arch.model import LayerKind, ModelArch
-from vllmkit.engine.versions import parse_version
+from vllmkit.engine.versions import parse_version, rules_for
 from vllmkit.errors import DoesNotFitError, UsageError
 from vllmkit.estimate.perf import (
     Efficiency,
@@ -34,6 +34,7 @@ from vllmkit.estimate.perf import (
 )
 from vllmkit.estimate.scheduler_sim import SchedulerLimits
 from vllmkit.estimate.serving import ServingPrediction, Stat, Workload, default_num_requests, predict
+from vllmkit.estimate.speculative import EAGLE_METHODS, MTP_METHODS
 from vllmkit.estimate.weights import attention_params, rope_cache_bytes
 
 # Efficiencies fitted on the public vLLM runs in benchmarks/data (benchmarks/perf_accuracy.py --fit-all,
@@ -326,7 +327,8 @@ def workload_dict(wl: Workload) -> dict[str, Any]:
             "shared_prefix_len": wl.shared_prefix}
 
 
-def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gpu: GpuPerf) -> PerformanceInfo:
+def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gpu: GpuPerf, *,
+                     async_scheduling: bool = False) -> PerformanceInfo:
     eff = pred.efficiency
     return PerformanceInfo(
         source=eff.source,
@@ -358,6 +360,8 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
             + ", no speculative decoding; MoE routing assumed uniform",
         ] + ([f"FP8 MoE: the routed experts' weights stream at {expert_stream(model, eff):.0%} of the dense weight "
               "rate (vLLM's FP8 fused-MoE kernels; fitted on public runs)"] if expert_stream(model, eff) < 1.0 else [])
+        + (["async scheduling (vLLM's default from 0.14): the next step is scheduled while one runs, so a request "
+             "that arrives meanwhile starts a step later"] if async_scheduling else [])
         + ([f"pipeline parallel {model.pp}: up to {model.pp} micro-batches in flight (vLLM's batch queue), each "
               "stage working on one while a token passes every stage"] if model.pp > 1 else [])
         + ([f"--enforce-eager: {eff.eager_dispatch_s * 1e3:.2f} ms of host kernel dispatch per decoder layer, "
@@ -478,13 +482,28 @@ class CandidatePerf:
         return predict(self.model, self.gpu, eff, limits, wl, steady=steady, efficiency_is_final=True)
 
 
+def async_scheduling_on(release_default: bool, vendor: str, pp: int, speculative: dict | None) -> bool:
+    """Whether vLLM runs this candidate with async scheduling: the release's default (VersionRules), on
+    GPUs, not with pipeline parallelism or a speculative method other than EAGLE / MTP
+    (vllm/config/vllm.py, 0.14.0). The CPU build keeps the synchronous loop (evaluate.in_flight_tokens)."""
+    if not release_default or vendor == "cpu" or pp > 1:
+        return False
+    if not speculative:
+        return True
+    method = str(speculative.get("method") or "").lower()
+    return method in EAGLE_METHODS or method in MTP_METHODS or method.endswith("_mtp")
+
+
 def candidate_perf(arch: ModelArch, evaluation: Any, settings: Any, label: str, profile: Any,
                    records: Sequence[Any] = (), base: Efficiency = FITTED_EFFICIENCY,
                    vllm_version: str | None = None) -> CandidatePerf:
     model = model_perf(arch, evaluation, label, profile)
     gpu = gpu_perf(profile)
-    limits = replace(scheduler_limits(evaluation, settings), prefix_caching=bool(settings.prefix_caching))
     version = parse_version(vllm_version) if vllm_version else None
+    lag = vllm_version is not None and async_scheduling_on(rules_for(vllm_version).async_scheduling, gpu.vendor,
+                                                           evaluation.pp, getattr(settings, "speculative", None))
+    limits = replace(scheduler_limits(evaluation, settings), prefix_caching=bool(settings.prefix_caching),
+                     async_scheduling=lag)
     eff = calibrated_efficiency(base, gpu, model, limits, records, gpu_name=profile.name, precision=label,
                                 vllm_version=version)
     if getattr(settings, "enforce_eager", False) and eff.source != "calibrated":
@@ -585,7 +604,8 @@ def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], prof
                 alt.output_tokens_per_s = round(rec.output_tokens_per_s, 1)
                 continue
             pred = cp.predict_sustained(wl)
-            result.performance = performance_info(pred, wl, cp.model, cp.gpu)
+            result.performance = performance_info(pred, wl, cp.model, cp.gpu,
+                                                  async_scheduling=cp.limits.async_scheduling)
             alt.output_tokens_per_s = result.performance.output_tokens_per_s
         elif opts.alternatives:
             small = replace(wl, num_requests=min(wl.num_requests or _ALT_REQUESTS, _ALT_REQUESTS))

@@ -29,6 +29,30 @@ def test_one_request_by_hand() -> None:
     assert r.duration_s == pytest.approx(0.100)
 
 
+def test_async_scheduling_admits_an_arrival_one_step_later() -> None:
+    """vLLM >= 0.14 schedules step N+1 when step N is launched (vllm/config/vllm.py, v1 engine core's
+    batch queue): a request that arrives during step N first runs in step N+2. By hand, 10 ms steps:
+    request 0 (1 prompt token, 10 tokens out) runs from t=0; request 1 arrives at 15 ms, during step
+    2 (10-20 ms). Synchronous: scheduled at 20 ms, first token at 30 ms, TTFT 15 ms. Async: step 3 was
+    scheduled at 10 ms without it, so it runs in step 4 (30-40 ms): TTFT 25 ms, one step more. On an
+    idle engine nothing is in flight, and an arrival runs in the next step either way."""
+    from vllmkit.estimate import scheduler_sim as sim
+
+    def two(lag: bool) -> list[float]:
+        limits = replace(WIDE, async_scheduling=lag)
+        orig = sim.arrival_times
+        try:
+            sim.arrival_times = lambda n, rate, seed=0: [0.0, 0.015]
+            return simulate([1, 1], [10, 3], limits, flat, request_rate=1.0).ttft_s
+        finally:
+            sim.arrival_times = orig
+
+    assert two(False) == pytest.approx([0.010, 0.015])
+    assert two(True) == pytest.approx([0.010, 0.025])
+    lone = replace(WIDE, async_scheduling=True)
+    assert simulate([100], [10], lone, flat).ttft_s == [pytest.approx(0.010)]
+
+
 def test_chunked_prefill_splits_a_long_prompt() -> None:
     # 10,000 prompt tokens with a 4096-token budget: 3 steps before the first token
     limits = SchedulerLimits(max_num_seqs=8, max_num_batched_tokens=4096, kv_capacity_tokens=10**6)
@@ -264,12 +288,14 @@ def _ctx_step(decode: int, ctx: float, prefill: int, pairs: float) -> tuple[floa
 @given(n=st.integers(1, 40), seed=st.integers(0, 50), inp=st.integers(1, 3000), out=st.integers(1, 300),
        seqs=st.integers(1, 64), budget=st.sampled_from([256, 2048, 8192]), cap=st.integers(500, 60_000),
        mode=st.sampled_from(["burst", "rate", "closed"]), chunked=st.booleans(), mixed=st.booleans(),
-       prefix=st.booleans(), shared=st.sampled_from([0, 64, 512]), warm=st.booleans(), real=st.booleans())
+       prefix=st.booleans(), shared=st.sampled_from([0, 64, 512]), warm=st.booleans(), real=st.booleans(),
+       lag=st.booleans())
 def test_decode_stretches_change_nothing(n, seed, inp, out, seqs, budget, cap, mode, chunked, mixed, prefix,
-                                         shared, warm, real) -> None:
+                                         shared, warm, real, lag) -> None:
     """Step 0 of `simulate` runs decode-only stretches without the scheduling passes. With it off every
     step goes through the general path; the two must agree bit for bit on every output, over bursts,
-    Poisson rates and closed loops, full caches (preemption), batch caps, prefix caching, V0 batches."""
+    Poisson rates and closed loops, full caches (preemption), batch caps, prefix caching, V0 batches,
+    async scheduling."""
     import random
 
     import vllmkit.estimate.scheduler_sim as sim
@@ -278,7 +304,8 @@ def test_decode_stretches_change_nothing(n, seed, inp, out, seqs, budget, cap, m
     ins = [max(1, int(inp * rng.uniform(0.3, 1.0))) for _ in range(n)]
     outs = [max(1, int(out * rng.uniform(0.3, 1.0))) for _ in range(n)]
     limits = SchedulerLimits(max_num_seqs=seqs, max_num_batched_tokens=budget, kv_capacity_tokens=cap,
-                             chunked_prefill=chunked, prefix_caching=prefix, mixed_batches=mixed or chunked)
+                             chunked_prefill=chunked, prefix_caching=prefix, mixed_batches=mixed or chunked,
+                             async_scheduling=lag)
     kw = {"burst": {}, "rate": {"request_rate": 20.0}, "closed": {"concurrency": max(1, seqs // 2)}}[mode]
     kw.update(seed=seed, request_overhead_s=0.004, shared_prefix=shared, prefix_warm=warm,
               cached_prefix=[inp // 2] * (n // 3))

@@ -223,3 +223,36 @@ def test_a_tied_embedding_is_read_every_step_as_the_lm_head() -> None:
     assert dense == pytest.approx(rank - 131_072 * 64 * 2, abs=2)
     dense, rank = dense_and_rank("meta-llama/Llama-3.1-8B-Instruct")
     assert dense == pytest.approx(rank - 1_050_673_152 - 131_072 * 128 * 2, abs=2)
+
+
+@pytest.mark.parametrize(("version", "update", "on"), [
+    ("0.13.0", {}, False),  # 0.13's config/vllm.py leaves it off unless asked for
+    ("0.14.0", {}, True),  # 0.14.0: on by default
+    ("0.32.0", {}, True),
+    ("0.32.0", {"tensor_parallel_size": 1, "pipeline_parallel_size": 2}, False),  # not with PP > 1
+    ("0.32.0", {"speculative_config": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}},
+     False),  # only EAGLE / MTP methods keep it
+])
+def test_async_scheduling_follows_the_release_and_the_config(version, update, on) -> None:
+    """vllm/config/vllm.py (0.14.0 wheel): async_scheduling None -> True unless pipeline parallel, a
+    speculative method other than EAGLE / MTP, or another executor; in the 0.13.0 wheel it stayed off.
+    With it on, a closed loop's new requests wait one step more (estimate/scheduler_sim.py)."""
+    req = REQ.model_copy(update={"vllm_version": version, **update})
+    wl = Workload(1000, 200, concurrency=8)
+    perf = build_plan(req, ENV, perf=PerfOptions(workload=wl)).performance
+    assert any(a.startswith("async scheduling") for a in perf.assumptions) is on
+
+
+@pytest.mark.parametrize("rate", [4.0, 8.0])
+def test_async_scheduling_adds_a_step_to_ttft_under_poisson_traffic(rate) -> None:
+    """The same plan on 0.13 and 0.14 (nothing else in the performance model changes between them), with
+    Poisson arrivals that mostly find the engine busy: each such request waits for the step already
+    scheduled, so TTFT rises by about one step (a decode step with a prompt chunk in it: about a TPOT);
+    TPOT and throughput stay. (A closed loop's waves often find the engine idle: no fixed shift there.)"""
+    wl = Workload(1000, 200, request_rate=rate)
+    old = build_plan(REQ.model_copy(update={"vllm_version": "0.13.0"}), ENV, perf=PerfOptions(workload=wl)).performance
+    new = build_plan(REQ.model_copy(update={"vllm_version": "0.14.0"}), ENV, perf=PerfOptions(workload=wl)).performance
+    step = old.tpot_ms.mean
+    assert 0.7 * step < new.ttft_ms.mean - old.ttft_ms.mean < 1.5 * step
+    assert new.tpot_ms.mean == pytest.approx(old.tpot_ms.mean, rel=0.02)
+    assert new.output_tokens_per_s == pytest.approx(old.output_tokens_per_s, rel=0.02)
