@@ -78,7 +78,7 @@ class VersionRules:
     # --enable-lora builds LoRA stacks for every routed expert (FusedMoEWithLoRA, vllm PR #21229 "LoRA for
     # fused MoE", in the 0.12 release line; threshold approximate); before, expert layers took no adapter
     moe_lora: bool = False
-    # the V1 engine schedules step N+1 while step N runs (see async_scheduling_on)
+    # the V1 engine schedules step N+1 while step N runs (where it applies: plan/performance.async_scheduling_on)
     async_scheduling: bool = False
 
     @property
@@ -268,4 +268,3 @@ def resolve_version(requested: str | None, env: Mapping[str, str] | None = None)
     if found:
         return found[0], f"installed ({found[1]})"
     return NEWEST_KNOWN, "newest known (no vLLM installed)"
-
