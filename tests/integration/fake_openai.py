@@ -205,12 +205,13 @@ class FakeOpenAI:
                 raw = f"data: {data}\n\n".encode()
                 frame = f"{len(raw):x}\r\n".encode() + raw + b"\r\n"
                 if fake.burst:  # the handler's wfile is unbuffered: hold the frames here
-                    self.held = [*getattr(self, "held", []), frame]
+                    self.held.append(frame)
                     return
                 self.wfile.write(frame)
                 self.wfile.flush()
 
             def _stream(self, index: int, prompt_tokens: int, n: int) -> None:
+                self.held: list[bytes] = []  # burst mode: this answer's frames, written together at the end
                 if fake.die_after is not None and index >= fake.die_after:
                     fake.kill()
                 if fake.dead.wait(fake.ttft_s + (fake.itl_s * (n - 1) if fake.burst else 0.0)):
@@ -228,8 +229,7 @@ class FakeOpenAI:
                                                                      "completion_tokens": n,
                                                                      "total_tokens": prompt_tokens + n}}))
                 self._chunk("[DONE]")
-                self.wfile.write(b"".join(getattr(self, "held", [])) + b"0\r\n\r\n")
-                self.held = []
+                self.wfile.write(b"".join(self.held) + b"0\r\n\r\n")
                 self.wfile.flush()
                 return None
 

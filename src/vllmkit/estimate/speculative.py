@@ -26,6 +26,13 @@ MTP_METHODS = ("mtp", "deepseek_mtp", "qwen3_next_mtp", "qwen3_5_mtp", "glm4_moe
 EAGLE_METHODS = ("eagle", "eagle3")
 
 
+def is_mtp(method: str) -> bool:
+    """An MTP method: every MTP model type vLLM knows ends in "_mtp" (MTPModelTypes in
+    vllm/config/speculative.py)."""
+    m = method.lower()
+    return m in MTP_METHODS or m.endswith("_mtp")
+
+
 @dataclass(frozen=True)
 class SpeculativeTerms:
     method: str
@@ -67,8 +74,7 @@ def speculative_terms(
     attn_kind = LayerKind.MLA if arch.mla is not None else LayerKind.FULL
     if m in NO_WEIGHT_METHODS:
         return SpeculativeTerms(m, num_speculative_tokens, 0, [], f"{m}: proposals from the prompt, no GPU memory")
-    # every MTP model type vLLM knows ends in "_mtp" (MTPModelTypes in vllm/config/speculative.py)
-    if m in MTP_METHODS or m.endswith("_mtp"):
+    if is_mtp(m):
         if mtp_layers <= 0:
             return SpeculativeTerms(m, num_speculative_tokens, 0, [], "the checkpoint declares no MTP layers")
         return SpeculativeTerms(m, num_speculative_tokens, mtp_layer_bytes // tp, [attn_kind] * mtp_layers,

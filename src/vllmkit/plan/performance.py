@@ -34,7 +34,7 @@ from vllmkit.estimate.perf import (
 )
 from vllmkit.estimate.scheduler_sim import SchedulerLimits
 from vllmkit.estimate.serving import ServingPrediction, Stat, Workload, default_num_requests, predict
-from vllmkit.estimate.speculative import EAGLE_METHODS, MTP_METHODS
+from vllmkit.estimate.speculative import EAGLE_METHODS, is_mtp
 from vllmkit.estimate.weights import attention_params, rope_cache_bytes
 
 # Efficiencies fitted on the public vLLM runs in benchmarks/data (benchmarks/perf_accuracy.py --fit-all,
@@ -491,7 +491,7 @@ def async_scheduling_on(release_default: bool, vendor: str, pp: int, speculative
     if not speculative:
         return True
     method = str(speculative.get("method") or "").lower()
-    return method in EAGLE_METHODS or method in MTP_METHODS or method.endswith("_mtp")
+    return method in EAGLE_METHODS or is_mtp(method)
 
 
 def candidate_perf(arch: ModelArch, evaluation: Any, settings: Any, label: str, profile: Any,

@@ -29,7 +29,7 @@ def test_one_request_by_hand() -> None:
     assert r.duration_s == pytest.approx(0.100)
 
 
-def test_async_scheduling_admits_an_arrival_one_step_later() -> None:
+def test_async_scheduling_admits_an_arrival_one_step_later(monkeypatch: pytest.MonkeyPatch) -> None:
     """vLLM >= 0.14 schedules step N+1 when step N is launched (vllm/config/vllm.py, v1 engine core's
     batch queue): a request that arrives during step N first runs in step N+2. By hand, 10 ms steps:
     request 0 (1 prompt token, 10 tokens out) runs from t=0; request 1 arrives at 15 ms, during step
@@ -38,14 +38,10 @@ def test_async_scheduling_admits_an_arrival_one_step_later() -> None:
     idle engine nothing is in flight, and an arrival runs in the next step either way."""
     from vllmkit.estimate import scheduler_sim as sim
 
+    monkeypatch.setattr(sim, "arrival_times", lambda n, rate, seed=0: [0.0, 0.015][:n])
+
     def two(lag: bool) -> list[float]:
-        limits = replace(WIDE, async_scheduling=lag)
-        orig = sim.arrival_times
-        try:
-            sim.arrival_times = lambda n, rate, seed=0: [0.0, 0.015]
-            return simulate([1, 1], [10, 3], limits, flat, request_rate=1.0).ttft_s
-        finally:
-            sim.arrival_times = orig
+        return simulate([1, 1], [10, 3], replace(WIDE, async_scheduling=lag), flat, request_rate=1.0).ttft_s
 
     assert two(False) == pytest.approx([0.010, 0.015])
     assert two(True) == pytest.approx([0.010, 0.025])
