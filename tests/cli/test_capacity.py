@@ -158,3 +158,42 @@ def test_plan_at_a_rate_above_what_the_replica_completes_says_it_is_overloaded(e
     ok = invoke(["plan", "Qwen/Qwen3-8B", "--gpu", "l4", "--input-len", "1024", "--output-len", "128",
                  "--request-rate", "0.5", "--json"])
     assert json.loads(ok.stdout)["data"]["performance"]["overloaded"] is False
+
+
+def test_capacity_workload_preset_is_the_presets_lengths(env) -> None:
+    # docs/performance.md's table: chat = 1024 in / 256 out, the lengths CAP spells out
+    preset = invoke(["capacity", "Qwen/Qwen3-8B", "--gpu", "h100", "--qps", "20", "--workload", "chat", "--json"])
+    explicit = invoke([*CAP, "--json"])
+    assert preset.exit_code == 0 and explicit.exit_code == 0, preset.stderr
+    a, b = json.loads(preset.stdout)["data"], json.loads(explicit.stdout)["data"]
+    assert (a["input_len"], a["output_len"], a["workload"]) == (1024, 256, "chat")
+    assert b["workload"] is None
+    for key in ("replicas", "gpus_total", "per_replica"):
+        assert a[key] == b[key]
+    human = invoke(["capacity", "Qwen/Qwen3-8B", "--gpu", "h100", "--qps", "20", "--workload", "chat"])
+    assert "1024 in / 256 out tokens (chat preset)" in human.stdout
+
+
+def test_capacity_explicit_length_overrides_the_preset(env) -> None:
+    res = invoke(["capacity", "Qwen/Qwen3-8B", "--gpu", "h100", "--qps", "20", "--workload", "rag",
+                  "--output-len", "64", "--json"])
+    assert res.exit_code == 0, res.stderr
+    d = json.loads(res.stdout)["data"]
+    assert (d["input_len"], d["output_len"]) == (4096, 64)  # rag's prompt, the given completion
+
+
+@pytest.mark.parametrize("cmd", [["capacity", "Qwen/Qwen3-8B", "--gpu", "h100", "--qps", "20"],
+                                 ["plan", "Qwen/Qwen3-8B", "--gpu", "h100"]])
+@pytest.mark.parametrize("bad", [["--workload", "chat", "--input-len", "0"],
+                                 ["--workload", "chat", "--output-len", "0"],
+                                 ["--workload", "essay"]])
+def test_zero_length_with_a_preset_is_refused_not_replaced(env, cmd, bad) -> None:
+    # an explicit 0 used to be swallowed by the preset's length (`0 or 1024`)
+    res = invoke([*cmd, *bad])
+    assert res.exit_code == 2 and res.stderr.startswith("error:"), res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_capacity_needs_lengths_or_a_preset(env) -> None:
+    res = invoke(["capacity", "Qwen/Qwen3-8B", "--gpu", "h100", "--qps", "20", "--input-len", "512"])
+    assert res.exit_code == 2 and "--workload" in res.stderr, res.stderr

@@ -40,12 +40,10 @@ def check_shared_prefix(shared_prefix_len: int | None, input_len: float | None) 
     return int(shared_prefix_len)
 
 
-def workload_from_flags(*, input_len: int | None, output_len: int | None, concurrency: int | None,
-                        request_rate: float | None, preset: str | None,
-                        shared_prefix_len: int | None = None) -> Workload | None:
-    """None when no workload flag was given (plan stays a memory plan)."""
-    if all(v is None for v in (input_len, output_len, concurrency, request_rate, preset, shared_prefix_len)):
-        return None
+def workload_lengths(input_len: int | None, output_len: int | None, preset: str | None, *,
+                     example: str) -> tuple[int, int, str | None]:
+    """Prompt and completion tokens per request from --input-len / --output-len and a --workload preset
+    (an explicit length overrides the preset's); the preset's name, None without one."""
     name = None
     if preset is not None:
         key = preset.strip().lower()
@@ -53,14 +51,26 @@ def workload_from_flags(*, input_len: int | None, output_len: int | None, concur
             raise UsageError(f"unknown --workload {preset!r}", "use one of: " + ", ".join(WORKLOAD_PRESETS))
         name = key
         pin, pout = WORKLOAD_PRESETS[key]
-        input_len = input_len or pin
-        output_len = output_len or pout
+        # `is None`, not `or`: an explicit --input-len 0 is refused below, not replaced by the preset's
+        input_len = pin if input_len is None else input_len
+        output_len = pout if output_len is None else output_len
     if input_len is None or output_len is None:
         raise UsageError("a workload needs --input-len and --output-len (or --workload chat|rag|summarize|code)",
-                         "e.g. --input-len 1024 --output-len 256 --concurrency 32")
+                         f"e.g. {example}")
     for flag, value in (("--input-len", input_len), ("--output-len", output_len)):
         if value <= 0:
             raise UsageError(f"{flag} must be a positive integer", f"e.g. {flag} 512")
+    return int(input_len), int(output_len), name
+
+
+def workload_from_flags(*, input_len: int | None, output_len: int | None, concurrency: int | None,
+                        request_rate: float | None, preset: str | None,
+                        shared_prefix_len: int | None = None) -> Workload | None:
+    """None when no workload flag was given (plan stays a memory plan)."""
+    if all(v is None for v in (input_len, output_len, concurrency, request_rate, preset, shared_prefix_len)):
+        return None
+    input_len, output_len, name = workload_lengths(input_len, output_len, preset,
+                                                   example="--input-len 1024 --output-len 256 --concurrency 32")
     if concurrency is not None and request_rate is not None:
         raise UsageError("give --concurrency or --request-rate, not both",
                          "--concurrency N: N clients in a closed loop; --request-rate R: Poisson arrivals")

@@ -9,7 +9,7 @@ import os
 
 import typer
 
-from vllmkit.cli._workload import SHARED_PREFIX_OPTION
+from vllmkit.cli._workload import SHARED_PREFIX_OPTION, WORKLOAD_OPTION
 from vllmkit.cli.options import JSON_OPTION
 from vllmkit.errors import UsageError
 from vllmkit.output import CommandResult, waiting
@@ -23,8 +23,9 @@ def register(app: typer.Typer) -> None:
         model: str = typer.Argument(..., help="Hub id (Qwen/Qwen3-8B), hf://…, ms://…, or a local folder."),
         gpu: str = typer.Option(..., "--gpu", help="GPU profile or product name (see `vllmkit gpus`)."),
         qps: float = typer.Option(..., "--qps", help="Peak requests per second to serve."),
-        input_len: int = typer.Option(..., "--input-len", help="Prompt tokens per request."),
-        output_len: int = typer.Option(..., "--output-len", help="Generated tokens per request."),
+        input_len: int | None = typer.Option(None, "--input-len", help="Prompt tokens per request (or --workload)."),
+        output_len: int | None = typer.Option(None, "--output-len", help="Generated tokens per request (or --workload)."),
+        workload: str | None = WORKLOAD_OPTION,
         shared_prefix_len: int | None = SHARED_PREFIX_OPTION,
         ttft_p99: str = typer.Option("2s", "--ttft-p99", help="p99 time-to-first-token SLO (2s, 500ms)."),
         tpot_p99: str = typer.Option("100ms", "--tpot-p99", help="p99 time-per-output-token SLO (50ms)."),
@@ -41,7 +42,7 @@ def register(app: typer.Typer) -> None:
     ) -> CommandResult:
         """How many replicas and GPUs serve QPS within the TTFT / TPOT SLOs: searches precision x TP/PP x
         --max-num-seqs with the performance model, then sizes the fleet with headroom and spares."""
-        from vllmkit.cli._workload import check_shared_prefix, perf_records
+        from vllmkit.cli._workload import check_shared_prefix, perf_records, workload_lengths
         from vllmkit.cli.options import check_kv_cache_dtype, make_plan
         from vllmkit.plan.capacity import (
             CapacityRequest,
@@ -58,8 +59,8 @@ def register(app: typer.Typer) -> None:
             # 309-digit replica count)
             raise UsageError(f"--qps {qps:g} is more than one deployment plan covers (at most {MAX_QPS:,.0f} req/s)",
                              "split the traffic (per region, per model) and size each part")
-        if input_len <= 0 or output_len <= 0:
-            raise UsageError("--input-len and --output-len must be positive integers", "e.g. --input-len 1024")
+        input_len, output_len, preset = workload_lengths(input_len, output_len, workload,
+                                                    example="--input-len 1024 --output-len 256 (or --workload chat)")
         if not 0 <= headroom < 1:
             raise UsageError("--headroom must be in [0, 1)", "e.g. --headroom 0.3")
         check_kv_cache_dtype(kv_cache_dtype)
@@ -71,7 +72,7 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"unknown --export {export!r}", "use --export k8s")
         env = dict(os.environ)
         req = CapacityRequest(
-            model=model, gpu=gpu, qps=qps, input_len=input_len, output_len=output_len,
+            model=model, gpu=gpu, qps=qps, input_len=input_len, output_len=output_len, workload=preset,
             shared_prefix_len=check_shared_prefix(shared_prefix_len, input_len),
             ttft_p99_ms=parse_duration_ms(ttft_p99, "--ttft-p99"), tpot_p99_ms=parse_duration_ms(tpot_p99, "--tpot-p99"),
             headroom=headroom, redundancy=parse_redundancy(redundancy), gpu_price_per_hour=gpu_price,

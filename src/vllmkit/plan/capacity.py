@@ -44,6 +44,7 @@ class CapacityRequest(BaseModel):
     qps: float = Field(gt=0)
     input_len: float = Field(gt=0)
     output_len: float = Field(gt=0)
+    workload: str | None = None  # the --workload preset the lengths came from
     shared_prefix_len: int = Field(default=0, ge=0)  # prompt tokens every request shares (prefix-cache hits)
     ttft_p99_ms: float | None = DEFAULT_TTFT_P99_MS
     tpot_p99_ms: float | None = DEFAULT_TPOT_P99_MS
@@ -114,6 +115,7 @@ class CapacityResult(BaseModel):
     qps: float
     input_len: float
     output_len: float
+    workload: str | None = None  # the --workload preset the lengths came from
     slo: dict[str, float | None]
     replicas: int
     redundancy: int
@@ -400,7 +402,7 @@ def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
     eff = cp.efficiency
     return CapacityResult(
         model=req.model, gpu=base.gpu.name, gpu_display_name=base.gpu.display_name, qps=req.qps,
-        input_len=req.input_len, output_len=req.output_len,
+        input_len=req.input_len, output_len=req.output_len, workload=req.workload,
         slo={"ttft_p99_ms": req.ttft_p99_ms, "tpot_p99_ms": req.tpot_p99_ms},
         replicas=cand.replicas, redundancy=req.redundancy,  # type: ignore[arg-type]
         gpus_per_replica=cand.gpus_per_replica, gpus_total=cand.gpus_total,  # type: ignore[arg-type]

@@ -11,7 +11,8 @@ from vllmkit.plan.capacity import CapacityResult
 def render(console: Console, res: CapacityResult) -> None:
     r = res.per_replica
     console.print(f"[bold]{res.model}[/bold] on {res.gpu_display_name}: {res.qps:g} req/s peak, "
-                  f"{res.input_len:g} in / {res.output_len:g} out tokens, vLLM {res.vllm_version}")
+                  f"{res.input_len:g} in / {res.output_len:g} out tokens"
+                  f"{f' ({res.workload} preset)' if res.workload else ''}, vLLM {res.vllm_version}")
     slo = ", ".join(f"{k.replace('_ms', '').replace('_', ' ')} <= {v:g} ms" for k, v in res.slo.items() if v)
     console.print(f"SLOs: {slo or 'none'}; headroom {res.headroom:.0%}; redundancy N+{res.redundancy}", markup=False)
     console.print(f"\n[bold]{res.replicas} replicas x {res.gpus_per_replica} GPU = {res.gpus_total} GPUs[/bold] "
