@@ -197,3 +197,4 @@ def test_zero_length_with_a_preset_is_refused_not_replaced(env, cmd, bad) -> Non
 def test_capacity_needs_lengths_or_a_preset(env) -> None:
     res = invoke(["capacity", "Qwen/Qwen3-8B", "--gpu", "h100", "--qps", "20", "--input-len", "512"])
     assert res.exit_code == 2 and "--workload" in res.stderr, res.stderr
+

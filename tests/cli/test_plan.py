@@ -223,3 +223,13 @@ def test_workload_gives_chunked_prefill_advice(env) -> None:
     # no workload: no per-workload advice
     plain = envelope(run("plan", "Qwen/Qwen3-8B", "--gpu", "l4", "--json"))
     assert "Your workload" not in plain["data"]["features"]["chunked_prefill"]["detail"]
+
+
+def test_plan_total_memory_source_follows_the_profile(env) -> None:
+    # --gpu-memory is the user's number, not a measurement; a listed H100's total is a torch reading
+    given = json.loads(invoke(["plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--gpu-memory", "48GiB", "--json"]).stdout)
+    listed = json.loads(invoke(["plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--json"]).stdout)
+    assert given["data"]["memory"]["sources"]["total"] == "given"
+    assert listed["data"]["memory"]["sources"]["total"] == "measured"
+    human = invoke(["plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--gpu-memory", "48GiB"]).stdout
+    assert any("total (as torch reports)" in line and "given" in line for line in human.splitlines())

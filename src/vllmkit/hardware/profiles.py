@@ -46,6 +46,8 @@ _PACKAGE = "vllmkit"
 _PACKAGED_FOLDER = ("profiles", "gpus")
 
 
+USER_MEMORY_SOURCE = "user-supplied (--gpu-memory)"  # memory_source of a --gpu-memory profile
+
 class Interconnect(BaseModel):
     """GPU-to-GPU link as the vendor quotes it (total bidirectional GB/s per GPU)."""
 
@@ -167,6 +169,20 @@ class GpuProfile(BaseModel):
     def marlin_supported(self) -> bool:
         """Marlin INT4 (awq_marlin / gptq_marlin): CUDA only."""
         return self.runtime == "cuda" and self.supports.int4_marlin
+
+    @property
+    def memory_source_tag(self) -> str:
+        """The plan's source tag for `memory_bytes`: `given` (--gpu-memory), `derived` (from another SKU's
+        reading or nvidia-smi's MiB), `estimated` (a nominal size), else `measured` (a torch or vLLM reading
+        of this SKU, host RAM at run time)."""
+        text = self.memory_source.strip().lower()
+        if text.startswith(USER_MEMORY_SOURCE.lower()):
+            return "given"
+        if text.startswith(("derived", "taken equal", "nvidia-smi")):
+            return "derived"
+        if text.startswith("nominal"):
+            return "estimated"
+        return "measured"
 
     def with_memory(self, memory_bytes: int, memory_source: str) -> GpuProfile:
         """Same GPU with another memory size (MIG slice, --gpu-memory, host RAM)."""
@@ -514,7 +530,7 @@ def custom_profile(
     memory changes. Without it the capabilities are the conservative ones: BF16 yes, no
     native FP8, no Marlin — pass `--gpu NAME` too to inherit a real GPU's kernels.
     """
-    source = "user-supplied (--gpu-memory)"
+    source = USER_MEMORY_SOURCE
     if memory_bytes <= 0:
         raise UsageError("GPU memory must be positive", "e.g. --gpu-memory 48GiB", code="bad-memory")
     if base is not None:

@@ -91,6 +91,7 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
         lora_bytes=budget.extra["lora"].bytes if "lora" in budget.extra else 0,
         speculative_bytes=budget.extra["speculative"].bytes if "speculative" in budget.extra else 0,
         sources={
+            "total": profile.memory_source_tag,  # type: ignore[dict-item]
             "weights": budget.weights.source,  # type: ignore[dict-item]
             "non_torch": budget.non_torch.source,  # type: ignore[dict-item]
             "activation": budget.activation.source,  # type: ignore[dict-item]

@@ -31,7 +31,7 @@ def render(console: Console, plan: PlanResult) -> None:
     table.add_column("source")
     table.add_column("note", overflow="fold")
     rows = [
-        ("total (as torch reports)", mem.total_bytes, "measured", ""),
+        ("total (as torch reports)", mem.total_bytes, mem.sources.get("total", "measured"), ""),
         (f"requested (x {plan.settings.gpu_memory_utilization})", mem.requested_bytes, "derived", ""),
         ("weights", mem.weights_bytes, mem.sources.get("weights", ""), mem.notes.get("weights", "")),
         ("non-torch", mem.non_torch_bytes, mem.sources.get("non_torch", ""), mem.notes.get("non_torch", "")),

@@ -558,3 +558,23 @@ def test_mi300a_is_an_mi300x_with_228_of_304_cus_and_a_96_gib_device_pool(packag
     # nominal: the default HIP device-allocation limit (96 GiB of the 128 GiB unified pool), not a torch reading
     assert a.memory_bytes == 96 * 2**30
     assert "NOMINAL" in a.memory_source
+
+
+def test_memory_source_tags(packaged: list[GpuProfile]) -> None:
+    """The plan's `total` row says where the size came from, read off each profile's own memory_source:
+    a torch/vLLM reading of that SKU is measured, one taken from another SKU or from nvidia-smi's MiB is
+    derived, a nominal size is estimated, --gpu-memory is given."""
+    by_name = {p.name: p for p in packaged}
+    # h100-sxm: torch get_device_properties; l20: "derived, not a torch reading"; h20-3e: nvidia-smi MiB
+    assert by_name["h100-sxm"].memory_source_tag == "measured"
+    assert by_name["l20"].memory_source_tag == "derived"
+    assert by_name["h20-3e"].memory_source_tag == "derived"
+    assert custom_profile(48 * GIB).memory_source_tag == "given"
+    assert custom_profile(5 * GIB, base=by_name["h100-sxm"]).memory_source_tag == "given"
+    for p in packaged:
+        text = p.memory_source.lower()
+        if text.startswith(("derived", "taken equal")):
+            assert p.memory_source_tag == "derived", p.name
+        if "nominal" in text[:20]:
+            assert p.memory_source_tag == "estimated", p.name
+    assert {p.memory_source_tag for p in packaged} <= {"measured", "derived", "estimated"}
