@@ -128,6 +128,17 @@ def test_log_passed_as_the_model_points_at_log(env: dict[str, str], tmp_path: Pa
     err = envelope(result)["errors"][0]
     assert "is a file, not a model folder" in err["message"] and f"vllmkit doctor --log {log}" in err["hint"]
 
+
+def test_missing_log_passed_as_the_model_points_at_log(env: dict[str, str], tmp_path: Path) -> None:
+    """`doctor server.log` with a typo in the name: a missing *.log is called a file, and the hint
+    names --log, not a hub id."""
+    result = run([str(tmp_path / "sever.log"), "--json"], env)
+    assert result.exit_code == 4 and "Traceback" not in result.output
+    err = envelope(result)["errors"][0]
+    assert err["message"].startswith("no such file:") and "--log" in err["hint"], err
+    folder = run([str(tmp_path / "no-model-here"), "--json"], env)
+    assert envelope(folder)["errors"][0]["message"].startswith("no such folder:")
+
 # --- environment -------------------------------------------------------------------------------
 
 

@@ -51,10 +51,12 @@ def resolve_folder(path: Path) -> Path:
     """Check the path is a model folder; a HF cache repo folder (models--org--name) maps to its
     snapshot for refs/main."""
     path = path.absolute()
+    looks_like_a_log = path.suffix.lower() in (".log", ".txt", ".out")
     if not path.exists():
         raise ModelSourceError(
-            f"no such folder: {path}",
-            "check the path; a hub model is written org/name (e.g. Qwen/Qwen3-8B)",
+            f"no such {'file' if looks_like_a_log else 'folder'}: {path}",
+            ("check the path; a vLLM log goes after --log (`vllmkit doctor --log FILE`)" if looks_like_a_log
+             else "check the path; a hub model is written org/name (e.g. Qwen/Qwen3-8B)"),
             code="model-not-found",
         )
     if path.is_file():
@@ -64,7 +66,7 @@ def resolve_folder(path: Path) -> Path:
                 "pass the folder of the original (unquantized) model, or a folder holding config.json "
                 "next to the .gguf file",
             )
-        if path.suffix.lower() in (".log", ".txt", ".out"):
+        if looks_like_a_log:
             raise ModelSourceError(
                 f"{path} is a file, not a model folder",
                 f"a vLLM log? diagnose it with `vllmkit doctor --log {path}` (or compare it with a plan: "
