@@ -226,7 +226,7 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         # offline LLM class defaults (vllm/engine/arg_utils.py get_batch_defaults, LLM_CLASS)
         big = (profile.memory_bytes or 0) >= 70 * GIB and "a100" not in profile.display_name.lower()
         mnbt, seqs = (16384, 1024) if big else (8192, 256)
-    chunked = True
+    chunked = settings.chunked_prefill  # the release's default (V0: only for contexts over 32K)
     if _flag(flags, "--max-num-seqs"):
         seqs = int(_flag(flags, "--max-num-seqs") or seqs)
     if _flag(flags, "--max-num-batched-tokens"):
@@ -234,6 +234,10 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     if "--enable-chunked-prefill=False" in flags:
         chunked = False
         mnbt = max(variant.arch.native_max_model_len, mnbt)
+    elif re.search(r"--enable-chunked-prefill(=True)?(\s|$)", flags):
+        if not chunked and not _flag(flags, "--max-num-batched-tokens"):
+            mnbt = 512  # the V0 engine's budget with chunked prefill turned on (engine/arg_utils.py 0.6)
+        chunked = True
     settings = replace(settings, max_num_batched_tokens=mnbt, max_num_seqs=seqs)
     prep = prepare_candidate(variant, tp, pp, settings, rules)
     if row.get("available_kv_gib"):

@@ -79,11 +79,13 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
     target = req.max_model_len if isinstance(req.max_model_len, int) else arch.native_max_model_len
     v1 = engine_is_v1(rules, env or {})
     v0_engine = not v1 and profile.vendor != "cpu"
+    chunked = True  # V1 always splits prompts under the token budget and mixes them with decodes
     if v0_engine:
-        # issue 13: the V0 engine sizes its profile run from max_model_len (no chunked prefill)
-        mnbt, seqs, _chunked = v0_batch_defaults(
+        # issue 13: the V0 engine sizes its profile run from max_model_len (no chunked prefill), and then
+        # runs each prompt in a step of its own (the scheduler's prefill-first policy)
+        mnbt, seqs, chunked = v0_batch_defaults(
             target, is_multimodal=arch.is_multimodal, sliding_window=arch.sliding_window is not None,
-            device="cuda" if profile.vendor == "nvidia" else profile.runtime,
+            device="cuda" if profile.vendor in ("nvidia", "amd") else profile.runtime,  # ROCm is "cuda" to DeviceConfig
             lora=req.enable_lora, speculative=bool(req.speculative_config))
     video_off = modality_off(req, "video")
     if arch.mm_prefix_min_batched_tokens > mnbt and arch.is_multimodal and not video_off:
@@ -137,6 +139,7 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         flashinfer_installed=req.flashinfer_installed,
         rocm_fp8_padding=(env or {}).get("VLLM_ROCM_FP8_PADDING", "1").strip() != "0",
         v0_engine=v0_engine,
+        chunked_prefill=chunked,
         # the all-reduce + RMSNorm fusion needs FlashInfer, compilation (not --enforce-eager) and a
         # multicast-capable NVLink fabric (NVSwitch); estimate/memory.py allreduce_fusion_non_torch
         allreduce_fusion=(profile.vendor == "nvidia" and not req.enforce_eager and req.flashinfer_installed is not False

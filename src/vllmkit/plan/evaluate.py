@@ -76,6 +76,9 @@ class EngineSettings:
     rocm_fp8_padding: bool = True  # VLLM_ROCM_FP8_PADDING (default 1)
     allreduce_fusion: bool = False  # FlashInfer + compilation + an NVSwitch fabric: the TP all-reduce fusion can be built
     v0_engine: bool = False  # the old engine profiles (release before 0.8, or VLLM_USE_V1=0 before 0.10)
+    # the old engine's default: on only for long contexts (engine/versions.py v0_batch_defaults); without
+    # it prompts run in steps of their own, decodes waiting (estimate/scheduler_sim.py mixed_batches)
+    chunked_prefill: bool = True
 
 
 @dataclass

@@ -328,7 +328,7 @@ def workload_dict(wl: Workload) -> dict[str, Any]:
 
 
 def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gpu: GpuPerf, *,
-                     async_scheduling: bool = False) -> PerformanceInfo:
+                     async_scheduling: bool = False, mixed_batches: bool = True) -> PerformanceInfo:
     eff = pred.efficiency
     return PerformanceInfo(
         source=eff.source,
@@ -351,8 +351,10 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
             f"achievable bandwidth {eff.bandwidth:.0%} and compute {eff.compute:.0%} of the datasheet peaks "
             f"({eff.source}{': ' + eff.note if eff.note else ''})",
             f"step overhead {eff.step_overhead_s * 1e3:.2f} ms + {eff.per_seq_overhead_s * 1e6:.0f} us per sequence",
-            f"{pred.num_requests} requests simulated through vLLM's scheduler (chunked prefill, "
-            "recompute preemption); steady-state throughput over the middle of the run"
+            f"{pred.num_requests} requests simulated through vLLM's scheduler ("
+            + ("chunked prefill" if mixed_batches else
+               "the old engine without chunked prefill: waiting prompts run first, in steps of their own, decodes paused")
+            + ", recompute preemption); steady-state throughput over the middle of the run"
             + (f"; latencies of the requests sent {pred.window_s[0]:,.0f}-{pred.window_s[1]:,.0f} s into it (sustained "
                "traffic: after the engine filled, before it drained)" if pred.window_s else ""),
             (f"the first {wl.shared_prefix:,} prompt tokens are shared: computed once, then prefix-cache hits "
@@ -502,8 +504,10 @@ def candidate_perf(arch: ModelArch, evaluation: Any, settings: Any, label: str, 
     version = parse_version(vllm_version) if vllm_version else None
     lag = vllm_version is not None and async_scheduling_on(rules_for(vllm_version).async_scheduling, gpu.vendor,
                                                            evaluation.pp, getattr(settings, "speculative", None))
-    limits = replace(scheduler_limits(evaluation, settings), prefix_caching=bool(settings.prefix_caching),
-                     async_scheduling=lag)
+    chunked = bool(getattr(settings, "chunked_prefill", True))
+    limits = replace(scheduler_limits(evaluation, settings, chunked_prefill=chunked),
+                     prefix_caching=bool(settings.prefix_caching), async_scheduling=lag,
+                     mixed_batches=chunked or not getattr(settings, "v0_engine", False))
     eff = calibrated_efficiency(base, gpu, model, limits, records, gpu_name=profile.name, precision=label,
                                 vllm_version=version)
     if getattr(settings, "enforce_eager", False) and eff.source != "calibrated":
@@ -605,7 +609,8 @@ def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], prof
                 continue
             pred = cp.predict_sustained(wl)
             result.performance = performance_info(pred, wl, cp.model, cp.gpu,
-                                                  async_scheduling=cp.limits.async_scheduling)
+                                                  async_scheduling=cp.limits.async_scheduling,
+                                                  mixed_batches=cp.limits.mixed_batches)
             alt.output_tokens_per_s = result.performance.output_tokens_per_s
         elif opts.alternatives:
             small = replace(wl, num_requests=min(wl.num_requests or _ALT_REQUESTS, _ALT_REQUESTS))

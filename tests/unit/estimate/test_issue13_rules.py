@@ -42,6 +42,45 @@ def test_v0_long_context_profiles_512_tokens_like_the_public_log() -> None:
     assert v0_batch_defaults(131072, is_multimodal=False, sliding_window=False, device="cuda")[0] == 512
 
 
+def test_v0_long_context_chunked_prefill_on_rocm_too() -> None:
+    """0.6.3.post1 engine/arg_utils.py: the > 32K default asks `device_config.device_type == "cuda"`, and
+    DeviceConfig sets "cuda" for every `current_platform.is_cuda_alike()` platform, ROCm included: an
+    MI300X plan of a 128K model gets chunked prefill and the 512-token profile, as an H100 plan does."""
+    for gpu in ("mi300x", "h100"):
+        plan = build_plan(PlanRequest(model="meta-llama/Llama-3.1-8B-Instruct", source="catalog", gpu=gpu,
+                                      vllm_version="0.6.3"), ENV)
+        assert plan.settings.max_num_batched_tokens == 512, gpu
+
+
+def test_v0_without_chunked_prefill_runs_prompts_in_steps_of_their_own() -> None:
+    """V0 (0.6.3.post1 core/scheduler.py `_schedule_default`): with chunked prefill off (the default up to
+    32K of context) waiting prompts are scheduled first, and no decode runs in a step that has prefills
+    ("Don't schedule decodes if prefills are scheduled"); V1 and V0 with chunked prefill mix them."""
+    from vllmkit.hardware.profiles import resolve_gpu
+    from vllmkit.hub.catalog import entry_to_metadata
+    from vllmkit.plan.candidates import engine_settings, prepare_candidate
+    from vllmkit.plan.evaluate import at_length
+    from vllmkit.plan.performance import candidate_perf
+    from vllmkit.plan.variants import make_variant
+
+    def limits(version: str, max_len: int):
+        rules = rules_for(version)
+        variant = make_variant(entry_to_metadata(find_entry("meta-llama/Llama-3.1-8B-Instruct")), rules)
+        profile = resolve_gpu("a100-80gb-sxm")
+        req = PlanRequest(model="meta-llama/Llama-3.1-8B-Instruct", gpu="a100-80gb-sxm", max_model_len=max_len)
+        settings = engine_settings(req, profile, rules, "auto", variant.arch, 1, 1, None)
+        ev = at_length(prepare_candidate(variant, 1, 1, settings, rules), max_len)
+        return candidate_perf(variant.arch, ev, settings, variant.label, profile, vllm_version=version).limits
+
+    v0_short = limits("0.6.3", 8192)
+    assert not v0_short.chunked_prefill and not v0_short.mixed_batches
+    assert v0_short.max_num_batched_tokens == 8192
+    v0_long = limits("0.6.3", 131072)
+    assert v0_long.chunked_prefill and v0_long.mixed_batches and v0_long.max_num_batched_tokens == 512
+    v1 = limits("0.10.1", 8192)
+    assert v1.chunked_prefill and v1.mixed_batches
+
+
 def test_engine_selection() -> None:
     assert not engine_is_v1(rules_for("0.7.3"), {})
     assert engine_is_v1(rules_for("0.8.0"), {})
