@@ -179,14 +179,17 @@ def engine_is_v1(rules: VersionRules, env: Mapping[str, str] | None = None) -> b
 
 
 def v0_batch_defaults(max_model_len: int, *, is_multimodal: bool, sliding_window: bool, device: str,
-                      lora: bool = False, speculative: bool = False) -> tuple[int, int, bool]:
+                      lora: bool = False, speculative: bool = False,
+                      long_context_chunked: bool = True) -> tuple[int, int, bool]:
     """(max_num_batched_tokens, max_num_seqs, chunked_prefill) of the V0 engine (0.6.x/0.7.x):
     engine/arg_utils.py turns chunked prefill on by default only for max_model_len > 32768 on CUDA
-    text models without sliding window, LoRA or speculative decoding; config.py SchedulerConfig then
-    uses 512 batched tokens, else max(max_model_len, 2048) (multimodal: at least 5120,
-    _MULTIMODAL_MODEL_MAX_NUM_BATCHED_TOKENS). max_num_seqs defaults to 256."""
-    chunked = (max_model_len > 32768 and not is_multimodal and device == "cuda" and not sliding_window
-               and not lora and not speculative)
+    (ROCm included: DeviceConfig calls every cuda-alike platform "cuda") text models without sliding
+    window, LoRA or speculative decoding; config.py SchedulerConfig then uses 512 batched tokens, else
+    max(max_model_len, 2048) (multimodal: at least 5120, _MULTIMODAL_MODEL_MAX_NUM_BATCHED_TOKENS).
+    max_num_seqs defaults to 256. long_context_chunked=False: a release before that default (0.5.3; the
+    0.5.0.post1 - 0.5.2 wheels declare enable_chunked_prefill: bool = False and never turn it on)."""
+    chunked = (long_context_chunked and max_model_len > 32768 and not is_multimodal and device == "cuda"
+               and not sliding_window and not lora and not speculative)
     if chunked:
         return 512, 256, True
     mnbt = max(max_model_len, 2048)

@@ -86,7 +86,8 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         mnbt, seqs, chunked = v0_batch_defaults(
             target, is_multimodal=arch.is_multimodal, sliding_window=arch.sliding_window is not None,
             device="cuda" if profile.vendor in ("nvidia", "amd") else profile.runtime,  # ROCm is "cuda" to DeviceConfig
-            lora=req.enable_lora, speculative=bool(req.speculative_config))
+            lora=req.enable_lora, speculative=bool(req.speculative_config),
+            long_context_chunked=rules.key >= (0, 5, 3))
     video_off = modality_off(req, "video")
     if arch.mm_prefix_min_batched_tokens > mnbt and arch.is_multimodal and not video_off:
         # a multimodal prefix LM (Gemma-4 26B / 31B): EngineArgs raises the default so that one item of the most

@@ -42,6 +42,16 @@ def test_v0_long_context_profiles_512_tokens_like_the_public_log() -> None:
     assert v0_batch_defaults(131072, is_multimodal=False, sliding_window=False, device="cuda")[0] == 512
 
 
+def test_v0_long_context_chunked_prefill_from_0_5_3() -> None:
+    """The 0.5.0.post1, 0.5.1 and 0.5.2 wheels declare `enable_chunked_prefill: bool = False` and never
+    change it; 0.5.3.post1 is the first with the > 32K default: before it a 128K model profiles (and
+    schedules) its whole context in one step."""
+    for version, expected in (("0.5.2", 131072), ("0.5.3", 512)):
+        plan = build_plan(PlanRequest(model="meta-llama/Llama-3.1-8B-Instruct", source="catalog", gpu="h100",
+                                      vllm_version=version), ENV)
+        assert plan.settings.max_num_batched_tokens == expected, version
+
+
 def test_v0_long_context_chunked_prefill_on_rocm_too() -> None:
     """0.6.3.post1 engine/arg_utils.py: the > 32K default asks `device_config.device_type == "cuda"`, and
     DeviceConfig sets "cuda" for every `current_platform.is_cuda_alike()` platform, ROCm included: an
