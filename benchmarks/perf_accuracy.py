@@ -238,7 +238,8 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         if not chunked and not _flag(flags, "--max-num-batched-tokens"):
             mnbt = 512  # the V0 engine's budget with chunked prefill turned on (engine/arg_utils.py 0.6)
         chunked = True
-    settings = replace(settings, max_num_batched_tokens=mnbt, max_num_seqs=seqs)
+    # candidate_perf turns it into the scheduler's limits (V0 without it: prompts in steps of their own)
+    settings = replace(settings, max_num_batched_tokens=mnbt, max_num_seqs=seqs, chunked_prefill=chunked)
     prep = prepare_candidate(variant, tp, pp, settings, rules)
     if row.get("available_kv_gib"):
         # the source printed (or stated) vLLM's "Available KV cache memory" per GPU: replay that cache,
@@ -249,9 +250,6 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         ev = at_length(prep, min(32768, variant.arch.native_max_model_len))
     perf = candidate_perf(variant.arch, ev, settings, variant.label, profile, base=FITTED_EFFICIENCY,
                           vllm_version=rules.version)
-    # the V0 engine (vLLM < 0.8) without chunked prefill runs prompts and decodes in separate steps
-    perf.limits = replace(perf.limits, chunked_prefill=chunked,
-                          mixed_batches=chunked or parse_version(rules.version) >= (0, 8, 0))
 
     m = row["measured"]
     n = row.get("num_prompts") or m.get("successful_requests") or 1000
@@ -368,8 +366,6 @@ def naive_prediction(case: Case) -> dict[str, float]:
 
 
 def rules_version(case: Case) -> tuple[int, int, int]:
-    from vllmkit.engine.versions import parse_version
-
     return parse_version(_version(case.row))
 
 

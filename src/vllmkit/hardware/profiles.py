@@ -48,6 +48,7 @@ _PACKAGED_FOLDER = ("profiles", "gpus")
 
 USER_MEMORY_SOURCE = "user-supplied (--gpu-memory)"  # memory_source of a --gpu-memory profile
 
+
 class Interconnect(BaseModel):
     """GPU-to-GPU link as the vendor quotes it (total bidirectional GB/s per GPU)."""
 
