@@ -233,3 +233,44 @@ def test_plan_total_memory_source_follows_the_profile(env) -> None:
     assert listed["data"]["memory"]["sources"]["total"] == "measured"
     human = invoke(["plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--gpu-memory", "48GiB"]).stdout
     assert any("total (as torch reports)" in line and "given" in line for line in human.splitlines())
+
+
+# Plans with every kind of further non-KV term: a vision encoder's profile run (Qwen2.5-VL), preallocated LoRA
+# stacks, a drafter's weights, and other processes' memory that vLLM 0.9.0 charges to its own budget.
+EXTRA_TERM_PLANS = [
+    (["Qwen/Qwen2.5-VL-7B-Instruct", "--gpu", "l4", "--vllm-version", "0.9.0.1", "--max-model-len", "2048"],
+     {"encoder profile"}),
+    (["Qwen/Qwen3-8B", "--gpu", "h100", "--vllm-version", "0.9.0", "--enable-lora", "--gpu-memory-in-use", "3GiB"],
+     {"LoRA stacks", "other processes"}),
+    (["meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100", "--speculative-config",
+      '{"method": "eagle", "model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}'],
+     {"drafter"}),
+]
+
+
+@pytest.mark.parametrize(("args", "rows"), EXTRA_TERM_PLANS)
+def test_memory_terms_add_up_to_the_request(env, args, rows) -> None:
+    # vLLM sizes the KV cache as what the request leaves after every non-KV term of the profile run
+    # (gpu_worker.determine_available_memory), so the terms a plan shows must add up to the request: a term
+    # charged but not shown (the encoder's profile, LoRA stacks, a drafter, other processes) leaves the
+    # table short of the KV figure by that much
+    data = json.loads(invoke(["plan", *args, "--source", "catalog", "--json"]).stdout)["data"]
+    mem = data["memory"]
+    non_kv = ("weights_bytes", "non_torch_bytes", "activation_bytes", "cudagraph_bytes", "encoder_bytes",
+              "lora_bytes", "speculative_bytes", "other_processes_bytes")
+    assert mem["requested_bytes"] - sum(mem[k] for k in non_kv) == mem["kv_cache_bytes"]
+    shown = {k.removesuffix("_bytes") for k in non_kv[4:] if mem[k]}
+    assert shown and shown <= set(mem["sources"])  # each further term has its source tag
+    human = invoke(["plan", *args, "--source", "catalog"], env={"COLUMNS": "200"}).stdout
+    sizes = {}
+    for line in human.splitlines():
+        cells = [c.strip() for c in line.strip("│ ").split("│")]
+        if len(cells) >= 3 and cells[1].endswith(" GiB") and cells[0]:
+            sizes[cells[0]] = float(cells[1].removesuffix(" GiB"))
+    assert rows <= set(sizes)
+    others = sum(v for k, v in sizes.items() if not k.startswith(("total", "requested", "KV cache")))
+    requested = next(v for k, v in sizes.items() if k.startswith("requested"))
+    assert abs(requested - others - sizes["KV cache"]) <= 0.005 * len(sizes)  # each row rounds to 0.01 GiB
+    kv_row = next(line for line in human.splitlines() if line.strip("│ ").startswith("KV cache"))
+    for label in rows:
+        assert label in kv_row  # the KV note names what was subtracted

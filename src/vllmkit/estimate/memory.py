@@ -310,6 +310,11 @@ def graph_capture_headroom(budget: MemoryBudget, in_use_by_others_bytes: int = 0
     return budget.total_bytes - budget.requested_bytes - in_use_by_others_bytes + budget.activation.bytes
 
 
+# the further non-KV terms a budget may carry (MemoryBudget.extra keys), as a plan's memory table names them
+EXTRA_TERM_LABELS = {"encoder": "encoder profile", "lora": "LoRA stacks", "speculative": "drafter",
+                     "other_processes": "other processes"}
+
+
 def kv_budget(
     *,
     total_bytes: int,
@@ -331,7 +336,9 @@ def kv_budget(
                 - sum(t.bytes for t in extra.values()))
         src = "derived" if all(t.source in ("measured", "derived", "calibrated") for t in
                                (weights, non_torch, activation, cudagraph, *extra.values())) else "estimated"
-        kv = MemoryTerm(bytes=left, source=src, note="requested - weights - non-torch - activation - CUDA graphs")
+        kv = MemoryTerm(bytes=left, source=src, note=" - ".join(
+            ("requested - weights - non-torch - activation - CUDA graphs",
+             *(EXTRA_TERM_LABELS.get(k, k) for k in extra))))
     return MemoryBudget(
         total_bytes=total_bytes,
         requested_bytes=requested,

@@ -151,6 +151,7 @@ class MemoryInfo(BaseModel):
     encoder_bytes: int = 0  # multimodal encoder share of the profile run (0 for text-only models)
     lora_bytes: int = 0  # preallocated LoRA stacks (--enable-lora)
     speculative_bytes: int = 0  # drafter weights (--speculative-config)
+    other_processes_bytes: int = 0  # memory of other processes a release charges to its budget (0.6.4, 0.8-0.9.0)
     sources: dict[str, SourceTag] = Field(default_factory=dict)
     notes: dict[str, str] = Field(default_factory=dict)
 

@@ -90,6 +90,7 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
         encoder_bytes=budget.extra["encoder"].bytes if "encoder" in budget.extra else 0,
         lora_bytes=budget.extra["lora"].bytes if "lora" in budget.extra else 0,
         speculative_bytes=budget.extra["speculative"].bytes if "speculative" in budget.extra else 0,
+        other_processes_bytes=budget.extra["other_processes"].bytes if "other_processes" in budget.extra else 0,
         sources={
             "total": profile.memory_source_tag,  # type: ignore[dict-item]
             "weights": budget.weights.source,  # type: ignore[dict-item]
@@ -97,6 +98,8 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
             "activation": budget.activation.source,  # type: ignore[dict-item]
             "cudagraph": budget.cudagraph.source,  # type: ignore[dict-item]
             "kv_cache": budget.kv_cache.source,  # type: ignore[dict-item]
+            # the further non-KV terms (encoder, lora, speculative, other_processes), where the plan has them
+            **{k: t.source for k, t in budget.extra.items()},  # type: ignore[misc]
         },
         notes={k: t.note for k, t in (("weights", budget.weights), ("non_torch", budget.non_torch),
                                       ("activation", budget.activation), ("cudagraph", budget.cudagraph),

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from vllmkit.estimate.memory import EXTRA_TERM_LABELS
 from vllmkit.output import gib, thousands
 from vllmkit.plan.models import PlanResult
 from vllmkit.views.features import render_features
@@ -37,6 +38,11 @@ def render(console: Console, plan: PlanResult) -> None:
         ("non-torch", mem.non_torch_bytes, mem.sources.get("non_torch", ""), mem.notes.get("non_torch", "")),
         ("peak activation", mem.activation_bytes, mem.sources.get("activation", ""), mem.notes.get("activation", "")),
         ("CUDA graphs", mem.cudagraph_bytes, mem.sources.get("cudagraph", ""), mem.notes.get("cudagraph", "")),
+        # the further non-KV terms, where the plan has them, so that the rows add up to the request
+        *((EXTRA_TERM_LABELS[key], size, mem.sources.get(key, ""), mem.notes.get(key, ""))
+          for key, size in (("encoder", mem.encoder_bytes), ("lora", mem.lora_bytes),
+                            ("speculative", mem.speculative_bytes), ("other_processes", mem.other_processes_bytes))
+          if size),
         ("KV cache", mem.kv_cache_bytes, mem.sources.get("kv_cache", ""), mem.notes.get("kv_cache", "")),
     ]
     for name, size, src, note in rows:
