@@ -274,3 +274,28 @@ def test_memory_terms_add_up_to_the_request(env, args, rows) -> None:
     kv_row = next(line for line in human.splitlines() if line.strip("│ ").startswith("KV cache"))
     for label in rows:
         assert label in kv_row  # the KV note names what was subtracted
+
+
+def _kv_gib(data: dict) -> float:
+    return data["memory"]["kv_cache_bytes"] / GIB
+
+
+def test_an_unknown_flashinfer_install_names_what_the_other_install_leaves(env) -> None:
+    # vLLM 0.8-0.11.0 sort the profile run's dummy logits unless FlashInfer is installed (the vllm-openai image
+    # has it, the PyPI wheel does not). LMCache's FAQ lists a vLLM 0.11.0 start of Qwen3-32B at TP=2 on H100s,
+    # 40,960 tokens: 33.66 GiB of KV per GPU (benchmarks/data/collected-startup-logs-8.jsonl), which is what
+    # the sort leaves, not the 38.5 GiB of the FlashInfer path; offline, the plan cannot know which install it
+    # is for, so it keeps the image's and names the other
+    args = ["plan", "Qwen/Qwen3-32B", "--gpu", "h100", "--gpu-count", "2", "-tp", "2", "--vllm-version", "0.11.0",
+            "--max-model-len", "40960", "--source", "catalog", "--json"]
+    res = json.loads(invoke(args).stdout)
+    warning = next(w for w in res["data"]["warnings"] if "--no-flashinfer" in w)
+    sorted_plan = json.loads(invoke([*args, "--no-flashinfer"]).stdout)
+    named = float(warning.split("Without it: ")[1].split(" GiB")[0])
+    assert named == pytest.approx(_kv_gib(sorted_plan["data"]), abs=0.006)
+    assert abs(named / 33.66 - 1) < 0.015 and _kv_gib(res["data"]) > named + 4
+    assert not any("flashinfer" in w.lower() for w in sorted_plan["data"]["warnings"])
+    # told, or a release whose sampler does not depend on it, or ROCm (no FlashInfer branch there): no warning
+    for extra in (["--flashinfer"], ["--vllm-version", "0.12.0"], ["--gpu", "mi300x"]):
+        quiet = json.loads(invoke([*args, *extra]).stdout)
+        assert quiet["exit_code"] == 0 and not any("flashinfer" in w.lower() for w in quiet["data"]["warnings"]), extra

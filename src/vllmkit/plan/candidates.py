@@ -5,7 +5,7 @@ it and its context length (the user's, vLLM's auto-fit, or the largest that keep
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from vllmkit.arch import ModelArch
 from vllmkit.engine.versions import VersionRules, engine_is_v1, v0_batch_defaults
@@ -346,3 +346,26 @@ def evaluate_candidates(req: PlanRequest, variants: list[Variant], base: Variant
 def choose(candidates: list[Candidate]) -> Candidate:
     pool = [c for c in candidates if c.allowed] or candidates
     return min(pool, key=lambda c: c.rank)
+
+
+def flashinfer_assumption_warning(chosen: Candidate, rules: VersionRules) -> str | None:
+    """vLLM 0.8-0.11.0 sample the profile run's dummy batch with FlashInfer when it is installed and sort the
+    logits otherwise (engine/versions.py `sampler_sorts_without_flashinfer`); the vllm/vllm-openai image has
+    FlashInfer, `pip install vllm` does not. Where the plan could not look (no installed vLLM of that release,
+    no --flashinfer / --no-flashinfer) it assumes the image; this says what the other install leaves, from the
+    same candidate re-evaluated with the sort, when that changes the KV cache."""
+    settings = chosen.settings
+    if settings.flashinfer_installed is not None or settings.device != "cuda" or not rules.sampler_sorts_without_flashinfer:
+        return None
+    ev = chosen.evaluation
+    sorted_ev = at_length(prepare_candidate(chosen.variant, ev.tp, ev.pp, replace(settings, flashinfer_installed=False),
+                                            rules), ev.max_model_len)
+    kv, kv_sorted = ev.budget.kv_cache.bytes, sorted_ev.budget.kv_cache.bytes
+    if kv_sorted >= kv:
+        return None
+    then = (f"{kv_sorted / GIB:.2f} GiB of KV cache ({sorted_ev.capacity.tokens:,} tokens) instead of "
+            f"{kv / GIB:.2f} GiB" if sorted_ev.fits else
+            f"too little KV cache for a {ev.max_model_len:,}-token request, so vLLM refuses to start")
+    return (f"vLLM {rules.version} samples its profile run with FlashInfer when it is installed (the vllm/vllm-openai "
+            f"image) and sorts the logits when it is not (`pip install vllm` without the flashinfer extra); "
+            f"this plan assumes FlashInfer. Without it: {then}; pass --no-flashinfer to plan that install")

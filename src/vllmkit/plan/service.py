@@ -14,7 +14,13 @@ from pathlib import Path
 from vllmkit.engine.versions import quant_method_warning, resolve_version, rules_for, version_warning
 from vllmkit.errors import UsageError, VllmkitError
 from vllmkit.hardware.host import host_memory_bytes
-from vllmkit.plan.candidates import CalibrationLookup, choose, evaluate_candidates, speculative_method
+from vllmkit.plan.candidates import (
+    CalibrationLookup,
+    choose,
+    evaluate_candidates,
+    flashinfer_assumption_warning,
+    speculative_method,
+)
 from vllmkit.plan.models import PlanRequest, PlanResult
 from vllmkit.plan.performance import PerfOptions, attach_performance, check_request_length, request_tokens
 from vllmkit.plan.result import does_not_fit_error, plan_result
@@ -141,6 +147,8 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
         holding = [c for c in candidates if c.evaluation.fits and c.evaluation.max_model_len >= need]
         if holding:
             chosen = choose(holding)
+    if fw := flashinfer_assumption_warning(chosen, rules):
+        warnings.append(fw)
     result = plan_result(req, chosen, candidates, profile, rules, version, version_src, meta, warnings, kv_dtype)
     if perf is not None:  # --- performance model (issue 11): plan/performance.py ---
         attach_performance(result, chosen, candidates, profile, rules, perf)
