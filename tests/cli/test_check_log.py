@@ -380,3 +380,57 @@ def test_free_memory_line_predicts_the_refusal(env, tmp_path: Path) -> None:
     notes = doc["data"]["notes"]
     assert any("15.94 GiB in use on the GPU at start" in n for n in notes)
     assert any(n.startswith("predicted: vLLM refuses to start") and "31.44/47.38" in n for n in notes)
+
+
+# vLLM 0.11.0 start of Qwen/Qwen3-32B at TP=2 on H100s, 40,960 tokens: LMCache's FAQ table gives 33.66 GiB of KV per
+# GPU and 275,760 tokens (benchmarks/data/collected-startup-logs-8.jsonl, lmcache-faq-2xh100-qwen3-32b-tp2-len40960).
+# The lines are vLLM 0.11.0's / 0.9.0.1's format strings (v1/engine/core.py, v1/sample/ops/topk_topp_sampler.py,
+# v1/worker/gpu_worker.py, v1/core/kv_cache_utils.py) around those figures; the sampler line is left to each test.
+SAMPLER_NATIVE = ("(EngineCore_DP0 pid=7) WARNING 10-10 10:00:10 [topk_topp_sampler.py:66] FlashInfer is not "
+                  "available. Falling back to the PyTorch-native implementation of top-p & top-k sampling. For the "
+                  "best performance, please install FlashInfer.")
+SAMPLER_FLASHINFER = ("(EngineCore_DP0 pid=7) INFO 10-10 10:00:10 [topk_topp_sampler.py:50] Using FlashInfer for "
+                      "top-p & top-k sampling.")
+QWEN32_0110_LOG = "\n".join([
+    "(EngineCore_DP0 pid=7) INFO 10-10 10:00:00 [core.py:77] Initializing a V1 LLM engine (v0.11.0) with config: "
+    "model='Qwen/Qwen3-32B', speculative_config=None, tokenizer='Qwen/Qwen3-32B', trust_remote_code=False, "
+    "dtype=torch.bfloat16, max_seq_len=40960, tensor_parallel_size=2, pipeline_parallel_size=1, quantization=None, "
+    "enforce_eager=False, kv_cache_dtype=auto, device_config=cuda, seed=0, served_model_name=Qwen/Qwen3-32B",
+    "{SAMPLER}",
+    "(Worker_TP0 pid=9) INFO 10-10 10:01:00 [gpu_worker.py:298] Available KV cache memory: 33.66 GiB",
+    "(EngineCore_DP0 pid=7) INFO 10-10 10:01:01 [kv_cache_utils.py:1087] GPU KV cache size: 275,760 tokens",
+    "(EngineCore_DP0 pid=7) INFO 10-10 10:01:01 [kv_cache_utils.py:1091] Maximum concurrency for 40,960 tokens per "
+    "request: 6.73x",
+]) + "\n"
+
+
+def _kv_error_pct(tmp_path: Path, sampler: str, *flags: str) -> tuple[float, dict]:
+    log = write_log(tmp_path, QWEN32_0110_LOG.replace("{SAMPLER}\n", sampler + "\n" if sampler else ""), "",
+                    name=f"qwen32-{len(sampler)}-{len(flags)}.log")
+    d = envelope(run("check-log", str(log), "--gpu", "h100", *flags, "--json"))["data"]
+    return d["errors_pct"]["available_kv"], d
+
+
+def test_the_logs_sampler_line_decides_the_profiles_sampler(env, tmp_path: Path) -> None:
+    # 0.8-0.11.0 sort the profile run's dummy logits when FlashInfer does not import (v1/sample/ops/
+    # topk_topp_sampler.py); this start's 33.66 GiB is what the sort leaves, ~4.6 GiB less than the FlashInfer path
+    native, d = _kv_error_pct(tmp_path, SAMPLER_NATIVE)
+    assert abs(native) < 1.5 and any("PyTorch-native" in n for n in d["notes"])
+    with_fi, _ = _kv_error_pct(tmp_path, SAMPLER_FLASHINFER)
+    assert with_fi > 10  # the log says FlashInfer sampled: the light path is planned (this start did not run so)
+    unknown, d = _kv_error_pct(tmp_path, "")
+    assert unknown == pytest.approx(with_fi) and "flashinfer" in d["assumed"]
+    told, _ = _kv_error_pct(tmp_path, "", "--no-flashinfer")  # the flag is planned too
+    assert told == pytest.approx(native)
+
+
+def test_planning_flags_the_log_does_not_decide_reach_the_plan(env, tmp_path: Path) -> None:
+    # check-log takes the planning options plan takes; a LoRA start preallocates max_loras x rank stacks on every
+    # GPU (vllmkit/estimate/lora.py), so --enable-lora must lower the predicted KV by what the plan charges for them
+    _, plain = _kv_error_pct(tmp_path, SAMPLER_NATIVE)
+    _, lora = _kv_error_pct(tmp_path, SAMPLER_NATIVE, "--enable-lora", "--max-loras", "4", "--max-lora-rank", "64")
+    drop = plain["predicted"]["available_kv"] - lora["predicted"]["available_kv"]
+    plan = json.loads(run("plan", "Qwen/Qwen3-32B", "--source", "catalog", "--gpu", "h100", "--gpu-count", "2", "-tp", "2",
+                          "--vllm-version", "0.11.0", "--max-model-len", "40960", "--no-flashinfer", "--enable-lora",
+                          "--max-loras", "4", "--max-lora-rank", "64", "--json").stdout)["data"]
+    assert plan["memory"]["lora_bytes"] > 0.1 * GIB and drop == pytest.approx(plan["memory"]["lora_bytes"], rel=0.02)

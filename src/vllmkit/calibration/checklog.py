@@ -161,6 +161,14 @@ def _model_spec(flag: str | None, log_model: str | None, notes: list[str], picke
     return log_model
 
 
+# PlanOverrides fields build_request does not read from the log: a given flag goes into the plan as it is
+_PASSED_THROUGH = frozenset({
+    "refresh", "gpu_count", "tools", "reasoning", "limit_mm_per_prompt", "limit_mm_options", "language_model_only",
+    "enable_lora", "max_loras", "max_lora_rank", "max_cpu_loras", "speculative_config", "data_parallel_size",
+    "enable_expert_parallel", "flashinfer_installed",
+})
+
+
 def build_request(parsed: ParsedLog, m: Measurement, text: str, inputs: CheckLogInputs, env: Mapping[str, str],
                   notes: list[str]) -> tuple[PlanRequest | None, _Picker]:
     facts = parsed.facts
@@ -268,6 +276,18 @@ def build_request(parsed: ParsedLog, m: Measurement, text: str, inputs: CheckLog
         return None, picker
     if quant is not None and str(quant).lower() in ("none", "null"):
         quant = None
+    given = inputs.given()
+    # the planning flags check-log takes as given, the log having no say (LoRA, speculative decoding, ...)
+    passed = {k: v for k, v in given.items() if k in _PASSED_THROUGH}
+    if "flashinfer_installed" not in passed and device == "cuda" and rules.sampler_sorts_without_flashinfer:
+        # 0.8-0.11.0 size the profile's sampler by whether FlashInfer imports, which its sampler line says
+        if facts.sampler_flashinfer is not None:
+            passed["flashinfer_installed"] = facts.sampler_flashinfer
+            notes.append("sampler: " + ("FlashInfer" if facts.sampler_flashinfer else "PyTorch-native (sort-based)")
+                         + " top-p/top-k, from the log's topk_topp_sampler line")
+        else:
+            picker.assumed["flashinfer"] = ("installed (the log shows no top-p/top-k sampler line; pass "
+                                            "--no-flashinfer for a PyPI install without it)")
     req = PlanRequest(
         model=model,
         source=inputs.source or "auto",
@@ -288,9 +308,11 @@ def build_request(parsed: ParsedLog, m: Measurement, text: str, inputs: CheckLog
         max_num_batched_tokens=mnbt,
         block_size=block,
         enforce_eager=bool(eager),
-        enable_prefix_caching=facts.enable_prefix_caching,
+        enable_prefix_caching=(inputs.enable_prefix_caching if inputs.enable_prefix_caching is not None
+                               else facts.enable_prefix_caching),
         profiles_dir=inputs.profiles_dir,
-        gpu_memory_in_use=in_use or None,
+        gpu_memory_in_use=inputs.gpu_memory_in_use or in_use or None,
+        **passed,
     )
     return req, picker
 

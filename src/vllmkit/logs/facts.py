@@ -60,6 +60,9 @@ class LogFacts(BaseModel):
     block_size: int | None = None
     port: int | None = None
     attention_backend: str | None = None
+    # the V1 top-k/top-p sampler's startup line: True "Using FlashInfer for top-p & top-k sampling", False a
+    # fallback to the PyTorch-native (sort-based) implementation
+    sampler_flashinfer: bool | None = None
     architecture: str | None = None
     weights_bytes: int | None = None
     weights_load_seconds: float | None = None
@@ -328,8 +331,12 @@ def _first(field: str, key: str, conv: Callable[[str | None], Any]) -> _Setter:
 
 
 def _flag(field: str) -> _Setter:
+    return _constant(field, True)
+
+
+def _constant(field: str, value: Any) -> _Setter:
     def setter(f: LogFacts, e: LogEvent) -> None:
-        setattr(f, field, True)
+        setattr(f, field, value)
 
     return setter
 
@@ -374,6 +381,8 @@ SETTERS: dict[str, _Setter] = {
     "generation_config_override": _gen_override,
     "engine_failed": _flag("engine_failed"),
     "gpu_name": _first("gpu_name", "name", _identity),
+    "sampler_flashinfer": _flag("sampler_flashinfer"),
+    "sampler_native": _constant("sampler_flashinfer", False),
     "exception": _exception,
     "architecture": _first("architecture", "arch", _identity),
     "cpu_kv_set": _cpu_kv,

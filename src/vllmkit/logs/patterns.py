@@ -64,6 +64,16 @@ PATTERNS: tuple[Pattern, ...] = (
        r"^Using (?P<backend>(?!.*\b(?:ViT|vit|MLA prefill)\b)[\w .\-]+?) (?:attention )?backend(?: on V1 engine)?\.?$",
        "platforms/cuda.py get_attn_backend_cls: 'Using %s backend.' / 'Using Flash Attention backend on V1 engine.'",
        "0.6+"),
+    _p("sampler_flashinfer", r"Using FlashInfer for top-p & top-k sampling",
+       "v1/sample/ops/topk_topp_sampler.py TopKTopPSampler.__init__: 'Using FlashInfer for top-p & top-k sampling.'",
+       "0.8+ (0.8-0.11.0 whenever FlashInfer imports; 0.11.1+ only with VLLM_USE_FLASHINFER_SAMPLER=1)"),
+    _p("sampler_native",
+       r"(?:FlashInfer is not available|FlashInfer is available, but it is not enabled|"
+       r"FlashInfer version >= 0\.2\.3 required)\. Falling back",
+       "v1/sample/ops/topk_topp_sampler.py TopKTopPSampler.__init__ (0.9.0.1): 'FlashInfer is not available. Falling "
+       "back to the PyTorch-native implementation of top-p & top-k sampling. ...' / 'FlashInfer is available, but it "
+       "is not enabled. Falling back ...' (VLLM_USE_FLASHINFER_SAMPLER=0) / 'FlashInfer version >= 0.2.3 required. "
+       "Falling back to default sampling implementation.'", "0.8-0.11.0"),
     _p("gpu_name", r"^GPU \d+: (?P<name>(?:NVIDIA|AMD|Tesla|Quadro|GeForce|Radeon)[^(\n]*?)(?: \(UUID:.*)?$",
        "nvidia-smi -L / collect_env output pasted into a log: 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: ...)'", "any"),
     # --- memory and capacity -----------------------------------------------------------------
@@ -305,6 +315,8 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "using_max_model_len": ("Using max model len",),
     "auto_fit": ("Auto-fit",),
     "attention_backend": ("backend",),
+    "sampler_flashinfer": ("top-p & top-k sampling",),
+    "sampler_native": ("Falling back",),
     "gpu_name": ("GPU ",),
     "cpu_kv_set": ("for KV cache",),
     "weights_loaded": ("took",),

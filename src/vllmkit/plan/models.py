@@ -87,6 +87,19 @@ class PlanOverrides(BaseModel):
     profiles_dir: str | None = None
     tools: bool | None = None  # issue 14
     reasoning: bool | None = None
+    # issue 13 (as PlanRequest has them): check-log plans the log's run with these when they are given
+    limit_mm_per_prompt: dict[str, int] | None = None
+    limit_mm_options: dict[str, dict] | None = None
+    language_model_only: bool | None = None
+    enable_lora: bool | None = None
+    max_loras: int | None = None
+    max_lora_rank: int | None = None
+    max_cpu_loras: int | None = None
+    speculative_config: dict | None = None
+    data_parallel_size: int | None = None
+    enable_expert_parallel: bool | None = None
+    gpu_memory_in_use: int | None = None
+    flashinfer_installed: bool | None = None
 
     def given(self) -> dict[str, object]:
         return self.model_dump(exclude_none=True)

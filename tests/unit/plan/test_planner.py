@@ -99,3 +99,14 @@ def test_fitted_context_is_the_largest_kib_multiple_that_keeps_four_requests(mod
     prep = prepare_candidate(variant, tp, pp, settings, rules)
     assert at_length(prep, length).capacity.max_concurrency >= 4
     assert at_length(prep, length + 1024).capacity.max_concurrency < 4
+
+
+def test_every_plan_request_field_can_be_given_as_an_override() -> None:
+    """check-log takes the planning options plan takes (cli/options.py declares them once) as PlanOverrides; a
+    PlanRequest field missing there is a flag check-log accepts and drops (it dropped --enable-lora,
+    --speculative-config, --no-flashinfer and seven more until round 22)."""
+    from vllmkit.plan.models import PlanOverrides, PlanRequest
+
+    assert set(PlanOverrides.model_fields) == set(PlanRequest.model_fields)
+    for name, field in PlanOverrides.model_fields.items():
+        assert field.default is None, name  # None = not given, so the log or the default decides
