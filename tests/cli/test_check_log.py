@@ -434,3 +434,16 @@ def test_planning_flags_the_log_does_not_decide_reach_the_plan(env, tmp_path: Pa
                           "--vllm-version", "0.11.0", "--max-model-len", "40960", "--no-flashinfer", "--enable-lora",
                           "--max-loras", "4", "--max-lora-rank", "64", "--json").stdout)["data"]
     assert plan["memory"]["lora_bytes"] > 0.1 * GIB and drop == pytest.approx(plan["memory"]["lora_bytes"], rel=0.02)
+
+
+def test_lora_from_the_logs_arguments_reaches_the_plan(env, tmp_path: Path) -> None:
+    # vLLM 0.9+ prints its non-default args as a dict (entrypoints/utils.py log_non_default_args); a LoRA start's
+    # enable_lora / max_loras / max_lora_rank size the stacks the plan subtracts, as the same flags given would
+    args = ("(APIServer pid=1) INFO 10-10 09:59:50 [utils.py:233] non-default args: {'model_tag': 'Qwen/Qwen3-32B', "
+            "'model': 'Qwen/Qwen3-32B', 'tensor_parallel_size': 2, 'enable_lora': True, 'max_loras': 4, "
+            "'max_lora_rank': 64}")
+    log = write_log(tmp_path, args + "\n" + QWEN32_0110_LOG.replace("{SAMPLER}", SAMPLER_NATIVE), "", name="lora.log")
+    from_log = envelope(run("check-log", str(log), "--gpu", "h100", "--json"))["data"]["predicted"]["available_kv"]
+    _, flagged = _kv_error_pct(tmp_path, SAMPLER_NATIVE, "--enable-lora", "--max-loras", "4", "--max-lora-rank", "64")
+    _, plain = _kv_error_pct(tmp_path, SAMPLER_NATIVE)
+    assert from_log == flagged["predicted"]["available_kv"] < plain["predicted"]["available_kv"] - 0.1 * GIB

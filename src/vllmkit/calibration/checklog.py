@@ -169,6 +169,10 @@ _PASSED_THROUGH = frozenset({
 })
 
 
+# PlanRequest fields the log's non-default args (or Namespace) and engine config line hold, when not given as flags
+_FROM_LOG_ARGS = ("enable_lora", "max_loras", "max_lora_rank", "data_parallel_size", "enable_expert_parallel")
+
+
 def build_request(parsed: ParsedLog, m: Measurement, text: str, inputs: CheckLogInputs, env: Mapping[str, str],
                   notes: list[str]) -> tuple[PlanRequest | None, _Picker]:
     facts = parsed.facts
@@ -277,8 +281,12 @@ def build_request(parsed: ParsedLog, m: Measurement, text: str, inputs: CheckLog
     if quant is not None and str(quant).lower() in ("none", "null"):
         quant = None
     given = inputs.given()
-    # the planning flags check-log takes as given, the log having no say (LoRA, speculative decoding, ...)
+    # the planning flags check-log takes as given (LoRA, speculative decoding, ...), else what the log's
+    # arguments and engine config say of LoRA and data / expert parallelism
     passed = {k: v for k, v in given.items() if k in _PASSED_THROUGH}
+    for name in _FROM_LOG_ARGS:
+        if name not in passed and getattr(facts, name) is not None:
+            passed[name] = getattr(facts, name)
     if "flashinfer_installed" not in passed and device == "cuda" and rules.sampler_sorts_without_flashinfer:
         # 0.8-0.11.0 size the profile's sampler by whether FlashInfer imports, which its sampler line says
         if facts.sampler_flashinfer is not None:

@@ -52,6 +52,10 @@ class LogFacts(BaseModel):
     kv_cache_dtype: str | None = None
     enforce_eager: bool | None = None
     enable_prefix_caching: bool | None = None
+    enable_lora: bool | None = None  # from the non-default args / Namespace (LoRA stacks are preallocated)
+    max_loras: int | None = None
+    max_lora_rank: int | None = None
+    enable_expert_parallel: bool | None = None
     trust_remote_code: bool | None = None
     gpu_memory_utilization: float | None = None
     kv_cache_memory_bytes_requested: int | None = None
@@ -146,6 +150,10 @@ _ARG_FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "enforce_eager": ("enforce_eager", bool),
     "trust_remote_code": ("trust_remote_code", bool),
     "enable_prefix_caching": ("enable_prefix_caching", bool),
+    "enable_lora": ("enable_lora", bool),
+    "max_loras": ("max_loras", int),
+    "max_lora_rank": ("max_lora_rank", int),
+    "enable_expert_parallel": ("enable_expert_parallel", bool),
 }
 
 
