@@ -253,3 +253,24 @@ def test_url_unreachable_and_bad(env: dict[str, str]) -> None:
     assert envelope(result)["errors"][0]["code"] == "metrics-unreachable"
     result = run(["--url", "ftp://x"], env)
     assert result.exit_code == 2 and "is not an http(s) server address" in result.stderr
+
+
+def test_no_kv_memory_after_the_sort_fallback_names_flashinfer(env: dict[str, str], tmp_path: Path) -> None:
+    # vLLM 0.8-0.11.0 fall back to PyTorch's sort for top-p/top-k when FlashInfer does not import
+    # (v1/sample/ops/topk_topp_sampler.py) and size the profile's dummy sampling with it: installing FlashInfer
+    # gives that memory back to the KV cache. The CI log of vllm#14574 (0.8) with the fallback line added.
+    fallback = ("[2025-03-10T15:07:19Z] WARNING 03-10 08:07:19 [topk_topp_sampler.py:58] FlashInfer is not available. "
+                "Falling back to the PyTorch-native implementation of top-p & top-k sampling. For the best "
+                "performance, please install FlashInfer.\n")
+    text = (LOGS / "v1_0.8_ci_no_kv_memory.log").read_text()
+    log = tmp_path / "fallback.log"
+    log.write_text(fallback + text)
+    data = envelope(run(["--log", str(log), "--json"], env))["data"]
+    assert data["facts"]["sampler_flashinfer"] is False
+    diag = next(d for d in data["diagnoses"] if d["code"] == "no-kv-memory")
+    assert any("flashinfer-python" in a["effect"] and a["flags"] == [] for a in diag["alternatives"])
+    human = run(["--log", str(log)], env).stdout
+    assert "or: install FlashInfer" in human  # no dangling " - " before a flagless alternative
+    # the same log without the fallback line: nothing about FlashInfer
+    plain = envelope(run(["--log", str(LOGS / "v1_0.8_ci_no_kv_memory.log"), "--json"], env))["data"]
+    assert not any("FlashInfer" in a["effect"] for d in plain["diagnoses"] for a in d["alternatives"])

@@ -198,7 +198,30 @@ def _estimated_kv_alternatives(f: LogFacts, missing_bytes: int | None) -> list[A
                 source="estimated",
             )
         )
+    if sampler := _sampler_alternative(f):
+        alts.append(sampler)
     return alts
+
+
+def _sampler_alternative(f: LogFacts) -> Alternative | None:
+    """vLLM 0.8-0.11.0 run the profile's dummy sampling (max_num_seqs rows x the vocabulary) through PyTorch's
+    sort when FlashInfer does not import (v1/sample/ops/topk_topp_sampler.py, the fallback line this log has),
+    at SAMPLER_SORT_BYTES per entry against SAMPLER_BYTES on FlashInfer's path (estimate/memory.py); the peak
+    comes off the KV budget."""
+    if f.sampler_flashinfer is not False:
+        return None
+    from vllmkit.estimate.memory import SAMPLER_BYTES, SAMPLER_SORT_BYTES
+
+    seqs = f"{f.max_num_seqs:,}" if f.max_num_seqs else "max_num_seqs"
+    return Alternative(
+        flags=[],
+        effect=(f"install FlashInfer beside vLLM (pip install flashinfer-python, or run the vllm/vllm-openai image): "
+                f"this log's top-p/top-k sampler fell back to PyTorch's sort, so the profile run sized its dummy "
+                f"sampling of {seqs} sequences x the vocabulary at {SAMPLER_SORT_BYTES} bytes per entry instead of "
+                f"{SAMPLER_BYTES} (GiBs for a 150K vocabulary at 1,024 sequences), which the KV cache gets back; "
+                f"a lower --max-num-seqs shrinks it too"),
+        source="derived",
+    )
 
 
 def _kv_too_small_v1(f: LogFacts, e: LogEvent, planner: PlannerHook | None) -> Diagnosis:
@@ -293,6 +316,8 @@ def _no_kv_memory(parsed: ParsedLog, planner: PlannerHook | None = None) -> list
                     source="estimated",
                 )
             ]
+    if sampler := _sampler_alternative(f):
+        alts = [*alts, sampler]
     return [
         Diagnosis(
             code="no-kv-memory",

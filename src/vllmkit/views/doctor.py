@@ -101,7 +101,8 @@ def _render_log(console: Console, label: str, facts: dict[str, Any], diagnoses: 
             env = " ".join(f"{k}={v}" for k, v in d["suggested_env"].items())
             console.print(f"    env: {env}", markup=False, highlight=False)
         for alt in d.get("alternatives", []):
-            console.print(f"    or: {' '.join(alt['flags'])} - {alt['effect']} [{alt['source']}]", markup=False,
+            flags = " ".join(alt["flags"])
+            console.print(f"    or: {flags + ' - ' if flags else ''}{alt['effect']} [{alt['source']}]", markup=False,
                           highlight=False)
 
 
