@@ -59,7 +59,7 @@ DATA_FILES = (DATA_DIR / "public-bench-results.jsonl", DATA_DIR / "collected-ben
 # runs gathered after the parameters were fitted: never fitted on, scored with the shipped parameters
 HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "collected-bench-results-3.jsonl",
                   DATA_DIR / "collected-bench-results-4.jsonl", DATA_DIR / "collected-bench-results-5.jsonl",
-                  DATA_DIR / "collected-bench-results-6.jsonl")
+                  DATA_DIR / "collected-bench-results-6.jsonl", DATA_DIR / "collected-bench-results-7.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
@@ -207,6 +207,8 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     # dstack's comparison CSVs record the server settings as columns, which the rows' notes copy as
     # "server settings: max-num-batched-tokens 512, max-num-seqs 512, ..." (no leading dashes): read
     # them as the flags they are ("default" means not passed)
+    # vLLM's argparse takes --gpu_memory_utilization as --gpu-memory-utilization: read both spellings
+    flags = re.sub(r"--([a-z0-9]+(?:_[a-z0-9]+)+)", lambda f: "--" + f.group(1).replace("_", "-"), flags)
     m = re.search(r"server settings:([^|]*)", flags)
     if m:
         for name, value in re.findall(r"([a-z][a-z-]+) (\d+|TRUE|FALSE)\b", m.group(1)):
@@ -221,7 +223,9 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
                       enable_prefix_caching=pc if isinstance(pc, bool) else None)
     if req.kv_cache_dtype in ("auto", None, ""):
         req.kv_cache_dtype = "auto"
-    settings = engine_settings(req, profile, rules, req.kv_cache_dtype, variant.arch, tp, pp, None)
+    # the old engine by choice where V1 was the default (0.8 - 0.9: VLLM_USE_V1=0 before the server command)
+    env = {"VLLM_USE_V1": "0"} if re.search(r"\bVLLM_USE_V1=0\b", str(row.get("server_cmd") or "")) else {}
+    settings = engine_settings(req, profile, rules, req.kv_cache_dtype, variant.arch, tp, pp, None, env)
     mnbt, seqs = settings.max_num_batched_tokens, settings.max_num_seqs
     if "benchmark_throughput" in tool:
         # offline LLM class defaults (vllm/engine/arg_utils.py get_batch_defaults, LLM_CLASS)

@@ -344,3 +344,35 @@ def test_an_earlier_runs_prompts_are_cached_only_if_the_cache_holds_them_all() -
     warm = pa.model_prediction(replace(case, workload=replace(case.workload, shared_prefix=1024)),
                                pa.FITTED_EFFICIENCY)["output_tok_s"]
     assert abs(cold / measured - 1) < 0.25 and warm / measured > 1.8
+
+
+def _file7() -> dict[str, dict]:
+    return {r["id"]: r for r in pa.load_rows((pa.DATA_DIR / "collected-bench-results-7.jsonl",))}
+
+
+def test_vllm_use_v1_0_replays_the_old_engine() -> None:
+    """Livinfly's vLLM 0.9.1 server ran `VLLM_USE_V1=0 python -m vllm.entrypoints.openai.api_server ...`: the V0
+    engine (prompts in steps of their own, the V0 per-sequence cost), which 0.9 still had behind that variable
+    (engine/versions.py engine_is_v1). The replay had planned V1, the release's default."""
+    profiles = load_profiles(include_user_config=False)
+    row = _file7()["livinfly-a100pcie40-mistral7b-v0-sharegpt-inf-n1000"]
+    assert row["server_cmd"].startswith("VLLM_USE_V1=0 ")
+    v0 = pa.build_case(row, profiles)
+    v1 = pa.build_case({**row, "server_cmd": row["server_cmd"].removeprefix("VLLM_USE_V1=0 ")}, profiles)
+    assert v0 is not None and v1 is not None
+    assert v0.perf.limits.mixed_batches is False and v1.perf.limits.mixed_batches is True
+
+
+def test_flags_written_with_underscores_are_read() -> None:
+    """vLLM's argparse accepts --gpu_memory_utilization for --gpu-memory-utilization (publishers write both):
+    the replay reads the utilisation, and so the KV cache, from either spelling."""
+    profiles = load_profiles(include_user_config=False)
+    row = _file7()["lukallm-rtxpro6000ws-qwen3-32b-fp8-rand1024-1024-c512-n1000"]
+    dashed = pa.build_case(row, profiles)
+    underscored = pa.build_case({**row, "server_cmd": row["server_cmd"].replace("--gpu-memory-utilization",
+                                                                                "--gpu_memory_utilization")}, profiles)
+    default = pa.build_case({**row, "server_cmd": row["server_cmd"].replace("--gpu-memory-utilization 0.8", "")},
+                            profiles)
+    assert dashed is not None and underscored is not None and default is not None
+    kv = [c.perf.limits.kv_capacity_tokens for c in (underscored, dashed, default)]
+    assert kv[0] == kv[1] < kv[2]
