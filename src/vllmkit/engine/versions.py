@@ -157,7 +157,13 @@ def rules_for(version: str) -> VersionRules:
         # batches >= 8 (apply_top_k_top_p: "if HAS_TRITON and logits.shape[0] >= 8").
         sampler_sorts_by_default=(0, 11, 1) <= v < (0, 17, 0),
         sampler_sorts_without_flashinfer=(0, 8, 0) <= v < (0, 11, 1),
-        # 0.17.0 ... 0.32: apply_top_k_top_p -> apply_top_k_top_p_triton (FlashInfer stays opt-in)
+        # 0.17.0 ... 0.20.2: apply_top_k_top_p -> apply_top_k_top_p_triton (FlashInfer opt-in). From 0.21.0
+        # VLLM_USE_FLASHINFER_SAMPLER defaults to True (envs.py; the wheels require flashinfer-python) and CUDA
+        # GPUs of sm 7.5-12.1 sample with flashinfer.sampling.top_k_top_p_sampling_from_logits (masked logits
+        # and probabilities in float32 beside the float32 and model-dtype logits: ~14 B per entry, as this
+        # path's). Kept at the Triton figure, which the 0.21-0.28 L4 / L40S logs at 256 sequences fit within
+        # ~2 %; one RTX PRO 6000 0.27.1 TP=2 log at 1,024 sequences leaves 1.3 GiB more than planned, which a
+        # lighter FlashInfer peak would explain -- not settled by one log (README, round 22)
         sampler_triton=v >= (0, 17, 0),
         # VLLM_ROCM_FP8_PADDING and Fp8LinearMethod.add_padding_to_weight are in the 0.8.0 wheel (fp8.py,
         # block and per-tensor paths), not in 0.7.3; 0.11.0 moved it to utils/fp8_utils.py
