@@ -6,6 +6,7 @@ from vllmkit.arch import ModelArch
 from vllmkit.arch.model import LayerKind
 from vllmkit.engine.versions import VersionRules
 from vllmkit.errors import DoesNotFitError
+from vllmkit.estimate.memory import EXTRA_TERM_LABELS
 from vllmkit.estimate.specs import effective_kv_cache_dtype, kv_bytes_per_token_full, pp_layer_ranges
 from vllmkit.hub.base import ModelMetadata
 from vllmkit.plan.candidates import Candidate
@@ -87,10 +88,8 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
         non_torch_bytes=budget.non_torch.bytes,
         cudagraph_bytes=budget.cudagraph.bytes,
         kv_cache_bytes=budget.kv_cache.bytes,
-        encoder_bytes=budget.extra["encoder"].bytes if "encoder" in budget.extra else 0,
-        lora_bytes=budget.extra["lora"].bytes if "lora" in budget.extra else 0,
-        speculative_bytes=budget.extra["speculative"].bytes if "speculative" in budget.extra else 0,
-        other_processes_bytes=budget.extra["other_processes"].bytes if "other_processes" in budget.extra else 0,
+        # encoder_bytes, lora_bytes, speculative_bytes, other_processes_bytes (0 where the plan has no such term)
+        **{f"{key}_bytes": budget.extra[key].bytes if key in budget.extra else 0 for key in EXTRA_TERM_LABELS},
         sources={
             "total": profile.memory_source_tag,  # type: ignore[dict-item]
             "weights": budget.weights.source,  # type: ignore[dict-item]

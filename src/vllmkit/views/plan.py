@@ -39,10 +39,8 @@ def render(console: Console, plan: PlanResult) -> None:
         ("peak activation", mem.activation_bytes, mem.sources.get("activation", ""), mem.notes.get("activation", "")),
         ("CUDA graphs", mem.cudagraph_bytes, mem.sources.get("cudagraph", ""), mem.notes.get("cudagraph", "")),
         # the further non-KV terms, where the plan has them, so that the rows add up to the request
-        *((EXTRA_TERM_LABELS[key], size, mem.sources.get(key, ""), mem.notes.get(key, ""))
-          for key, size in (("encoder", mem.encoder_bytes), ("lora", mem.lora_bytes),
-                            ("speculative", mem.speculative_bytes), ("other_processes", mem.other_processes_bytes))
-          if size),
+        *((label, getattr(mem, f"{key}_bytes"), mem.sources.get(key, ""), mem.notes.get(key, ""))
+          for key, label in EXTRA_TERM_LABELS.items() if getattr(mem, f"{key}_bytes")),
         ("KV cache", mem.kv_cache_bytes, mem.sources.get("kv_cache", ""), mem.notes.get("kv_cache", "")),
     ]
     for name, size, src, note in rows:
