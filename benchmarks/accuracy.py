@@ -101,7 +101,8 @@ WEIGHT_FIT_ROWS = {"vllm-23278-gpt-oss-120b-h100-fail", "myoceane-a100-gpt-oss-2
 # collected-startup-logs-8.jsonl (round 22): 14 logs of catalog checkpoints on profiled GPUs, collected after
 # every estimate was set; nothing fitted on them
 HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jsonl", "collected-startup-logs-5.jsonl",
-                  "collected-startup-logs-7.jsonl", "collected-startup-logs-8.jsonl")
+                  "collected-startup-logs-7.jsonl", "collected-startup-logs-8.jsonl",
+                  "collected-startup-logs-9.jsonl")
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Validate the collected data files: collected-bench-results*.jsonl and collected-startup-logs-{2,...,8}.jsonl.
+"""Validate the collected data files: collected-bench-results*.jsonl and collected-startup-logs-{2,...,9}.jsonl.
 
 Every line must parse as JSON, carry the keys of the public-bench-results schema, have a unique
 id not already used by the curated truth file, cite a source URL, and have numbers (not strings)
@@ -161,10 +161,10 @@ def check_startup(path: Path) -> list[str]:
 
 BENCH_FILES = ("collected-bench-results.jsonl", "collected-bench-results-2.jsonl", "collected-bench-results-3.jsonl",
                "collected-bench-results-4.jsonl", "collected-bench-results-5.jsonl", "collected-bench-results-6.jsonl",
-               "collected-bench-results-7.jsonl")
+               "collected-bench-results-7.jsonl", "collected-bench-results-8.jsonl")
 STARTUP_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jsonl", "collected-startup-logs-4.jsonl",
                  "collected-startup-logs-5.jsonl", "collected-startup-logs-6.jsonl", "collected-startup-logs-7.jsonl",
-                 "collected-startup-logs-8.jsonl")
+                 "collected-startup-logs-8.jsonl", "collected-startup-logs-9.jsonl")
 
 
 def main() -> int:

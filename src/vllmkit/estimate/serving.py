@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 
-from vllmkit.estimate.perf import Efficiency, GpuPerf, ModelPerf, efficiency_for, make_step_fn
+from vllmkit.estimate.perf import ASYNC_HOST_SHARE, Efficiency, GpuPerf, ModelPerf, efficiency_for, make_step_fn
 from vllmkit.estimate.scheduler_sim import SchedulerLimits, SimResult, percentile, simulate
 from vllmkit.estimate.workloads import WORKLOAD_PRESETS  # re-exported
 
@@ -162,6 +162,8 @@ def predict(
     n = default_num_requests(workload)
     ins, outs = request_lengths(workload, n, seed)
 
+    if limits.async_scheduling and eff.host_overlap == 0:
+        eff = replace(eff, host_overlap=ASYNC_HOST_SHARE)  # host work overlaps the GPU's (perf.py)
     step_fn = make_step_fn(model, gpu, eff)
     sim = simulate(ins, outs, limits, step_fn, concurrency=workload.concurrency,
                    request_rate=None if workload.is_burst else workload.request_rate, seed=seed,

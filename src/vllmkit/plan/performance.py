@@ -21,6 +21,7 @@ from vllmkit.arch.model import LayerKind, ModelArch
 from vllmkit.engine.versions import parse_version, rules_for
 from vllmkit.errors import DoesNotFitError, UsageError
 from vllmkit.estimate.perf import (
+    ASYNC_HOST_SHARE,
     Efficiency,
     GpuPerf,
     KVRead,
@@ -363,7 +364,9 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
         ] + ([f"FP8 MoE: the routed experts' weights stream at {expert_stream(model, eff):.0%} of the dense weight "
               "rate (vLLM's FP8 fused-MoE kernels; fitted on public runs)"] if expert_stream(model, eff) < 1.0 else [])
         + (["async scheduling (vLLM's default from 0.14): the next step is scheduled while one runs, so a request "
-             "that arrives meanwhile starts a step later"] if async_scheduling else [])
+             "that arrives meanwhile starts a step later, and the host's per-step work "
+             f"({ASYNC_HOST_SHARE:.0%} of the fixed step cost and the per-sequence cost) overlaps the GPU's"]
+           if async_scheduling else [])
         + ([f"pipeline parallel {model.pp}: up to {model.pp} micro-batches in flight (vLLM's batch queue), each "
               "stage working on one while a token passes every stage"] if model.pp > 1 else [])
         + ([f"--enforce-eager: {eff.eager_dispatch_s * 1e3:.2f} ms of host kernel dispatch per decoder layer, "

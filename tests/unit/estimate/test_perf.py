@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -222,6 +223,35 @@ def test_fast_step_function_matches_step_cost() -> None:
         pairs = p * rng.random() * 2000
         want = step_cost(m, H100, eff, decode=d, context_sum=ctx, prefill_tokens=p, prefill_pairs=pairs).seconds
         assert fn(d, ctx, p, pairs)[0] == pytest.approx(want, rel=1e-9)
+
+
+def test_async_scheduling_overlaps_host_work_with_the_gpus_by_hand() -> None:
+    """Async scheduling: the step takes max(GPU work + the GPU-side rest of the fixed cost, host work), with
+    host work = host share x step overhead + the per-sequence cost. DENSE at 1 sequence, 1000 context:
+    GPU 6.5723 ms (test_single_decode_step_by_hand). Step overhead 2.5 ms, 20 us per sequence.
+    Synchronous: 6.5723 + 2.5 + 0.02 = 9.0923 ms. Share 0.8: host 2.0 + 0.02 = 2.02 ms < GPU 6.5723 + 0.5
+    = 7.0723 ms, so 7.0723 ms. A GPU step shorter than the host's (the weights 100x smaller) waits on the
+    host instead: max(0.05972 + 0.05508 + 0.5472 + 0.5, 2.02) = 2.02 ms."""
+    eff = Efficiency(bandwidth=0.8, compute=0.5, step_overhead_s=2.5e-3, per_seq_overhead_s=20e-6,
+                     allreduce_latency_s=0.0)
+    sync = step_cost(DENSE, H100, eff, decode=1, context_sum=1000).seconds
+    assert sync == pytest.approx(9.0923e-3, rel=1e-3)
+    overlapped = replace(eff, host_overlap=0.8)
+    assert step_cost(DENSE, H100, overlapped, decode=1, context_sum=1000).seconds == pytest.approx(7.0723e-3, rel=1e-3)
+    small = replace(DENSE, dense_bytes=DENSE.dense_bytes // 100)
+    assert step_cost(small, H100, overlapped, decode=1, context_sum=1000).seconds == pytest.approx(2.02e-3, rel=1e-9)
+    # the scheduler simulation's closure (and its decode-only stretches) give the same numbers
+    fn = make_step_fn(DENSE, H100, overlapped)
+    rng = random.Random(5)
+    for _ in range(100):
+        d = rng.randint(1, 300)
+        ctx = rng.random() * 1e5
+        p = rng.choice([0, rng.randint(1, 4000)])
+        want = step_cost(DENSE, H100, overlapped, decode=d, context_sum=ctx, prefill_tokens=p,
+                         prefill_pairs=p * 100.0).seconds
+        assert fn(d, ctx, p, p * 100.0)[0] == pytest.approx(want, rel=1e-9)
+        if not p:
+            assert fn.decode_only(d)(ctx)[0] == fn(d, ctx, 0, 0.0)[0]
 
 
 def test_family_priors_and_legacy_rocm() -> None:

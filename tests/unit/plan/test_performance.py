@@ -244,11 +244,15 @@ def test_async_scheduling_follows_the_release_and_the_config(version, update, on
 
 
 @pytest.mark.parametrize("rate", [4.0, 8.0])
-def test_async_scheduling_adds_a_step_to_ttft_under_poisson_traffic(rate) -> None:
-    """The same plan on 0.13 and 0.14 (nothing else in the performance model changes between them), with
-    Poisson arrivals that mostly find the engine busy: each such request waits for the step already
-    scheduled, so TTFT rises by about one step (a decode step with a prompt chunk in it: about a TPOT);
-    TPOT and throughput stay. (A closed loop's waves often find the engine idle: no fixed shift there.)"""
+def test_async_scheduling_adds_a_step_to_ttft_under_poisson_traffic(rate, monkeypatch) -> None:
+    """The same plan on 0.13 and 0.14, with Poisson arrivals that mostly find the engine busy: each such
+    request waits for the step already scheduled, so TTFT rises by about one step (a decode step with a
+    prompt chunk in it: about a TPOT); TPOT and throughput stay. (A closed loop's waves often find the
+    engine idle: no fixed shift there.) The other thing async scheduling changes, host work overlapping the
+    GPU's (the next test), is held off here so that the lag is all that differs between the releases."""
+    import vllmkit.estimate.serving as serving
+
+    monkeypatch.setattr(serving, "ASYNC_HOST_SHARE", -1.0)  # negative: the synchronous step (perf.py)
     wl = Workload(1000, 200, request_rate=rate)
     old = build_plan(REQ.model_copy(update={"vllm_version": "0.13.0"}), ENV, perf=PerfOptions(workload=wl)).performance
     new = build_plan(REQ.model_copy(update={"vllm_version": "0.14.0"}), ENV, perf=PerfOptions(workload=wl)).performance
@@ -256,3 +260,18 @@ def test_async_scheduling_adds_a_step_to_ttft_under_poisson_traffic(rate) -> Non
     assert 0.7 * step < new.ttft_ms.mean - old.ttft_ms.mean < 1.5 * step
     assert new.tpot_ms.mean == pytest.approx(old.tpot_ms.mean, rel=0.02)
     assert new.output_tokens_per_s == pytest.approx(old.output_tokens_per_s, rel=0.02)
+
+
+def test_async_scheduling_overlaps_host_work_with_a_gpu_bound_decode() -> None:
+    """One client (concurrency 1) of Qwen3-8B on an H100: a decode step's GPU work (16 GB of weights,
+    ~5.5 ms) is longer than its host work, so with async scheduling (0.14) the host share of the fixed
+    step cost and the per-sequence cost run beside it: TPOT falls by ASYNC_HOST_SHARE x step overhead +
+    one sequence's cost against 0.13's synchronous loop (estimate/perf.py; hand-worked from the shipped
+    constants, 0.8 x 2.40 ms + 0.025 ms = ~1.94 ms)."""
+    from vllmkit.estimate.perf import ASYNC_HOST_SHARE
+
+    wl = Workload(1000, 200, concurrency=1)
+    old = build_plan(REQ.model_copy(update={"vllm_version": "0.13.0"}), ENV, perf=PerfOptions(workload=wl)).performance
+    new = build_plan(REQ.model_copy(update={"vllm_version": "0.14.0"}), ENV, perf=PerfOptions(workload=wl)).performance
+    saved = ASYNC_HOST_SHARE * FITTED_EFFICIENCY.step_overhead_s + FITTED_EFFICIENCY.per_seq_overhead_s
+    assert old.tpot_ms.mean - new.tpot_ms.mean == pytest.approx(saved * 1e3, rel=0.05)
