@@ -13,7 +13,14 @@ import random
 from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 
-from vllmkit.estimate.perf import ASYNC_HOST_SHARE, Efficiency, GpuPerf, ModelPerf, efficiency_for, make_step_fn
+from vllmkit.estimate.perf import (
+    ASYNC_HOST_SHARE,
+    Efficiency,
+    GpuPerf,
+    ModelPerf,
+    efficiency_for,
+    make_step_fn,
+)
 from vllmkit.estimate.scheduler_sim import SchedulerLimits, SimResult, percentile, simulate
 from vllmkit.estimate.workloads import WORKLOAD_PRESETS  # re-exported
 
