@@ -67,6 +67,9 @@ class VersionRules:
     sampler_sorts_without_flashinfer: bool = False
     # otherwise (CUDA), the Triton top-k/top-p kernel on float32 logits
     sampler_triton: bool = False
+    # from 0.21 that CUDA path is FlashInfer's top_k_top_p_sampling_from_logits (VLLM_USE_FLASHINFER_SAMPLER
+    # defaults on), sized as the Triton kernel's (below); only the plan's wording follows it
+    sampler_flashinfer_topk: bool = False
     # ROCm pads FP8 linear weights by 256 bytes a row at load (VLLM_ROCM_FP8_PADDING, default on):
     # Fp8LinearMethod (quant_method "fp8"), and compressed-tensors FP8 tensor/block schemes
     rocm_fp8_padding: bool = False
@@ -165,6 +168,7 @@ def rules_for(version: str) -> VersionRules:
         # ~2 %; one RTX PRO 6000 0.27.1 TP=2 log at 1,024 sequences leaves 1.3 GiB more than planned, which a
         # lighter FlashInfer peak would explain -- not settled by one log (README, round 22)
         sampler_triton=v >= (0, 17, 0),
+        sampler_flashinfer_topk=v >= (0, 21, 0),
         # VLLM_ROCM_FP8_PADDING and Fp8LinearMethod.add_padding_to_weight are in the 0.8.0 wheel (fp8.py,
         # block and per-tensor paths), not in 0.7.3; 0.11.0 moved it to utils/fp8_utils.py
         # _maybe_pad_fp8_weight, called by process_fp8_weight_tensor_strategy / _block_strategy, which

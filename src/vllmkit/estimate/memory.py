@@ -179,7 +179,7 @@ def _activation_parts(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, 
 
 
 def estimate_activation(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int,
-                        sampler: str = "flashinfer", moe_gather: int = 1) -> MemoryTerm:
+                        sampler: str = "flashinfer", moe_gather: int = 1, sampler_label: str = "") -> MemoryTerm:
     """Peak of the profile run: the larger of one forward over max_num_batched_tokens and the
     sampler dummy run over min(max_num_seqs, max_num_batched_tokens) rows (they run one after the
     other). sampler: the dummy sampler's top-k/top-p path, "sort" (SAMPLER_SORT_BYTES per row x vocab
@@ -187,7 +187,9 @@ def estimate_activation(arch: ModelArch, *, tp: int, max_num_batched_tokens: int
     in which releases.
     moe_gather: data-parallel ranks whose tokens every MoE layer gathers (expert parallelism under
     --data-parallel-size: the all-to-all dispatch all-gathers the DP ranks' batches, and the fused-MoE
-    workspace is sized for all of them x top-k)."""
+    workspace is sized for all of them x top-k).
+    sampler_label: the kernel's name in the note where it is not the path's own ("FlashInfer" for the
+    "triton"-sized path of vLLM >= 0.21)."""
     forward, sampled, rows, gathered = _activation_parts(
         arch, tp=tp, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         sampler=sampler, moe_gather=moe_gather)
@@ -195,7 +197,7 @@ def estimate_activation(arch: ModelArch, *, tp: int, max_num_batched_tokens: int
     if gathered != max_num_batched_tokens:
         note += f"; MoE layers over the {moe_gather} data-parallel ranks' tokens ({gathered})"
     if sampler in ("sort", "triton") and sampled > forward:
-        kind = "sort-based" if sampler == "sort" else "Triton"
+        kind = sampler_label or ("sort-based" if sampler == "sort" else "Triton")
         note = (f"sampler dummy run: {kind} top-k/top-p over {rows} x {arch.vocab_size} logits "
                 f"({sampler_bytes_per_element(sampler)} B each)")
     return MemoryTerm(bytes=max(forward, sampled), source="estimated", note=note)

@@ -396,6 +396,7 @@ def stage_budget(
     activation = settings.calibrated.get("activation") or estimate_activation(
         arch, tp=tp, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs,
         sampler=sampler, moe_gather=moe_gather,
+        sampler_label="FlashInfer" if sampler == "triton" and rules.sampler_flashinfer_topk else "",
     )
     extra = dict(extra_terms or {})
     if device_wide and settings.gpu_memory_in_use_bytes > 0:

@@ -136,3 +136,13 @@ def test_only_the_last_pipeline_stage_samples() -> None:
     assert last.activation.bytes == 1024 * 128256 * SAMPLER_TRITON_BYTES
     assert first.activation.bytes < 1.05 * GIB < last.activation.bytes
     assert "Triton" not in first.activation.note
+
+
+def test_the_plan_names_flashinfers_sampler_from_0_21() -> None:
+    """From vLLM 0.21 VLLM_USE_FLASHINFER_SAMPLER defaults to on (envs.py in the 0.21.0 wheel; 0.17-0.20 ran the
+    Triton top-k/top-p kernel, the flag opt-in), so on CUDA the profile's dummy sampler is FlashInfer's
+    top_k_top_p_sampling_from_logits. It is sized as the Triton path's 14 B per (row, vocab) element (the
+    0.21-0.28 L4 / L40S logs fit within ~2 %); the note names the kernel of the release."""
+    notes = {v: _plan("Qwen/Qwen3-8B", v, 0.9, 8192).memory.notes["activation"] for v in ("0.19.0", "0.21.0")}
+    assert "Triton top-k/top-p" in notes["0.19.0"] and "FlashInfer top-k/top-p" in notes["0.21.0"]
+    assert "(14 B each)" in notes["0.21.0"]
