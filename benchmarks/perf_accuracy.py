@@ -60,7 +60,7 @@ DATA_FILES = (DATA_DIR / "public-bench-results.jsonl", DATA_DIR / "collected-ben
 HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "collected-bench-results-3.jsonl",
                   DATA_DIR / "collected-bench-results-4.jsonl", DATA_DIR / "collected-bench-results-5.jsonl",
                   DATA_DIR / "collected-bench-results-6.jsonl", DATA_DIR / "collected-bench-results-7.jsonl",
-                  DATA_DIR / "collected-bench-results-8.jsonl")
+                  DATA_DIR / "collected-bench-results-8.jsonl", DATA_DIR / "collected-bench-results-9.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
@@ -268,6 +268,9 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         mean_in = (m["total_input_tokens"] / done) if m.get("total_input_tokens") else SHAREGPT_MEAN_INPUT
         mean_out = (m["total_output_tokens"] / done) if m.get("total_output_tokens") else SHAREGPT_MEAN_OUTPUT
         wl_kind = "sharegpt"
+        # a client that asked for at most max_tokens a completion (the row's optional `max_tokens`)
+        if row.get("max_tokens"):
+            output_cap = int(row["max_tokens"])
     else:
         done = m.get("successful_requests") or n
         mean_in = (m["total_input_tokens"] / done) if m.get("total_input_tokens") else row.get("input_len")

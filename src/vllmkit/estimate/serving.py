@@ -89,7 +89,9 @@ def request_lengths(workload: Workload, n: int, seed: int = 0) -> tuple[list[int
         return ins, [max(1, round(workload.output_len))] * n
     rng = random.Random(seed)
     ins = _spread(n, workload.input_len, _SHAREGPT_SIGMA_IN, 4, lambda k: 1024, rng)
-    outs = _spread(n, workload.output_len, _SHAREGPT_SIGMA_OUT, 4, lambda k: max(4, 2048 - ins[k]), rng)
+    # vLLM's ShareGPT sampler keeps pairs of at most 2048 tokens; a client's max_tokens caps the rest
+    cap = workload.output_cap or 1 << 30
+    outs = _spread(n, workload.output_len, _SHAREGPT_SIGMA_OUT, 4, lambda k: max(4, min(2048 - ins[k], cap)), rng)
     return ins, outs
 
 
