@@ -46,6 +46,24 @@ def test_tp3_is_refused_with_the_rules_and_the_valid_sizes() -> None:
     assert doc["exit_code"] == 2 and doc["errors"][0]["code"] == "invalid-tensor-parallel-size"
 
 
+@pytest.mark.parametrize(("value", "hint"), [
+    ("80", "write --gpu-memory 80GiB"),        # a bare number is bytes (as vLLM's byte flags read it)
+    ("23.54", "write --gpu-memory 23.54GiB"),  # the torch total a log prints, pasted without its unit
+    ("512MiB", "with a unit, e.g. 48GiB"),     # a unit, but no GPU vLLM runs on is this small
+])
+def test_gpu_memory_smaller_than_any_gpu_is_refused(value: str, hint: str) -> None:
+    # before: planned as a 0.00 GiB GPU ("DOES NOT FIT", exit 3) instead of naming the missing unit
+    res = run("plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--gpu-memory", value, "--source", "catalog", env=OFFLINE)
+    assert res.exit_code == 2, res.output
+    assert res.stderr.count("error:") == 1 and "less than any GPU" in res.stderr
+    assert hint in res.stderr
+    doc = json.loads(run("plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--gpu-memory", value, "--source", "catalog",
+                         "--json", env=OFFLINE).stdout)
+    assert doc["exit_code"] == 2 and doc["errors"][0]["code"] == "bad-memory"
+    ok = run("plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--gpu-memory", "1GiB", "--source", "catalog", env=OFFLINE)
+    assert ok.exit_code == 3 and "less than any GPU" not in ok.output  # the floor itself is accepted
+
+
 def test_tp_above_gpu_count_is_refused() -> None:
     res = run("plan", "Qwen/Qwen3-8B", "--gpu", "h100", "-tp", "16", "--gpu-count", "8", "--source", "catalog",
               env=OFFLINE)

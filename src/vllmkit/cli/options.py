@@ -217,12 +217,29 @@ def request_overrides(flags: PlanFlags) -> dict[str, Any]:
     for name in ("gpu_memory", "kv_cache_memory_bytes", "gpu_memory_in_use"):
         if name in out:
             out[name] = parse_bytes(out[name], "--" + name.replace("_", "-"))
+    if "gpu_memory" in out:
+        check_gpu_memory(flags.gpu_memory, out["gpu_memory"])
     from vllmkit.cli._features import FEATURE_FIELDS, parse_features
 
     features = {k: out.pop(k) for k in FEATURE_FIELDS if k in out}
     if features:
         out.update(parse_features(**features))
     return out
+
+
+# no accelerator vLLM runs on has less memory than this (the smallest Jetson Orin Nano: 4 GB shared)
+_GPU_MEMORY_FLOOR = 1 << 30
+
+
+def check_gpu_memory(text: str | None, value: int) -> None:
+    """Refuse a --gpu-memory no GPU has: a bare number is bytes, so `--gpu-memory 80` meant 80GiB."""
+    if value >= _GPU_MEMORY_FLOOR:
+        return
+    bare = (text or "").strip()
+    hint = (f"a number without a unit is bytes: write --gpu-memory {bare}GiB"
+            if bare.replace(".", "", 1).isdigit() else "write the GPU's memory with a unit, e.g. 48GiB or 80GB")
+    raise UsageError(f"--gpu-memory {bare} is {value:,} bytes, less than any GPU vLLM runs on (1 GiB)", hint,
+                     code="bad-memory")
 
 
 def plan_request(model: str, flags: PlanFlags, **extra: Any):  # -> PlanRequest
