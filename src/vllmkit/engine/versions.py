@@ -70,6 +70,7 @@ class VersionRules:
     # from 0.21 that CUDA path is FlashInfer's top_k_top_p_sampling_from_logits (VLLM_USE_FLASHINFER_SAMPLER
     # defaults on), sized as the Triton kernel's (below); only the plan's wording follows it
     sampler_flashinfer_topk: bool = False
+    forward_share_scales: bool = False  # estimate/memory.py SHARE_REFERENCE_TOKENS
     # ROCm pads FP8 linear weights by 256 bytes a row at load (VLLM_ROCM_FP8_PADDING, default on):
     # Fp8LinearMethod (quant_method "fp8"), and compressed-tensors FP8 tensor/block schemes
     rocm_fp8_padding: bool = False
@@ -169,6 +170,13 @@ def rules_for(version: str) -> VersionRules:
         # lighter FlashInfer peak would explain -- not settled by one log (README, round 22)
         sampler_triton=v >= (0, 17, 0),
         sampler_flashinfer_topk=v >= (0, 21, 0),
+        # estimate/memory.py SHARE_REFERENCE_TOKENS: before 0.20, where the sort / Triton sampler sets the profile
+        # peak, starts at 2,048 batched tokens (vLLM's default below 70 GiB and on A100s) leave room for only
+        # that fraction of the constant's forward-pass share: RTX 3090 0.17.1 (five logs, 0.52-0.62 GiB beside
+        # the weights against 1.35-1.40 planned), A100-40GB 0.19.1 (Qwen3-8B), A100-80GB 0.19.0 (gpt-oss-20b).
+        # The 2,048-token logs of 0.21-0.31 (L4, L40S, RTX 5070 Ti, A100 80GB; the CUDA-graph estimate counted
+        # from 0.20) carry the whole share again; which change of 0.20 brings it back is not pinned down.
+        forward_share_scales=v < (0, 20, 0),
         # VLLM_ROCM_FP8_PADDING and Fp8LinearMethod.add_padding_to_weight are in the 0.8.0 wheel (fp8.py,
         # block and per-tensor paths), not in 0.7.3; 0.11.0 moved it to utils/fp8_utils.py
         # _maybe_pad_fp8_weight, called by process_fp8_weight_tensor_strategy / _block_strategy, which

@@ -73,6 +73,10 @@ SAMPLER_TRITON_BYTES = 14
 # 0.25 in 0.18.0, same Qwen3-14B start on an H100 in the llm-d planner's version sweep; 0.24-0.27 in the
 # 0.19 logs): what is left beside a sampler peak from that release on
 NON_TORCH_0_18_EXTRA = 128 * MIB
+# The forward-pass share of NON_TORCH_BASE was fitted on profiles of 8,192 batched tokens (H100-class
+# defaults); where it scales (engine/versions.py forward_share_scales) a smaller budget carries that
+# fraction of it.
+SHARE_REFERENCE_TOKENS = 8192
 CUDAGRAPH_BASE = 150 * MIB
 CUDAGRAPH_PER_LAYER = 4 * MIB
 
@@ -210,16 +214,21 @@ def sampler_peak_rest(version: tuple[int, int, int]) -> int:
 
 
 def sampler_peak_non_torch_credit(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int,
-                                  sampler: str, version: tuple[int, int, int], moe_gather: int = 1) -> int:
+                                  sampler: str, version: tuple[int, int, int], moe_gather: int = 1,
+                                  share_scales: bool = False) -> int:
     """Bytes of NON_TORCH_BASE not charged when the dummy sampler ("sort" or "triton"), not the forward
     pass, sets the profile's peak: the part of the constant that stands for forward-pass memory the
     per-token terms miss (NON_TORCH_BASE - sampler_peak_rest). The peak is max(forward + share, sampler),
-    so the credit is the share less whatever of it the forward pass still reaches above the sampler."""
+    so the credit is the share less whatever of it the forward pass still reaches above the sampler.
+    share_scales: the share is forward-pass memory of the fitted logs' SHARE_REFERENCE_TOKENS-token
+    profile, scaled down for a smaller max_num_batched_tokens (engine/versions.py says in which releases)."""
     forward, sampled, _, _ = _activation_parts(
         arch, tp=tp, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         sampler=sampler, moe_gather=moe_gather)
     share = max(NON_TORCH_BASE - sampler_peak_rest(version), 0)
-    return min(max(sampled - forward, 0), share)
+    scaled = share * min(max_num_batched_tokens / SHARE_REFERENCE_TOKENS, 1.0) if share_scales else share
+    above = max(forward + scaled, sampled) - max(forward, sampled)  # what the share still adds to the peak
+    return max(min(share - int(above), share), 0)
 
 
 def estimate_cudagraph(layers_on_rank: int) -> MemoryTerm:

@@ -415,7 +415,8 @@ def stage_budget(
             and "non_torch" not in settings.calibrated and "activation" not in settings.calibrated):
         credit = sampler_peak_non_torch_credit(
             arch, tp=tp, max_num_batched_tokens=settings.max_num_batched_tokens,
-            max_num_seqs=settings.max_num_seqs, sampler=sampler, version=rules.key, moe_gather=moe_gather)
+            max_num_seqs=settings.max_num_seqs, sampler=sampler, version=rules.key, moe_gather=moe_gather,
+            share_scales=rules.forward_share_scales)
         # a vision encoder's profile (its ViT peak, or embeddings held through the LM run) lifts the peak
         # above the sampler's by what it adds
         credit = max(credit - (extra["encoder"].bytes if "encoder" in extra else 0), 0)
