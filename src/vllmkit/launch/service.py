@@ -459,6 +459,10 @@ def serve(
             rep.line(redact_text(text, secrets_list))
 
     argv, child_env = secure_launch(cmd)
+    if "VLLM_RPC_BASE_PATH" not in env and "VLLM_RPC_BASE_PATH" not in child_env:
+        record.ipc_dir = runs.make_ipc_dir()  # runs.IPC_DIR_PREFIX: vLLM's sockets, removed after the run
+        if record.ipc_dir:
+            child_env = {**child_env, "VLLM_RPC_BASE_PATH": record.ipc_dir}
     sup = Supervisor(
         argv, process_env(dict(env), child_env), record.log_path, on_event=rep.phase, on_line=on_line
     )
@@ -541,7 +545,9 @@ def serve(
             if record.status in ("starting", "running"):
                 record.status = "stopped" if healthy else "failed"
         record.ended_at = None if keep_running else runs.now_iso()
-        if record.pid is not None:
+        if not keep_running:
+            runs.remove_ipc_dir(record)
+        if record.pid is not None or record.ipc_dir:
             runs.save(record)
 
 
@@ -623,6 +629,7 @@ def stop_runs(
             result.not_running.append(record.run_id)
         record.status = "stopped" if record.status in ("running", "starting") else record.status
         record.ended_at = record.ended_at or runs.now_iso()
+        runs.remove_ipc_dir(record)
         runs.save(record)
     return result
 
