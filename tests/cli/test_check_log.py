@@ -447,3 +447,24 @@ def test_lora_from_the_logs_arguments_reaches_the_plan(env, tmp_path: Path) -> N
     _, flagged = _kv_error_pct(tmp_path, SAMPLER_NATIVE, "--enable-lora", "--max-loras", "4", "--max-lora-rank", "64")
     _, plain = _kv_error_pct(tmp_path, SAMPLER_NATIVE)
     assert from_log == flagged["predicted"]["available_kv"] < plain["predicted"]["available_kv"] - 0.1 * GIB
+
+
+def test_a_start_that_loaded_its_compiled_graphs_is_planned_as_a_restart(env, tmp_path: Path) -> None:
+    # Two starts of the same flags on one RTX 4090, a minute apart (vLLM 0.27.1, tests/data/logs headers):
+    # the first compiled the model inside the memory profile (1.18 GiB of peak activation, 4.92 GiB of KV),
+    # the second loaded the compiled graph from vLLM's cache (0.19 GiB, 5.91 GiB). check-log reads which one
+    # it was from the log's compile lines (logs/patterns.py compile_cache_loaded / compile_cold).
+    logs = Path(__file__).resolve().parents[1] / "data" / "logs"
+    flags = ["--gpu", "rtx-4090", "--model", "Qwen/Qwen3-8B", "--source", "catalog", "--vllm-version", "0.27.1",
+             "--max-model-len", "8192", "--json"]
+    cold = envelope(run("check-log", str(logs / "v1_0.27_rtx4090_cold_compile.log"), *flags))["data"]
+    assert not any("compile cache" in n for n in cold["notes"])
+    assert abs(cold["errors_pct"]["available_kv"]) < 6
+    warm = envelope(run("check-log", str(logs / "v1_0.27_rtx4090_warm_compile.log"), *flags))["data"]
+    assert any("compile cache: warm" in n for n in warm["notes"])
+    as_cold = envelope(run("check-log", str(logs / "v1_0.27_rtx4090_warm_compile.log"), *flags,
+                           "--compile-cache", "cold"))["data"]
+    # planned as a restart, the prediction moves toward what the restart measured
+    assert as_cold["errors_pct"]["available_kv"] < warm["errors_pct"]["available_kv"]
+    assert abs(warm["errors_pct"]["available_kv"]) < abs(as_cold["errors_pct"]["available_kv"])
+    assert abs(warm["errors_pct"]["available_kv"]) < 6

@@ -36,3 +36,18 @@ def test_flashinfer_switch_changes_the_sampler_peak_on_0_11_0() -> None:
     # 1024 rows x 201088 vocab: 38 B per element when sorting, 6 B with FlashInfer's sampler
     assert sort["data"]["memory"]["activation_bytes"] == 1024 * 201088 * 38
     assert fi["data"]["memory"]["activation_bytes"] == 1024 * 201088 * 6
+
+
+def test_compile_cache_warm_plans_a_restart_and_a_bad_value_is_refused() -> None:
+    # round 24 (estimate/memory.py COMPILE_SHARE): a restart that loads vLLM's compile cache holds none of the
+    # compile's memory in its profile; a first start (the default) does, and the note says how much
+    base = ("Qwen/Qwen3-8B", "--gpu", "rtx-4090", "--source", "catalog", "--vllm-version", "0.27.1",
+            "--max-model-len", "8192", "--json")
+    cold = json.loads(invoke(["plan", *base], env=ENV).stdout)["data"]["memory"]
+    warm = json.loads(invoke(["plan", *base, "--compile-cache", "warm"], env=ENV).stdout)["data"]["memory"]
+    assert "a restart with vLLM's compile cache does not hold" in cold["notes"]["non_torch"]
+    # what is left of the constant without the compile: 256 MiB beside the sampler + 128 MiB from 0.18 on
+    assert warm["non_torch_bytes"] == (256 + 128) << 20 and warm["kv_cache_bytes"] > cold["kv_cache_bytes"]
+    assert warm["kv_cache_bytes"] - cold["kv_cache_bytes"] == cold["non_torch_bytes"] - warm["non_torch_bytes"]
+    bad = invoke(["plan", *base[:-1], "--compile-cache", "hot"], env=ENV)
+    assert bad.exit_code == 2 and "unknown --compile-cache 'hot'" in bad.stderr and "Traceback" not in bad.output

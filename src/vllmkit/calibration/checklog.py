@@ -165,7 +165,7 @@ def _model_spec(flag: str | None, log_model: str | None, notes: list[str], picke
 _PASSED_THROUGH = frozenset({
     "refresh", "gpu_count", "tools", "reasoning", "limit_mm_per_prompt", "limit_mm_options", "language_model_only",
     "enable_lora", "max_loras", "max_lora_rank", "max_cpu_loras", "speculative_config", "data_parallel_size",
-    "enable_expert_parallel", "flashinfer_installed",
+    "enable_expert_parallel", "flashinfer_installed", "compile_cache",
 })
 
 
@@ -287,6 +287,10 @@ def build_request(parsed: ParsedLog, m: Measurement, text: str, inputs: CheckLog
     for name in _FROM_LOG_ARGS:
         if name not in passed and getattr(facts, name) is not None:
             passed[name] = getattr(facts, name)
+    if "compile_cache" not in passed and facts.compile_cache == "warm":
+        # the start loaded its compiled graphs: its profile held no compile memory (estimate/memory.py)
+        passed["compile_cache"] = "warm"
+        notes.append("compile cache: warm (the log loads its compiled graphs from vLLM's cache)")
     if "flashinfer_installed" not in passed and device == "cuda" and rules.sampler_sorts_without_flashinfer:
         # 0.8-0.11.0 size the profile's sampler by whether FlashInfer imports, which its sampler line says
         if facts.sampler_flashinfer is not None:

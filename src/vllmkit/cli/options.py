@@ -48,6 +48,7 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     "block_size": (int | None, typer.Option(None, "--block-size", help="KV block size in tokens (default: the backend's).", rich_help_panel=_P)),
     "enforce_eager": (bool | None, typer.Option(None, "--enforce-eager/--no-enforce-eager", help="Disable CUDA graphs (saves their memory, slower decode).", show_default=False, rich_help_panel=_P)),
     "gpu_memory_in_use": (str | None, typer.Option(None, "--gpu-memory-in-use", help="Memory other processes already hold on each GPU, e.g. 4GiB (vLLM before 0.9.1 counts it against its budget; later ones refuse to start when it leaves too little).", rich_help_panel=_P)),
+    "compile_cache": (str | None, typer.Option(None, "--compile-cache", help="cold: a first start, vLLM compiles the model while it measures memory (default); warm: a restart that loads vLLM's compile cache (~/.cache/vllm/torch_compile_cache), up to ~0.9 GiB more KV cache.", metavar="cold|warm", rich_help_panel=_P)),
     "flashinfer": (bool | None, typer.Option(None, "--flashinfer/--no-flashinfer", help="Whether FlashInfer is installed beside vLLM (0.8-0.11.0 sample without a large sort when it is; default: looked up for the installed vLLM, else assumed installed).", show_default=False, rich_help_panel=_P)),
     "enable_prefix_caching": (bool | None, typer.Option(None, "--enable-prefix-caching/--no-enable-prefix-caching", help="Prefix caching (default: vLLM's for the model).", show_default=False, rich_help_panel=_P)),
     # issue 14: serving features from the model-family presets (profiles/presets)
@@ -214,6 +215,9 @@ def request_overrides(flags: PlanFlags) -> dict[str, Any]:
         out["max_model_len"] = parse_max_model_len(flags.max_model_len)
     if "flashinfer" in out:
         out["flashinfer_installed"] = out.pop("flashinfer")
+    if "compile_cache" in out and out["compile_cache"] not in ("cold", "warm"):
+        raise UsageError(f"unknown --compile-cache {out['compile_cache']!r}",
+                         "use cold (a first start, the default) or warm (a restart with vLLM's compile cache)")
     for name in ("gpu_memory", "kv_cache_memory_bytes", "gpu_memory_in_use"):
         if name in out:
             out[name] = parse_bytes(out[name], "--" + name.replace("_", "-"))

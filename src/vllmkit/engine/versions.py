@@ -37,6 +37,7 @@ class VersionRules:
     version: str
     gpu_memory_utilization: float
     cudagraph_counted: bool
+    mrv2_graph_estimate: bool
     tokens_from_concurrency: bool
     sliding_in_flight_uses_concurrent_batches: bool
     yarn_scales_max_len: bool
@@ -70,7 +71,6 @@ class VersionRules:
     # from 0.21 that CUDA path is FlashInfer's top_k_top_p_sampling_from_logits (VLLM_USE_FLASHINFER_SAMPLER
     # defaults on), sized as the Triton kernel's (below); only the plan's wording follows it
     sampler_flashinfer_topk: bool = False
-    forward_share_scales: bool = False  # estimate/memory.py SHARE_REFERENCE_TOKENS
     # ROCm pads FP8 linear weights by 256 bytes a row at load (VLLM_ROCM_FP8_PADDING, default on):
     # Fp8LinearMethod (quant_method "fp8"), and compressed-tensors FP8 tensor/block schemes
     rocm_fp8_padding: bool = False
@@ -96,6 +96,8 @@ def rules_for(version: str) -> VersionRules:
         version=".".join(str(x) for x in v),
         gpu_memory_utilization=0.92 if v >= (0, 20, 0) else 0.9,
         cudagraph_counted=v >= (0, 20, 0),
+        # Model Runner V2's profile_cudagraph_memory returns 0 through 0.28 (model_runner_v2 below)
+        mrv2_graph_estimate=v >= (0, 29, 0),
         tokens_from_concurrency=v >= (0, 21, 0),
         sliding_in_flight_uses_concurrent_batches=v >= (0, 29, 0),
         yarn_scales_max_len=v <= (0, 29, 99),
@@ -170,13 +172,6 @@ def rules_for(version: str) -> VersionRules:
         # lighter FlashInfer peak would explain -- not settled by one log (README, round 22)
         sampler_triton=v >= (0, 17, 0),
         sampler_flashinfer_topk=v >= (0, 21, 0),
-        # estimate/memory.py SHARE_REFERENCE_TOKENS: before 0.20, where the sort / Triton sampler sets the profile
-        # peak, starts at 2,048 batched tokens (vLLM's default below 70 GiB and on A100s) leave room for only
-        # that fraction of the constant's forward-pass share: RTX 3090 0.17.1 (five logs, 0.52-0.62 GiB beside
-        # the weights against 1.35-1.40 planned), A100-40GB 0.19.1 (Qwen3-8B), A100-80GB 0.19.0 (gpt-oss-20b).
-        # The 2,048-token logs of 0.21-0.31 (L4, L40S, RTX 5070 Ti, A100 80GB; the CUDA-graph estimate counted
-        # from 0.20) carry the whole share again; which change of 0.20 brings it back is not pinned down.
-        forward_share_scales=v < (0, 20, 0),
         # VLLM_ROCM_FP8_PADDING and Fp8LinearMethod.add_padding_to_weight are in the 0.8.0 wheel (fp8.py,
         # block and per-tensor paths), not in 0.7.3; 0.11.0 moved it to utils/fp8_utils.py
         # _maybe_pad_fp8_weight, called by process_fp8_weight_tensor_strategy / _block_strategy, which
@@ -228,6 +223,50 @@ KNOWN_QUANT_METHODS = frozenset({
     "modelopt_fp4", "modelopt_mixed", "modelopt_mxfp8", "moe_wna16", "mxfp4", "mxfp8", "neuron_quant",
     "nvfp4_per_token", "online", "ptpc_fp8", "qqq", "quark", "rtn", "torchao", "tpu_int8",
 })
+
+
+# Model Runner V2 (vllm/v1/worker/gpu/, opt-in with VLLM_USE_V2_MODEL_RUNNER=1 from 0.20): which models it runs by
+# default, read from VllmConfig.use_v2_model_runner / _is_default_v2_model_runner_model in each wheel. Its
+# profile differs from the V1 runner's in two ways the plan sizes: the dummy sampler skips top-k / top-p
+# (v1/worker/gpu/model_runner.py _dummy_sampler_run: "the sampler may skip top_k, top_p, and logprobs"; the
+# Gumbel sampler holds a float32 copy of the model-dtype logits, 6 bytes per entry) and, 0.22-0.28, its
+# profile_cudagraph_memory returns 0 ("It is TBD whether we keep this API or not"), so the KV budget carries
+# no CUDA-graph estimate and the graphs are captured afterwards in what is left; 0.29 implements it.
+_MRV2_DEFAULT_ARCHS: dict[tuple[int, int, int], frozenset[str]] = {
+    (0, 22, 0): frozenset({"Qwen3ForCausalLM"}),  # dense, unquantized only
+    (0, 23, 0): frozenset({"LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"}),  # dense, unquantized
+    (0, 24, 0): frozenset({"Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM",
+                           "LlamaForCausalLM", "MistralForCausalLM"}),  # these, quantized or not
+    # 0.25 - 0.28: every generate model that is neither hybrid nor attention-free, MoE only if listed
+    (0, 25, 0): frozenset({"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM"}),
+    (0, 26, 0): frozenset({"DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
+                           "InklingForConditionalGeneration", "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM"}),
+    (0, 28, 0): frozenset({"DeepseekV2ForCausalLM", "DeepseekV4ForCausalLM", "GraniteMoeForCausalLM",
+                           "InklingForCausalLM", "InklingForConditionalGeneration", "KimiK3ForConditionalGeneration",
+                           "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM"}),
+}
+# 0.29+: every model unless a feature it lacks says otherwise; on ROCm these keep the V1 runner (0.29 / 0.31)
+_MRV2_ROCM_V1_ARCHS = frozenset({"DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM", "GlmMoeDsaForCausalLM"})
+
+
+def model_runner_v2(version: str, architectures: list[str], *, moe: bool, quantized: bool, hybrid: bool,
+                    device: str, speculative_method: str | None = None) -> bool:
+    """Whether vLLM runs this model on Model Runner V2 by default (see _MRV2_DEFAULT_ARCHS)."""
+    v = parse_version(version)
+    if v < (0, 22, 0) or device not in ("cuda", "rocm"):
+        return False
+    if speculative_method in ("ngram", "ngram_gpu") and v < (0, 29, 0):
+        return False  # "ngram/ngram_gpu speculative decoding" is unsupported: the V1 runner
+    archs = set(architectures)
+    if v >= (0, 29, 0):
+        return not (device == "rocm" and archs & _MRV2_ROCM_V1_ARCHS)
+    table = _MRV2_DEFAULT_ARCHS[max(k for k in _MRV2_DEFAULT_ARCHS if k <= v)]
+    listed = bool(archs & table)
+    if v < (0, 24, 0):
+        return listed and not moe and not quantized and not hybrid
+    if v < (0, 25, 0):
+        return listed
+    return not hybrid and (listed or not moe)
 
 
 def quant_method_warning(method: str | None) -> str | None:

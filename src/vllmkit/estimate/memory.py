@@ -69,14 +69,21 @@ NON_TORCH_SORT_PEAK_REST = 256 * MIB
 # slope 14.1 bytes and intercept 0.17 GiB (the kernel's cached per-SM buffers and the runner's persistent
 # ones): with 14 B, within 0.015 GiB of every point but gemma-2-9b's (+0.06 GiB; its logits are soft-capped).
 SAMPLER_TRITON_BYTES = 14
+# COMPILE_SHARE (compile_share): what that forward-pass share is. On a first start the V1 engine compiles
+# the model with torch.compile inside the memory profile (the first dummy run at max_num_batched_tokens),
+# and what the compile allocates counts as profile memory; a restart that loads the compiled graphs from
+# vLLM's cache (~/.cache/vllm/torch_compile_cache) does not. Same RTX 4090, same flags, one minute apart
+# (vLLM 0.27.1, Qwen3-8B, alexostapiuk11/coldstart-recon-worker, benchmarks/data/collected-startup-logs-10.jsonl):
+# "torch.compile took 38.96 s" and 1.18 GiB of peak activation, 4.92 GiB of KV; then "Directly load AOT
+# compilation from path ..." and 0.19 GiB, 5.91 GiB of KV. The RTX 3090 sweep on 0.17.1 (-9.jsonl, KV sized
+# 4-5 s after the weights loaded, where a compile takes 20-50 s) leaves 0.52-0.62 GiB beside the weights
+# where a cold start is planned at 1.35. --enforce-eager compiles nothing either (the V1 engine sets
+# NO_COMPILATION, config/__init__.py in 0.11.0; -O0 from 0.12). The plan assumes a first start
+# (PlanRequest.compile_cache "cold"); "warm" and --enforce-eager leave the share out.
 # vLLM 0.18 added 0.12 GiB to the single-GPU "non-torch forward increase memory" (0.13 GiB in 0.17.0,
 # 0.25 in 0.18.0, same Qwen3-14B start on an H100 in the llm-d planner's version sweep; 0.24-0.27 in the
 # 0.19 logs): what is left beside a sampler peak from that release on
 NON_TORCH_0_18_EXTRA = 128 * MIB
-# The forward-pass share of NON_TORCH_BASE was fitted on profiles of 8,192 batched tokens (H100-class
-# defaults); where it scales (engine/versions.py forward_share_scales) a smaller budget carries that
-# fraction of it.
-SHARE_REFERENCE_TOKENS = 8192
 CUDAGRAPH_BASE = 150 * MIB
 CUDAGRAPH_PER_LAYER = 4 * MIB
 
@@ -163,8 +170,9 @@ def allreduce_fusion_non_torch(*, tp: int, pp: int, dp: int, compute_capability:
 def sampler_bytes_per_element(path: str) -> int:
     """Bytes per (row, vocab) element at the dummy sampler's peak: "sort" (PyTorch sort-based
     top-k/top-p), "triton" (the Triton top-k/top-p kernel, vLLM >= 0.17), "none" (a pipeline stage
-    before the last, which does not sample), else FlashInfer's sampling."""
-    return {"sort": SAMPLER_SORT_BYTES, "triton": SAMPLER_TRITON_BYTES, "none": 0}.get(path, SAMPLER_BYTES)
+    before the last, which does not sample), else FlashInfer's sampling or Model Runner V2's ("mrv2": a
+    float32 copy of the logits beside them, no top-k / top-p in the dummy run)."""
+    return {"sort": SAMPLER_SORT_BYTES, "triton": SAMPLER_TRITON_BYTES, "none": 0}.get(path, SAMPLER_BYTES)  # "mrv2" too
 
 
 def _activation_parts(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int,
@@ -200,6 +208,9 @@ def estimate_activation(arch: ModelArch, *, tp: int, max_num_batched_tokens: int
     note = f"profile run over {max_num_batched_tokens} batched tokens + sampler over {max_num_seqs} sequences"
     if gathered != max_num_batched_tokens:
         note += f"; MoE layers over the {moe_gather} data-parallel ranks' tokens ({gathered})"
+    if sampler == "mrv2" and sampled > forward:
+        note = (f"sampler dummy run: Model Runner V2's Gumbel sampler, no top-k/top-p, over {rows} x "
+                f"{arch.vocab_size} logits ({sampler_bytes_per_element(sampler)} B each)")
     if sampler in ("sort", "triton") and sampled > forward:
         kind = sampler_label or ("sort-based" if sampler == "sort" else "Triton")
         note = (f"sampler dummy run: {kind} top-k/top-p over {rows} x {arch.vocab_size} logits "
@@ -214,21 +225,22 @@ def sampler_peak_rest(version: tuple[int, int, int]) -> int:
 
 
 def sampler_peak_non_torch_credit(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int,
-                                  sampler: str, version: tuple[int, int, int], moe_gather: int = 1,
-                                  share_scales: bool = False) -> int:
+                                  sampler: str, version: tuple[int, int, int], moe_gather: int = 1) -> int:
     """Bytes of NON_TORCH_BASE not charged when the dummy sampler ("sort" or "triton"), not the forward
     pass, sets the profile's peak: the part of the constant that stands for forward-pass memory the
     per-token terms miss (NON_TORCH_BASE - sampler_peak_rest). The peak is max(forward + share, sampler),
-    so the credit is the share less whatever of it the forward pass still reaches above the sampler.
-    share_scales: the share is forward-pass memory of the fitted logs' SHARE_REFERENCE_TOKENS-token
-    profile, scaled down for a smaller max_num_batched_tokens (engine/versions.py says in which releases)."""
+    so the credit is the share less whatever of it the forward pass still reaches above the sampler."""
     forward, sampled, _, _ = _activation_parts(
         arch, tp=tp, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         sampler=sampler, moe_gather=moe_gather)
-    share = max(NON_TORCH_BASE - sampler_peak_rest(version), 0)
-    scaled = share * min(max_num_batched_tokens / SHARE_REFERENCE_TOKENS, 1.0) if share_scales else share
-    above = max(forward + scaled, sampled) - max(forward, sampled)  # what the share still adds to the peak
-    return max(min(share - int(above), share), 0)
+    share = compile_share(version)
+    return min(max(sampled - forward, 0), share)
+
+
+def compile_share(version: tuple[int, int, int]) -> int:
+    """The part of NON_TORCH_BASE a V1 start holds only while torch.compile compiles the model in the profile
+    run (COMPILE_SHARE note): NON_TORCH_BASE less what is left beside a sampler-set peak."""
+    return max(NON_TORCH_BASE - sampler_peak_rest(version), 0)
 
 
 def estimate_cudagraph(layers_on_rank: int) -> MemoryTerm:

@@ -67,6 +67,9 @@ class LogFacts(BaseModel):
     # the V1 top-k/top-p sampler's startup line: True "Using FlashInfer for top-p & top-k sampling", False a
     # fallback to the PyTorch-native (sort-based) implementation
     sampler_flashinfer: bool | None = None
+    # "warm": the start loaded its compiled graphs from vLLM's cache; "cold": it compiled them (the profile
+    # then holds torch.compile's memory: estimate/memory.py COMPILE_SHARE)
+    compile_cache: Literal["cold", "warm"] | None = None
     architecture: str | None = None
     weights_bytes: int | None = None
     weights_load_seconds: float | None = None
@@ -391,6 +394,8 @@ SETTERS: dict[str, _Setter] = {
     "gpu_name": _first("gpu_name", "name", _identity),
     "sampler_flashinfer": _flag("sampler_flashinfer"),
     "sampler_native": _constant("sampler_flashinfer", False),
+    "compile_cache_loaded": _constant("compile_cache", "warm"),
+    "compile_cold": _constant("compile_cache", "cold"),
     "exception": _exception,
     "architecture": _first("architecture", "arch", _identity),
     "cpu_kv_set": _cpu_kv,

@@ -67,6 +67,15 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("sampler_flashinfer", r"Using FlashInfer for top-p & top-k sampling",
        "v1/sample/ops/topk_topp_sampler.py TopKTopPSampler.__init__: 'Using FlashInfer for top-p & top-k sampling.'",
        "0.8+ (0.8-0.11.0 whenever FlashInfer imports; 0.11.1+ only with VLLM_USE_FLASHINFER_SAMPLER=1)"),
+    _p("compile_cache_loaded",
+       r"Directly load (?:AOT compilation from path|the compiled graph\(s\) for)",
+       "compilation/decorators.py: 'Directly load AOT compilation from path %s' (0.2x+); compilation/backends.py: "
+       "'Directly load the compiled graph(s) for %s from the cache, took %.3f s' (0.8+): a restart that loads "
+       "the compile cache, whose profile holds no compile memory (estimate/memory.py COMPILE_SHARE)", "0.8+"),
+    _p("compile_cold",
+       r"Compiling a graph for (?:dynamic shape|compile range)",
+       "compilation/backends.py: 'Compiling a graph for dynamic shape takes %.2f s' / 'Compiling a graph for "
+       "compile range %s takes %.2f s': a first start, torch.compile compiles inside the memory profile", "0.8+"),
     _p("sampler_native",
        r"(?:FlashInfer is not available|FlashInfer is available, but it is not enabled|"
        r"FlashInfer version >= 0\.2\.3 required)\. Falling back",
@@ -317,6 +326,8 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "attention_backend": ("backend",),
     "sampler_flashinfer": ("top-p & top-k sampling",),
     "sampler_native": ("Falling back",),
+    "compile_cache_loaded": ("Directly load",),
+    "compile_cold": ("Compiling a graph for",),
     "gpu_name": ("GPU ",),
     "cpu_kv_set": ("for KV cache",),
     "weights_loaded": ("took",),

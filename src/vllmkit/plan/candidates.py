@@ -4,7 +4,7 @@ it and its context length (the user's, vLLM's auto-fit, or the largest that keep
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from vllmkit.arch import ModelArch
@@ -138,6 +138,8 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         expert_parallel=req.enable_expert_parallel,
         gpu_memory_in_use_bytes=req.gpu_memory_in_use or 0,
         flashinfer_installed=req.flashinfer_installed,
+        compile_cache=req.compile_cache,
+        model_runner_v2=uses_model_runner_v2(req, arch, rules, profile.runtime, env),
         rocm_fp8_padding=(env or {}).get("VLLM_ROCM_FP8_PADDING", "1").strip() != "0",
         v0_engine=v0_engine,
         chunked_prefill=chunked,
@@ -146,6 +148,24 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         allreduce_fusion=(profile.vendor == "nvidia" and not req.enforce_eager and req.flashinfer_installed is not False
                           and "nvswitch" in str(getattr(profile.interconnect, "name", "") or "").lower()),
     )
+
+
+def uses_model_runner_v2(req: PlanRequest, arch: ModelArch, rules: VersionRules, device: str,
+                         env: Mapping[str, str] | None) -> bool:
+    """Model Runner V2 by vLLM's default for the release (engine/versions.py), or as VLLM_USE_V2_MODEL_RUNNER says."""
+    from vllmkit.arch.model import LayerKind
+    from vllmkit.engine.versions import model_runner_v2, parse_version
+
+    forced = (env or {}).get("VLLM_USE_V2_MODEL_RUNNER", "").strip().lower()
+    if forced and parse_version(rules.version) >= (0, 20, 0) and device in ("cuda", "rocm"):
+        if forced in ("1", "true"):
+            return True
+        if forced in ("0", "false"):
+            return False
+    return model_runner_v2(rules.version, arch.architectures, moe=arch.moe is not None,
+                           quantized=arch.quantization is not None,
+                           hybrid=any(k is LayerKind.MAMBA for k in arch.layer_kinds), device=device,
+                           speculative_method=str((req.speculative_config or {}).get("method") or "") or None)
 
 
 def modality_off(req: PlanRequest, modality: str) -> bool:

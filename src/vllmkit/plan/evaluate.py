@@ -22,6 +22,7 @@ from vllmkit.estimate.memory import (
     MemoryBudget,
     MemoryTerm,
     allreduce_fusion_non_torch,
+    compile_share,
     estimate_activation,
     estimate_cudagraph,
     estimate_non_torch,
@@ -73,6 +74,8 @@ class EngineSettings:
     # --- issue 13 round 2: start/fail verdicts ---------------------------------------------------
     gpu_memory_in_use_bytes: int = 0  # held on each GPU by other processes when vLLM starts
     flashinfer_installed: bool | None = None  # None: unknown (0.8-0.11.0 then assume it is, as in the image)
+    compile_cache: str = "cold"  # "warm": a restart that loads vLLM's torch.compile cache (no compile in the profile)
+    model_runner_v2: bool = False  # vLLM runs the model on Model Runner V2 (engine/versions.py model_runner_v2)
     rocm_fp8_padding: bool = True  # VLLM_ROCM_FP8_PADDING (default 1)
     allreduce_fusion: bool = False  # FlashInfer + compilation + an NVSwitch fabric: the TP all-reduce fusion can be built
     v0_engine: bool = False  # the old engine profiles (release before 0.8, or VLLM_USE_V1=0 before 0.10)
@@ -134,9 +137,10 @@ def splitting_layers(arch: ModelArch, layers_on_stage: int) -> int:
 
 def graph_capture_check(arch: ModelArch, budget: MemoryBudget, layers_on_stage: int, settings: EngineSettings,
                         rules: VersionRules) -> str | None:
-    """Releases that capture CUDA graphs after sizing the KV cache without budgeting them (V1 < 0.20)
-    must fit the capture in what the budget leaves (estimate/memory.py graph_capture_headroom)."""
-    if (settings.enforce_eager or rules.cudagraph_counted or settings.device != "cuda"
+    """Releases that capture CUDA graphs after sizing the KV cache without budgeting them (V1 < 0.20, and
+    Model Runner V2 before 0.29) must fit the capture in what the budget leaves (estimate/memory.py graph_capture_headroom)."""
+    budgeted = rules.cudagraph_counted and not (settings.model_runner_v2 and not rules.mrv2_graph_estimate)
+    if (settings.enforce_eager or budgeted or settings.device != "cuda"
             or not rules.v1_engine or settings.kv_cache_memory_bytes is not None):
         return None
     capture = unbudgeted_graph_capture(pieces=splitting_layers(arch, layers_on_stage) + 1,
@@ -392,6 +396,8 @@ def stage_budget(
                                     "workspace (TP on an NVSwitch fabric, vLLM >= 0.17)")
     # only the last pipeline stage samples (profile_run: _dummy_sampler_run on get_pp_group().is_last_rank)
     sampler = sampler_path(settings, rules) if last_stage else "none"
+    if sampler != "none" and settings.model_runner_v2:
+        sampler = "mrv2"  # its dummy run samples without top-k / top-p (engine/versions.py)
     moe_gather = settings.data_parallel_size if settings.expert_parallel else 1
     activation = settings.calibrated.get("activation") or estimate_activation(
         arch, tp=tp, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs,
@@ -411,22 +417,42 @@ def stage_budget(
     # constant (memory.py NON_TORCH_SORT_PEAK_REST). The sort-path logs of multi-GPU starts disagree
     # (0.14 TP=2: 0.67-0.74 GiB beside the sort; 0.10 TP=2 / TP=4 x PP=2 without FlashInfer: the whole
     # constant), so there TP / PP > 1 keeps it; the Triton path's TP=2 / TP=4 logs (0.19) agree with the rule.
-    if (sampler in ("sort", "triton") and (tp * pp == 1 or sampler == "triton") and not settings.v0_engine
-            and "non_torch" not in settings.calibrated and "activation" not in settings.calibrated):
+    uncalibrated = "non_torch" not in settings.calibrated and "activation" not in settings.calibrated
+    credit = 0
+    if not settings.v0_engine and uncalibrated and (settings.enforce_eager or settings.compile_cache == "warm"):
+        # nothing is compiled in the profile run (estimate/memory.py COMPILE_SHARE): --enforce-eager turns
+        # torch.compile off in the V1 engine (config/__init__.py 0.11.0: NO_COMPILATION; vllm.py 0.12+:
+        # -O0), and a restart loads the compiled graphs from vLLM's cache
+        share = compile_share(rules.key)
+        why = "--enforce-eager: no torch.compile" if settings.enforce_eager else "warm compile cache: nothing compiled"
+        non_torch = MemoryTerm(bytes=non_torch.bytes - share, source=non_torch.source,
+                               note=f"{non_torch.note}, less {share / GIB:.2f} GiB of torch.compile's share ({why})")
+    elif (sampler in ("sort", "triton", "mrv2") and (tp * pp == 1 or sampler != "sort") and not settings.v0_engine
+            and uncalibrated):
         credit = sampler_peak_non_torch_credit(
             arch, tp=tp, max_num_batched_tokens=settings.max_num_batched_tokens,
-            max_num_seqs=settings.max_num_seqs, sampler=sampler, version=rules.key, moe_gather=moe_gather,
-            share_scales=rules.forward_share_scales)
+            max_num_seqs=settings.max_num_seqs, sampler=sampler, version=rules.key, moe_gather=moe_gather)
         # a vision encoder's profile (its ViT peak, or embeddings held through the LM run) lifts the peak
         # above the sampler's by what it adds
         credit = max(credit - (extra["encoder"].bytes if "encoder" in extra else 0), 0)
         if credit:
             non_torch = MemoryTerm(
                 bytes=non_torch.bytes - credit, source=non_torch.source,
-                note=f"{non_torch.note}, less {credit / GIB:.2f} GiB of the constant's forward-pass share "
-                     "(the sampler, not the forward pass, sets the profile peak)")
+                note=f"{non_torch.note}, less {credit / GIB:.2f} GiB of torch.compile's share "
+                     "(the sampler, not the compiling forward pass, sets the profile peak)")
+    if not settings.v0_engine and uncalibrated and not settings.enforce_eager and settings.compile_cache != "warm":
+        charged = compile_share(rules.key) - credit
+        if charged > 0:
+            non_torch = MemoryTerm(
+                bytes=non_torch.bytes, source=non_torch.source,
+                note=f"{non_torch.note}; a first start: {charged / GIB:.2f} GiB of it is torch.compile compiling "
+                     "the model, which a restart with vLLM's compile cache does not hold (--compile-cache warm)")
     if settings.enforce_eager:
         cudagraph = MemoryTerm(bytes=0, source="derived", note="--enforce-eager: no CUDA graphs")
+    elif settings.model_runner_v2 and not rules.mrv2_graph_estimate:
+        cudagraph = MemoryTerm(bytes=0, source="derived",
+                               note=f"vLLM {rules.version}'s Model Runner V2 estimates no CUDA-graph memory "
+                                    "(captured after the KV cache is sized)")
     elif not rules.cudagraph_counted:
         cudagraph = MemoryTerm(bytes=0, source="derived", note=f"vLLM {rules.version} does not count CUDA-graph memory")
     elif settings.device == "rocm" and not rules.rocm_cudagraph_counted:

@@ -56,6 +56,9 @@ class PlanRequest(BaseModel):
     # --- issue 13 round 2: start/fail verdicts (engine/versions.py says where each matters) -----
     gpu_memory_in_use: int | None = None  # bytes other processes hold on each GPU at start
     flashinfer_installed: bool | None = None  # None: unknown (FlashInfer decides the sampler path)
+    # "cold": a first start, torch.compile compiles the model inside the memory profile (the default);
+    # "warm": a restart that loads vLLM's compile cache (estimate/memory.py COMPILE_SHARE)
+    compile_cache: Literal["cold", "warm"] = "cold"
 
 
 class PlanOverrides(BaseModel):
@@ -100,6 +103,7 @@ class PlanOverrides(BaseModel):
     enable_expert_parallel: bool | None = None
     gpu_memory_in_use: int | None = None
     flashinfer_installed: bool | None = None
+    compile_cache: Literal["cold", "warm"] | None = None
 
     def given(self) -> dict[str, object]:
         return self.model_dump(exclude_none=True)

@@ -23,6 +23,8 @@ EXPECTED_CODES = {
     "v1_0.11_granite_l40s.log": [],
     "v1_0.11_dgxspark_ansi.log": [],
     "v1_0.27_qwen3_32b_tp2_dateless.log": [],
+    "v1_0.27_rtx4090_cold_compile.log": [],  # healthy starts: a first one and a restart (round 24)
+    "v1_0.27_rtx4090_warm_compile.log": [],
     "v1_0.2x_fp8kv_models_s_kv_too_small.log": ["kv-cache-too-small"],
     "v1_0.32_cpu_kv_too_small_real.log": ["kv-cache-too-small", "ulimit-low"],
     "v1_0.32_cpu_insufficient_ram_real.log": ["insufficient-free-memory", "ulimit-low"],

@@ -216,3 +216,15 @@ def test_every_pattern_has_a_needle_a_source_and_versions() -> None:
     for p in PATTERNS:
         assert p.source and p.versions, p.kind
         assert p.regex.pattern == p.rx  # every pattern compiles
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    # compilation/backends.py "Compiling a graph for compile range (1, 2048) takes 26.37 s": a first start
+    ("v1_0.27_rtx4090_cold_compile.log", "cold"),
+    # compilation/decorators.py "Directly load AOT compilation from path ...": a restart (round 24)
+    ("v1_0.27_rtx4090_warm_compile.log", "warm"),
+    # a log without compile lines says nothing
+    ("v1_0.11_granite_l40s.log", None),
+])
+def test_the_compile_lines_say_whether_the_start_compiled(name: str, expected: str | None) -> None:
+    assert read_log(load(name)).facts.compile_cache == expected
