@@ -64,6 +64,20 @@ def test_gpu_memory_smaller_than_any_gpu_is_refused(value: str, hint: str) -> No
     assert ok.exit_code == 3 and "less than any GPU" not in ok.output  # the floor itself is accepted
 
 
+@pytest.mark.parametrize(("flags", "code", "words"), [
+    # vllm/config/lora.py MaxLoRARanks (0.32): vLLM's parser refuses any other rank
+    (["--enable-lora", "--max-lora-rank", "7"], 2, "vLLM does not take --max-lora-rank 7"),
+    # more memory held by others than the GPU has (was planned as "free memory -20.81/79.19 GiB")
+    (["--gpu-memory-in-use", "100GiB"], 2, "is not less than the 79.19 GiB"),
+    # vLLM allocates --kv-cache-memory-bytes whole; 10 TiB on an 80 GB card was planned as FITS
+    (["--kv-cache-memory-bytes", "10TiB"], 3, "allocating the KV cache runs out of memory"),
+])
+def test_values_vllm_cannot_run_are_refused(flags: list[str], code: int, words: str) -> None:
+    res = run("plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--source", "catalog", *flags, env=OFFLINE)
+    assert res.exit_code == code, res.output
+    assert words in res.stderr and res.stderr.count("error:") == 1 and "Traceback" not in res.output
+
+
 def test_tp_above_gpu_count_is_refused() -> None:
     res = run("plan", "Qwen/Qwen3-8B", "--gpu", "h100", "-tp", "16", "--gpu-count", "8", "--source", "catalog",
               env=OFFLINE)

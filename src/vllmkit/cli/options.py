@@ -183,6 +183,11 @@ def check_dtype(value: str | None) -> None:
     raise UsageError(f"unknown --dtype {value!r}", "use one of: " + ", ".join(MODEL_DTYPES))
 
 
+# vllm/config/lora.py (0.32): MaxLoRARanks = Literal[1, 8, 16, 32, 64, 128, 256, 320, 512]; --max-lora-rank
+# takes these only (earlier releases: the same list without 1)
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
 def check_positive(value: float, flag: str, hint: str) -> None:
     """A usage error unless value is a finite number > 0 (NaN and inf included)."""
     if not (math.isfinite(value) and value > 0):
@@ -215,6 +220,9 @@ def request_overrides(flags: PlanFlags) -> dict[str, Any]:
         out["max_model_len"] = parse_max_model_len(flags.max_model_len)
     if "flashinfer" in out:
         out["flashinfer_installed"] = out.pop("flashinfer")
+    if out.get("max_lora_rank") is not None and out["max_lora_rank"] not in LORA_RANKS:
+        raise UsageError(f"vLLM does not take --max-lora-rank {out['max_lora_rank']}",
+                         "use one of: " + ", ".join(map(str, LORA_RANKS)) + " (vllm/config/lora.py MaxLoRARanks)")
     if "compile_cache" in out and out["compile_cache"] not in ("cold", "warm"):
         raise UsageError(f"unknown --compile-cache {out['compile_cache']!r}",
                          "use cold (a first start, the default) or warm (a restart with vLLM's compile cache)")

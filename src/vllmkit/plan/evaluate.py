@@ -119,6 +119,16 @@ def startup_refusal(budget: MemoryBudget, settings: EngineSettings, rules: Versi
     """vllm >= 0.9.1 v1/worker/gpu_worker.py init_device: ValueError when the free memory at start is
     below requested = ceil(total x utilization) ("Free memory on device ... on startup is less than
     desired GPU memory utilization"). --kv-cache-memory-bytes skips it only from 0.11 (not modelled)."""
+    if settings.kv_cache_memory_bytes is not None and settings.device in ("cuda", "rocm"):
+        # --kv-cache-memory-bytes skips the profile's budget: vLLM allocates that much beside what the
+        # process already holds, and a cache larger than what is left runs out of memory at start
+        held = (budget.weights.bytes + budget.non_torch.bytes + budget.activation.bytes + budget.cudagraph.bytes
+                + sum(t.bytes for t in budget.extra.values()))
+        room = budget.total_bytes - settings.gpu_memory_in_use_bytes - held
+        if settings.kv_cache_memory_bytes > room:
+            return (f"--kv-cache-memory-bytes {settings.kv_cache_memory_bytes / GIB:.2f} GiB does not fit beside "
+                    f"{held / GIB:.2f} GiB of weights and profile memory on a {budget.total_bytes / GIB:.2f} GiB GPU "
+                    f"(at most {max(room, 0) / GIB:.2f} GiB is left): allocating the KV cache runs out of memory")
     if not rules.refuses_when_free_below_requested or settings.gpu_memory_in_use_bytes <= 0:
         return None
     free = budget.total_bytes - settings.gpu_memory_in_use_bytes

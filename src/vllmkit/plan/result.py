@@ -244,6 +244,9 @@ def does_not_fit_error(plan: PlanResult) -> DoesNotFitError | None:
     """The exit-3 error for a plan vLLM would refuse (None when it fits)."""
     if plan.fits:
         return None
+    if plan.startup_refusal and plan.startup_refusal.startswith("--kv-cache-memory-bytes"):
+        return DoesNotFitError(f"{plan.model.id}: vLLM {plan.vllm_version} will not start: {plan.startup_refusal}",
+                               "lower --kv-cache-memory-bytes, or leave it out and let vLLM size the cache")
     if plan.startup_refusal:
         return DoesNotFitError(f"{plan.model.id}: vLLM {plan.vllm_version} will refuse to start: {plan.startup_refusal}",
                                "stop the other processes on the GPU or lower --gpu-memory-utilization")

@@ -26,6 +26,7 @@ from vllmkit.plan.performance import PerfOptions, attach_performance, check_requ
 from vllmkit.plan.result import does_not_fit_error, plan_result
 from vllmkit.plan.validate import validate_parallelism
 from vllmkit.plan.variants import make_variant, online_fp8, served_in_float32, sibling_variants
+from vllmkit.units import GIB
 
 DEFAULT_MIN_CONCURRENCY = 4.0
 
@@ -97,6 +98,10 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
 
         req = req.model_copy(update={"flashinfer_installed": flashinfer_importable()})
     profile = resolve_gpu_profile(req, env)
+    if req.gpu_memory_in_use and profile.memory_bytes and req.gpu_memory_in_use >= profile.memory_bytes:
+        raise UsageError(f"--gpu-memory-in-use {req.gpu_memory_in_use / GIB:.2f} GiB is not less than the "
+                         f"{profile.memory_bytes / GIB:.2f} GiB of a {profile.display_name}",
+                         "give the memory other processes hold on each GPU, e.g. --gpu-memory-in-use 4GiB")
     meta = resolve_model(req.model, source=req.source, revision=req.revision, refresh=req.refresh, env=env)
     base = make_variant(meta, rules)
     if req.quantization in ("fp8", "ptpc_fp8") and base.arch.quantization is None and base.weight_source == "measured":
