@@ -19,6 +19,7 @@ LABELS: dict[str, str] = {
     "download": "downloading weights",
     "weights": "loading weights",
     "weights_done": "weights loaded",
+    "compile": "compiling the model",
     "profile": "profiling memory / warming up",
     "kv_cache": "KV cache allocated",
     "graphs": "capturing CUDA graphs",

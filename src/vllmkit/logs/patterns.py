@@ -68,12 +68,12 @@ PATTERNS: tuple[Pattern, ...] = (
        "v1/sample/ops/topk_topp_sampler.py TopKTopPSampler.__init__: 'Using FlashInfer for top-p & top-k sampling.'",
        "0.8+ (0.8-0.11.0 whenever FlashInfer imports; 0.11.1+ only with VLLM_USE_FLASHINFER_SAMPLER=1)"),
     _p("compile_cache_loaded",
-       r"Directly load (?:AOT compilation from path|the compiled graph\(s\) for)",
+       r"(?P<warm>Directly load) (?:AOT compilation from path|the compiled graph\(s\) for)",
        "compilation/decorators.py: 'Directly load AOT compilation from path %s' (0.2x+); compilation/backends.py: "
        "'Directly load the compiled graph(s) for %s from the cache, took %.3f s' (0.8+): a restart that loads "
        "the compile cache, whose profile holds no compile memory (estimate/memory.py COMPILE_SHARE)", "0.8+"),
     _p("compile_cold",
-       r"Compiling a graph for (?:dynamic shape|compile range)",
+       r"(?P<cold>Compiling a graph) for (?:dynamic shape|compile range)",
        "compilation/backends.py: 'Compiling a graph for dynamic shape takes %.2f s' / 'Compiling a graph for "
        "compile range %s takes %.2f s': a first start, torch.compile compiles inside the memory profile", "0.8+"),
     _p("sampler_native",

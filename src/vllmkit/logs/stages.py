@@ -1,5 +1,5 @@
 """Startup stages: which event kinds show that vLLM reached each stage of its start, in the order a
-V1 start goes through them (engine config -> weights -> memory profiling -> KV cache -> CUDA graphs
+V1 start goes through them (engine config -> weights -> compile -> memory profiling -> KV cache -> CUDA graphs
 -> engine ready -> API server). Each stage is reported once, when the first of its kinds is seen; a
 line may reach several stages ("Loading weights took 1.2 seconds" starts and ends the weight load).
 """
@@ -34,6 +34,8 @@ STAGE_RULES: tuple[StageRule, ...] = (
         ("weights_loaded", "weights_load_time"),
         lambda v: f"{v['gib']} GiB" if v.get("gib") else (f"{v['secs']} s" if v.get("secs") else ""),
     ),
+    StageRule("compile", ("compile_cold", "compile_cache_loaded"),
+              lambda v: "loaded from vLLM's compile cache" if v.get("warm") else "torch.compile, first start"),
     StageRule("profile", ("profiling", "available_kv"), lambda v: f"{v['gib']} GiB for KV" if v.get("gib") else ""),
     StageRule("kv_cache", ("kv_capacity", "kv_tokens"), lambda v: f"{v['tokens']} tokens" if v.get("tokens") else ""),
     StageRule("graphs", ("graph_capture_start", "graph_captured"), lambda v: f"{v['gib']} GiB" if v.get("gib") else ""),

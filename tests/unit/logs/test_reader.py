@@ -228,3 +228,21 @@ def test_every_pattern_has_a_needle_a_source_and_versions() -> None:
 ])
 def test_the_compile_lines_say_whether_the_start_compiled(name: str, expected: str | None) -> None:
     assert read_log(load(name)).facts.compile_cache == expected
+
+
+def test_the_compile_stage_says_which_start_it_was() -> None:
+    # `vllmkit serve` shows it as a phase: a first start compiles for tens of seconds (38.96 s here) and its
+    # memory profile holds the compile's memory; a restart loads the compiled graph (0.30 s)
+    from vllmkit.launch.phases import LABELS
+    from vllmkit.logs import LogReader
+
+    details = {}
+    for name in ("v1_0.27_rtx4090_cold_compile.log", "v1_0.27_rtx4090_warm_compile.log"):
+        reader = LogReader()
+        reader.feed_text(load(name))
+        stages = {s.key: s.detail for s in reader.stages}
+        assert list(stages).index("compile") == list(stages).index("weights_done") + 1
+        details[name] = stages["compile"]
+    assert details == {"v1_0.27_rtx4090_cold_compile.log": "torch.compile, first start",
+                       "v1_0.27_rtx4090_warm_compile.log": "loaded from vLLM's compile cache"}
+    assert LABELS["compile"] == "compiling the model"
