@@ -47,6 +47,17 @@ def _budget(v: dict[str, Any]) -> bool:
     return "req" in v
 
 
+def _version_key(text: str | None) -> tuple[int, int, int] | None:
+    if not text:
+        return None
+    from vllmkit.engine.versions import parse_version
+
+    try:
+        return parse_version(text)
+    except ValueError:
+        return None
+
+
 def _g(event: LogEvent | None, key: str) -> str | None:
     return None if event is None else event.values.get(key)
 
@@ -170,15 +181,28 @@ def _gpu(m: Measurement, parsed: ParsedLog) -> None:
         else:
             m.notes.append("consumed memory (weights + non-torch) is printed but not the weights; "
                            "non-torch taken as consumed - predicted weights")
-        if facts.enforce_eager:
-            cudagraph = 0
-        elif cg_estimate is not None:
-            cudagraph = cg_estimate
+        version = _version_key(facts.vllm_version)
+        kv = m.available_kv_bytes
+        requested = m.requested_bytes
+        if version is not None and version < (0, 28, 0) and not facts.enforce_eager and kv and requested:
+            # before 0.28 the printed peak is the torch peak alone (gpu_worker.py peak_activation_memory) and
+            # available = requested - consumed - peak - the applied graph estimate, so the line itself says
+            # how much graph memory the budget carried: none on Model Runner V2 (engine/versions.py), whose
+            # printed CUDAGraph figure is then the capture made after the KV sizing
+            implied = requested - consumed - peak - kv
+            m.cudagraph_bytes = implied if implied > int(0.03 * (1 << 30)) else 0  # the line rounds to 0.01
+            m.activation_bytes = peak
         else:
-            cudagraph = graphs
-        m.cudagraph_bytes = cudagraph
-        m.activation_bytes = max(peak - cudagraph, 0)
-        m.basis = "0.32+ 'Actual usage is X GiB for consumed memory ..., Y GiB for peak activation, Z GiB for CUDAGraph' line"
+            if facts.enforce_eager or (facts.model_runner_v2 and version is not None and version < (0, 29, 0)):
+                cudagraph = 0  # Model Runner V2 estimates no graph memory before 0.29
+            elif cg_estimate is not None:
+                cudagraph = cg_estimate
+            else:
+                cudagraph = graphs
+            m.cudagraph_bytes = cudagraph
+            # from 0.28 the printed peak is the profile's transient peak plus the applied graph estimate
+            m.activation_bytes = max(peak - cudagraph, 0)
+        m.basis = "'Actual usage is X GiB for consumed memory ..., Y GiB for peak activation, Z GiB for CUDAGraph' line"
         return
     if profile:
         weights = _gib(_g(profile, "weights")) or 0

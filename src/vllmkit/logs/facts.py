@@ -70,6 +70,7 @@ class LogFacts(BaseModel):
     # "warm": the start loaded its compiled graphs from vLLM's cache; "cold": it compiled them (the profile
     # then holds torch.compile's memory: estimate/memory.py COMPILE_SHARE)
     compile_cache: Literal["cold", "warm"] | None = None
+    model_runner_v2: bool | None = None  # "Using V2 Model Runner" (engine/versions.py model_runner_v2)
     architecture: str | None = None
     weights_bytes: int | None = None
     weights_load_seconds: float | None = None
@@ -396,6 +397,7 @@ SETTERS: dict[str, _Setter] = {
     "sampler_native": _constant("sampler_flashinfer", False),
     "compile_cache_loaded": _constant("compile_cache", "warm"),
     "compile_cold": _constant("compile_cache", "cold"),
+    "model_runner_v2": _flag("model_runner_v2"),
     "exception": _exception,
     "architecture": _first("architecture", "arch", _identity),
     "cpu_kv_set": _cpu_kv,

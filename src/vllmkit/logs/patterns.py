@@ -67,6 +67,8 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("sampler_flashinfer", r"Using FlashInfer for top-p & top-k sampling",
        "v1/sample/ops/topk_topp_sampler.py TopKTopPSampler.__init__: 'Using FlashInfer for top-p & top-k sampling.'",
        "0.8+ (0.8-0.11.0 whenever FlashInfer imports; 0.11.1+ only with VLLM_USE_FLASHINFER_SAMPLER=1)"),
+    _p("model_runner_v2", r"Using V2 Model Runner",
+       "v1/worker/gpu_worker.py init_device: 'Using V2 Model Runner' (info_once)", "0.20+ (default for some models from 0.22)"),
     _p("compile_cache_loaded",
        r"(?P<warm>Directly load) (?:AOT compilation from path|the compiled graph\(s\) for)",
        "compilation/decorators.py: 'Directly load AOT compilation from path %s' (0.2x+); compilation/backends.py: "
@@ -327,6 +329,7 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "sampler_flashinfer": ("top-p & top-k sampling",),
     "sampler_native": ("Falling back",),
     "compile_cache_loaded": ("Directly load",),
+    "model_runner_v2": ("V2 Model Runner",),
     "compile_cold": ("Compiling a graph for",),
     "gpu_name": ("GPU ",),
     "cpu_kv_set": ("for KV cache",),

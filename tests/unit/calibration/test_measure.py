@@ -175,3 +175,18 @@ def test_measure_and_command_never_raise(parts: list[str]) -> None:
     for value in (m.non_torch_bytes, m.activation_bytes, m.cudagraph_bytes, m.cpu_non_kv_bytes):
         assert value is None or value >= 0
     parse_command(text)
+
+
+def test_a_0_27_summary_line_says_how_much_graph_memory_the_budget_carried() -> None:
+    """Before 0.28 the printed peak is the torch peak alone and available = requested - consumed - peak - the
+    applied graph estimate (gpu_worker.py, 0.24 / 0.26 wheels): the line itself gives the graph term. The RTX
+    4090 0.27.1 start (Model Runner V2, tests/data/logs): 21.64 - 15.54 - 1.18 = 4.92 = the available KV, so
+    none of the 0.56 GiB captured was budgeted."""
+    text = (Path(__file__).resolve().parents[2] / "data" / "logs" / "v1_0.27_rtx4090_cold_compile.log").read_text()
+    m = run(text)
+    assert m.cudagraph_bytes == 0 and m.activation_bytes == g(1.18)
+    # the V1 runner of that release subtracts its estimate: 0.50 GiB here
+    v1 = text.replace("Current kv cache memory in use is 4.92 GiB", "Current kv cache memory in use is 4.42 GiB")
+    v1 = v1.replace("Available KV cache memory: 4.92 GiB", "Available KV cache memory: 4.42 GiB")
+    m = run(v1)
+    assert m.cudagraph_bytes == g(21.64) - g(15.54) - g(1.18) - g(4.42) and m.activation_bytes == g(1.18)
