@@ -101,10 +101,12 @@ WEIGHT_FIT_ROWS = {"vllm-23278-gpt-oss-120b-h100-fail", "myoceane-a100-gpt-oss-2
 # collected-startup-logs-8.jsonl (round 22): 14 logs of catalog checkpoints on profiled GPUs, collected after
 # every estimate was set; nothing fitted on them. -9 (round 23) and -10 (round 24) likewise; round 24 read
 # from -10's two back-to-back starts what the constant's compile share is (estimate/memory.py COMPILE_SHARE)
-# and marked the rows whose logs show a warm compile cache (row key compile_cache)
+# and marked the rows whose logs show a warm compile cache (row key compile_cache); -11 was collected after
+# round 24's rules, a blind check of them
 HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jsonl", "collected-startup-logs-5.jsonl",
                   "collected-startup-logs-7.jsonl", "collected-startup-logs-8.jsonl",
-                  "collected-startup-logs-9.jsonl", "collected-startup-logs-10.jsonl")
+                  "collected-startup-logs-9.jsonl", "collected-startup-logs-10.jsonl",
+                  "collected-startup-logs-11.jsonl")
 
 
 @dataclass

@@ -526,10 +526,12 @@ def check_log(path: Path, inputs: CheckLogInputs, env: Mapping[str, str], *, rec
                        if use_calibration and env.get("VLLMKIT_NO_CALIBRATION") != "1" else None)
         try:
             plan_env = dict(env)
-            if parsed.facts.model_runner_v2 and "VLLM_USE_V2_MODEL_RUNNER" not in plan_env:
-                # the log says which model runner served ("Using V2 Model Runner"): plan that one
-                plan_env["VLLM_USE_V2_MODEL_RUNNER"] = "1"
-                notes.append("model runner: V2 (the log's 'Using V2 Model Runner' line)")
+            runner = parsed.facts.model_runner_v2
+            if runner is not None and "VLLM_USE_V2_MODEL_RUNNER" not in plan_env:
+                # the log says which model runner served ("Using V2 Model Runner", or the file that logged
+                # "Model loading took"): plan that one (engine/versions.py model_runner_v2)
+                plan_env["VLLM_USE_V2_MODEL_RUNNER"] = "1" if runner else "0"
+                notes.append("model runner: " + ("V2" if runner else "V1") + " (from the log)")
             plan = build_plan(req, plan_env, min_concurrency=0.0, calibration=calibration)
         except VllmkitError as exc:
             if inputs.model is not None and isinstance(exc, ModelSourceError):

@@ -184,8 +184,8 @@ def _gpu(m: Measurement, parsed: ParsedLog) -> None:
         version = _version_key(facts.vllm_version)
         kv = m.available_kv_bytes
         requested = m.requested_bytes
-        if version is not None and version < (0, 28, 0) and not facts.enforce_eager and kv and requested:
-            # before 0.28 the printed peak is the torch peak alone (gpu_worker.py peak_activation_memory) and
+        if version is not None and version < (0, 27, 0) and not facts.enforce_eager and kv and requested:
+            # before 0.27 the printed peak is the torch peak alone (gpu_worker.py peak_activation_memory) and
             # available = requested - consumed - peak - the applied graph estimate, so the line itself says
             # how much graph memory the budget carried: none on Model Runner V2 (engine/versions.py), whose
             # printed CUDAGraph figure is then the capture made after the KV sizing
@@ -200,7 +200,8 @@ def _gpu(m: Measurement, parsed: ParsedLog) -> None:
             else:
                 cudagraph = graphs
             m.cudagraph_bytes = cudagraph
-            # from 0.28 the printed peak is the profile's transient peak plus the applied graph estimate
+            # from 0.27 the printed peak is the profile's transient peak plus the applied graph estimate
+            # (gpu_worker.py in the 0.27.1 and 0.28 wheels; the torch peak alone in 0.26)
             m.activation_bytes = max(peak - cudagraph, 0)
         m.basis = "'Actual usage is X GiB for consumed memory ..., Y GiB for peak activation, Z GiB for CUDAGraph' line"
         return

@@ -8,6 +8,7 @@ feeds a whole text through the same reader (doctor, check-log, calibration).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -52,6 +53,10 @@ def match_line(message: str, number: int) -> list[LogEvent]:
     return events
 
 
+_MRV2_FILE = re.compile(r"\[model_runner\.py:\d+\]")
+_V1_RUNNER_FILE = re.compile(r"\[gpu_model_runner\.py:\d+\]")
+
+
 class LogReader:
     """Feed raw lines in order; read `events`, `facts` and `stages` at any time."""
 
@@ -77,6 +82,13 @@ class LogReader:
         for event in events:
             apply_event(self._facts, event)
             self.events.append(event)
+            if event.kind == "weights_loaded" and self._facts.model_runner_v2 is None:
+                # which model runner loaded the weights, by the logger's file name (cleaned off the message):
+                # Model Runner V2 logs from v1/worker/gpu/model_runner.py, the V1 runner from gpu_model_runner.py
+                if _MRV2_FILE.search(raw):
+                    self._facts.model_runner_v2 = True
+                elif _V1_RUNNER_FILE.search(raw):
+                    self._facts.model_runner_v2 = False
         if events:
             self._stages(events)
         return events

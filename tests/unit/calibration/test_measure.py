@@ -177,16 +177,23 @@ def test_measure_and_command_never_raise(parts: list[str]) -> None:
     parse_command(text)
 
 
-def test_a_0_27_summary_line_says_how_much_graph_memory_the_budget_carried() -> None:
-    """Before 0.28 the printed peak is the torch peak alone and available = requested - consumed - peak - the
-    applied graph estimate (gpu_worker.py, 0.24 / 0.26 wheels): the line itself gives the graph term. The RTX
-    4090 0.27.1 start (Model Runner V2, tests/data/logs): 21.64 - 15.54 - 1.18 = 4.92 = the available KV, so
-    none of the 0.56 GiB captured was budgeted."""
+def test_the_summary_line_split_by_release_and_model_runner() -> None:
+    """The RTX 4090 0.27.1 start (tests/data/logs) loaded its weights on Model Runner V2 ("[model_runner.py:329]
+    Model loading took", the file of v1/worker/gpu/model_runner.py), which budgets no graphs before 0.29: the
+    printed peak (1.18 GiB) is all activation and none of the 0.56 GiB captured was budgeted. From 0.27 the
+    printed peak is the transient peak plus the applied graph estimate (gpu_worker.py, 0.27.1 / 0.28 wheels),
+    so on the V1 runner ("[gpu_model_runner.py:...]") the graph term comes off it. Before 0.27 the printed peak
+    is the torch peak alone and available = requested - consumed - peak - the applied estimate (0.24 / 0.26
+    wheels): the line itself gives the graph term."""
     text = (Path(__file__).resolve().parents[2] / "data" / "logs" / "v1_0.27_rtx4090_cold_compile.log").read_text()
     m = run(text)
     assert m.cudagraph_bytes == 0 and m.activation_bytes == g(1.18)
-    # the V1 runner of that release subtracts its estimate: 0.50 GiB here
-    v1 = text.replace("Current kv cache memory in use is 4.92 GiB", "Current kv cache memory in use is 4.42 GiB")
-    v1 = v1.replace("Available KV cache memory: 4.92 GiB", "Available KV cache memory: 4.42 GiB")
-    m = run(v1)
+    v1_runner = text.replace("[model_runner.py:329]", "[gpu_model_runner.py:4364]")
+    m = run(v1_runner)
+    assert m.cudagraph_bytes == g(0.56) and m.activation_bytes == g(1.18) - g(0.56)
+    # a 0.26 start whose budget carried 0.50 GiB of graph estimate
+    v26 = v1_runner.replace("version 0.27.1", "version 0.26.0").replace(
+        "Current kv cache memory in use is 4.92 GiB", "Current kv cache memory in use is 4.42 GiB").replace(
+        "Available KV cache memory: 4.92 GiB", "Available KV cache memory: 4.42 GiB")
+    m = run(v26)
     assert m.cudagraph_bytes == g(21.64) - g(15.54) - g(1.18) - g(4.42) and m.activation_bytes == g(1.18)
