@@ -43,8 +43,12 @@ def test_compile_cache_warm_plans_a_restart_and_a_bad_value_is_refused() -> None
     # compile's memory in its profile; a first start (the default) does, and the note says how much
     base = ("Qwen/Qwen3-8B", "--gpu", "rtx-4090", "--source", "catalog", "--vllm-version", "0.27.1",
             "--max-model-len", "8192", "--json")
-    cold = json.loads(invoke(["plan", *base], env=ENV).stdout)["data"]["memory"]
-    warm = json.loads(invoke(["plan", *base, "--compile-cache", "warm"], env=ENV).stdout)["data"]["memory"]
+    cold_doc = json.loads(invoke(["plan", *base], env=ENV).stdout)["data"]
+    warm_doc = json.loads(invoke(["plan", *base, "--compile-cache", "warm"], env=ENV).stdout)["data"]
+    cold, warm = cold_doc["memory"], warm_doc["memory"]
+    # the assumptions are in the JSON: 0.27.1 runs a dense Qwen3 on Model Runner V2 (engine/versions.py)
+    assert (cold_doc["settings"]["compile_cache"], warm_doc["settings"]["compile_cache"]) == ("cold", "warm")
+    assert cold_doc["settings"]["model_runner"] == "v2"
     assert "a restart with vLLM's compile cache does not hold" in cold["notes"]["non_torch"]
     # what is left of the constant without the compile: 256 MiB beside the sampler + 128 MiB from 0.18 on
     assert warm["non_torch_bytes"] == (256 + 128) << 20 and warm["kv_cache_bytes"] > cold["kv_cache_bytes"]

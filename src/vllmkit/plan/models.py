@@ -155,6 +155,10 @@ class SettingsInfo(BaseModel):
     enforce_eager: bool = False
     kv_cache_memory_bytes: int | None = None
     enable_prefix_caching: bool = True
+    # planning assumptions that are not vLLM flags: a first start ("cold") or a restart with vLLM's compile
+    # cache ("warm"), and the model runner the release uses for the model ("v1" | "v2")
+    compile_cache: Literal["cold", "warm"] = "cold"
+    model_runner: Literal["v1", "v2"] = "v1"
 
 
 class MemoryInfo(BaseModel):

@@ -163,6 +163,8 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
             enforce_eager=req.enforce_eager,
             kv_cache_memory_bytes=req.kv_cache_memory_bytes,
             enable_prefix_caching=settings.prefix_caching,
+            compile_cache="warm" if settings.compile_cache == "warm" else "cold",
+            model_runner="v2" if settings.model_runner_v2 else "v1",
         ),
         memory=memory,
         kv_cache=kv_info,
