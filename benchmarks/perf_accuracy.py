@@ -61,7 +61,8 @@ HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "coll
                   DATA_DIR / "collected-bench-results-4.jsonl", DATA_DIR / "collected-bench-results-5.jsonl",
                   DATA_DIR / "collected-bench-results-6.jsonl", DATA_DIR / "collected-bench-results-7.jsonl",
                   DATA_DIR / "collected-bench-results-8.jsonl", DATA_DIR / "collected-bench-results-9.jsonl",
-                  DATA_DIR / "collected-bench-results-10.jsonl")
+                  DATA_DIR / "collected-bench-results-10.jsonl",
+                  DATA_DIR / "collected-bench-results-11.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
@@ -131,13 +132,18 @@ def load_rows(paths: tuple[Path, ...] = DATA_FILES) -> list[dict[str, Any]]:
     return rows
 
 
+# repositories renamed by their owner: one publisher under both names
+SOURCE_ALIASES = {"openinfer-project/openinfer": "pegainfer-project/pegainfer"}
+
+
 def source_key(row: dict[str, Any]) -> str:
     """The publisher of a run (a GitHub repository, else the site): runs from one publisher share
     hardware, harness and habits, so leave-one-source-out holds out all of them together."""
     src = row.get("source", "")
     m = re.match(r"https?://github\.com/([^/]+/[^/]+)", src)
     if m:
-        return m.group(1).lower()
+        repo = m.group(1).lower()
+        return SOURCE_ALIASES.get(repo, repo)
     m = re.match(r"https?://([^/]+)", src)
     return (m.group(1) if m else src).lower()
 

@@ -303,13 +303,20 @@ def _fit_context(prep: Prepared, native: int, min_conc: float) -> Evaluation:
     return best
 
 
-def gpu_options(arch: ModelArch, profile, req: PlanRequest) -> list[tuple[int, int]]:
+# GPUs the planner tries without --gpu-count: four nodes' worth; when no option within them gives a usable
+# context (a model far larger than the GPU: Kimi-K2 on L4s fits 32 of them only at a 160-token context),
+# pipeline stages keep doubling up to sixteen nodes, so the plan names the GPUs a real context needs
+SEARCH_NODES = 4
+WIDE_SEARCH_NODES = 16
+
+
+def gpu_options(arch: ModelArch, profile, req: PlanRequest, nodes: int = SEARCH_NODES) -> list[tuple[int, int]]:
     if req.tensor_parallel_size or req.pipeline_parallel_size:
         return [(req.tensor_parallel_size or 1, req.pipeline_parallel_size or 1)]
     if profile.vendor == "cpu":
         return [(1, 1)]
     per_node = max(profile.gpus_per_node, 1)
-    limit = req.gpu_count or per_node * 4
+    limit = req.gpu_count or per_node * nodes
     options = [(tp, 1) for tp in valid_tp_sizes(arch, min(per_node, limit))]
     top_tp = max(t for t, _ in options)
     pp = 2
@@ -327,39 +334,59 @@ def evaluate_candidates(req: PlanRequest, variants: list[Variant], base: Variant
     speculative draft checkpoint's (weight bytes, arch) when one was read."""
     candidates: list[Candidate] = []
     for variant in variants:
-        allowed, why = precision_allowed(variant.label, profile)
-        if variant is base:
-            allowed = True  # what the user asked for is always evaluated and may be chosen
-        extra_after_fit = 1  # show one larger option after the first that fits, then stop
-        native = variant.arch.native_max_model_len
-        for tp, pp in gpu_options(variant.arch, profile, req):
-            if tp * pp > 1 and profile.vendor == "cpu":
-                continue
-            if extra_after_fit < 0:
-                break
-            settings = engine_settings(req, profile, rules, kv_dtype, variant.arch, tp, pp, calibration, env, draft)
-            prep = prepare_candidate(variant, tp, pp, settings, rules)
-            if auto_fit:
-                ev = at_length(prep, min(target_len, native), True)
-            elif min_conc_for_fit > 0:
-                ev = fit_context(prep, native, min_conc_for_fit, min_len)
-            else:
-                ev = at_length(prep, target_len)
-            # useful: fits, and when the planner chooses the context, a context of at least
-            # min(native, 16K) with min_concurrency requests of that length
-            floor = min(native, CONTEXT_FLOOR) if min_conc_for_fit > 0 else 0
-            useful = ev.fits and ev.max_model_len >= floor
-            key = rank(useful=useful, fits=ev.fits, label=variant.label, base_weight_bytes=base.weight_bytes,
-                       gpus=tp * pp, max_model_len=ev.max_model_len, profile=profile,
-                       gpu_count_given=bool(req.gpu_count))
-            if base.arch.quantization is not None:
-                # the user named a quantized checkpoint: plan that one wherever it serves (its siblings stay
-                # alternatives); the precision order only chooses among siblings of a 16-bit model
-                key = (key[0], 0 if variant is base else 1, *key[1:])
-            # a row that fits only at a context below the floor is noise in the alternatives table
-            candidates.append(Candidate(variant, ev, allowed, why, key, settings, listed=useful or not ev.fits))
-            if useful and not req.gpu_count:
-                extra_after_fit -= 1
+        candidates += _variant_candidates(req, variant, base, profile, rules, kv_dtype, gpu_options(
+            variant.arch, profile, req), target_len=target_len, auto_fit=auto_fit, min_conc_for_fit=min_conc_for_fit,
+            calibration=calibration, env=env, min_len=min_len, draft=draft)
+    searchable = not (req.gpu_count or req.tensor_parallel_size or req.pipeline_parallel_size or profile.vendor == "cpu")
+    if searchable and not any(c.listed and c.evaluation.fits for c in candidates):
+        for variant in variants:
+            tried = set(gpu_options(variant.arch, profile, req))
+            wider = [o for o in gpu_options(variant.arch, profile, req, WIDE_SEARCH_NODES) if o not in tried]
+            candidates += _variant_candidates(req, variant, base, profile, rules, kv_dtype, wider, target_len=target_len,
+                                              auto_fit=auto_fit, min_conc_for_fit=min_conc_for_fit,
+                                              calibration=calibration, env=env, min_len=min_len, draft=draft)
+    return candidates
+
+
+def _variant_candidates(req: PlanRequest, variant: Variant, base: Variant, profile, rules: VersionRules, kv_dtype: str,
+                        options: list[tuple[int, int]], *, target_len: int, auto_fit: bool, min_conc_for_fit: float,
+                        calibration: CalibrationLookup | None, env: dict[str, str] | None, min_len: int,
+                        draft: tuple[int, ModelArch] | None) -> list[Candidate]:
+    """One variant over the (TP, PP) `options`, smallest first, up to one option past the first useful one."""
+    candidates: list[Candidate] = []
+    allowed, why = precision_allowed(variant.label, profile)
+    if variant is base:
+        allowed = True  # what the user asked for is always evaluated and may be chosen
+    extra_after_fit = 1  # show one larger option after the first that fits, then stop
+    native = variant.arch.native_max_model_len
+    for tp, pp in options:
+        if tp * pp > 1 and profile.vendor == "cpu":
+            continue
+        if extra_after_fit < 0:
+            break
+        settings = engine_settings(req, profile, rules, kv_dtype, variant.arch, tp, pp, calibration, env, draft)
+        prep = prepare_candidate(variant, tp, pp, settings, rules)
+        if auto_fit:
+            ev = at_length(prep, min(target_len, native), True)
+        elif min_conc_for_fit > 0:
+            ev = fit_context(prep, native, min_conc_for_fit, min_len)
+        else:
+            ev = at_length(prep, target_len)
+        # useful: fits, and when the planner chooses the context, a context of at least
+        # min(native, 16K) with min_concurrency requests of that length
+        floor = min(native, CONTEXT_FLOOR) if min_conc_for_fit > 0 else 0
+        useful = ev.fits and ev.max_model_len >= floor
+        key = rank(useful=useful, fits=ev.fits, label=variant.label, base_weight_bytes=base.weight_bytes,
+                   gpus=tp * pp, max_model_len=ev.max_model_len, profile=profile,
+                   gpu_count_given=bool(req.gpu_count))
+        if base.arch.quantization is not None:
+            # the user named a quantized checkpoint: plan that one wherever it serves (its siblings stay
+            # alternatives); the precision order only chooses among siblings of a 16-bit model
+            key = (key[0], 0 if variant is base else 1, *key[1:])
+        # a row that fits only at a context below the floor is noise in the alternatives table
+        candidates.append(Candidate(variant, ev, allowed, why, key, settings, listed=useful or not ev.fits))
+        if useful and not req.gpu_count:
+            extra_after_fit -= 1
     return candidates
 
 

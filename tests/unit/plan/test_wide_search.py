@@ -1,0 +1,37 @@
+"""A model far larger than the GPU: the planner keeps adding pipeline stages past its usual four nodes
+until the context is usable, instead of recommending a plan that fits only a few hundred tokens.
+
+Kimi-K2.5 (INT4 experts, 554 GiB of weights in the catalog's size listing) on L4s (22.05 GiB as torch
+reports, 0.92 x that requested = 20.29 GiB): 32 GPUs hold 554 / 32 = 17.3 GiB of weights each (18.56 GiB on
+the tightest rank, the embedding and head sit on the first and last stage), which leaves ~1.7 GiB per GPU
+for non-torch (> 1 GiB with TP/PP, torch.compile's share), activation and CUDA graphs, so next to nothing for
+KV; 64 GPUs hold half that (9.3 GiB) and leave ~9 GiB each for KV. So the usable plan needs 64."""
+
+from __future__ import annotations
+
+from vllmkit.plan.candidates import CONTEXT_FLOOR
+from vllmkit.plan.models import PlanRequest
+from vllmkit.plan.service import build_plan
+
+ENV = {"VLLMKIT_NO_CALIBRATION": "1"}
+
+
+def test_searches_past_four_nodes_for_a_usable_context() -> None:
+    plan = build_plan(PlanRequest(model="moonshotai/Kimi-K2.5", source="catalog", gpu="l4"), ENV)
+    assert plan.fits
+    assert plan.gpu.count > 32  # four nodes of eight L4s were not enough
+    assert plan.kv_cache.max_model_len >= CONTEXT_FLOOR
+    # the 32-GPU option is named with the short context it would have had
+    assert any("32 GPUs) fits only a" in r for r in plan.reasons)
+
+
+def test_given_gpu_count_is_not_widened() -> None:
+    plan = build_plan(PlanRequest(model="moonshotai/Kimi-K2.5", source="catalog", gpu="l4", gpu_count=32), ENV)
+    assert plan.gpu.count <= 32
+    assert plan.kv_cache.max_model_len < CONTEXT_FLOOR  # what 32 L4s leave, reported as is
+
+
+def test_a_model_that_fits_within_four_nodes_is_unchanged() -> None:
+    # Llama-3.3-70B BF16 (~131 GiB) on H100s: two or four GPUs, never a wide search
+    plan = build_plan(PlanRequest(model="meta-llama/Llama-3.3-70B-Instruct", source="catalog", gpu="h100"), ENV)
+    assert plan.fits and plan.gpu.count <= 8
