@@ -337,8 +337,8 @@ def evaluate_candidates(req: PlanRequest, variants: list[Variant], base: Variant
         candidates += _variant_candidates(req, variant, base, profile, rules, kv_dtype, gpu_options(
             variant.arch, profile, req), target_len=target_len, auto_fit=auto_fit, min_conc_for_fit=min_conc_for_fit,
             calibration=calibration, env=env, min_len=min_len, draft=draft)
-    searchable = not (req.gpu_count or req.tensor_parallel_size or req.pipeline_parallel_size or profile.vendor == "cpu")
-    if searchable and not any(c.listed and c.evaluation.fits for c in candidates):
+    # (with TP / PP given, or on a CPU, gpu_options has a single option, so the wider pass adds nothing)
+    if not req.gpu_count and not any(c.listed and c.evaluation.fits for c in candidates):
         for variant in variants:
             tried = set(gpu_options(variant.arch, profile, req))
             wider = [o for o in gpu_options(variant.arch, profile, req, WIDE_SEARCH_NODES) if o not in tried]
