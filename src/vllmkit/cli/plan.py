@@ -56,5 +56,5 @@ def register(app: typer.Typer) -> None:
 
             save_plan(save, req, plan)
         result = CommandResult("plan", plan, view="vllmkit.views.plan:render", json_mode=json_output)
-        misfit = does_not_fit_error(plan)
+        misfit = does_not_fit_error(plan, tp_given=req.tensor_parallel_size)
         return result.fail(misfit) if misfit else result

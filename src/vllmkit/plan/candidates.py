@@ -378,7 +378,7 @@ def _variant_candidates(req: PlanRequest, variant: Variant, base: Variant, profi
         useful = ev.fits and ev.max_model_len >= floor
         key = rank(useful=useful, fits=ev.fits, label=variant.label, base_weight_bytes=base.weight_bytes,
                    gpus=tp * pp, max_model_len=ev.max_model_len, profile=profile,
-                   gpu_count_given=bool(req.gpu_count))
+                   gpu_count_given=bool(req.gpu_count), short_bytes=-ev.budget.kv_cache.bytes)
         if base.arch.quantization is not None:
             # the user named a quantized checkpoint: plan that one wherever it serves (its siblings stay
             # alternatives); the precision order only chooses among siblings of a 16-bit model

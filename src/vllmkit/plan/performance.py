@@ -574,11 +574,11 @@ _ALT_REQUESTS = 60
 
 
 def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], profile: Any, rules: Any,
-                       opts: PerfOptions) -> None:
+                       opts: PerfOptions, tp_given: int | None = None) -> None:
     """Fill result.performance (chosen candidate) and the alternatives' tokens/s; keep the candidates'
     CandidatePerf when opts.collect. `chosen` / `candidates` are plan.candidates.Candidate objects;
     result.alternatives lists the candidates that are `listed` (or chosen), in order."""
-    from vllmkit.plan.result import alternative
+    from vllmkit.plan.result import alternative, more_gpus_hint
 
     wl = opts.workload
     listed = iter(result.alternatives)
@@ -600,7 +600,8 @@ def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], prof
                 raise DoesNotFitError(
                     f"{result.model.id}: this plan's KV cache holds a context of {ev.max_model_len:,} tokens, "
                     f"shorter than one request of the workload ({need:,})",
-                    "use --kv-cache-dtype fp8, a quantized variant or more GPUs (--tensor-parallel-size)")
+                    more_gpus_hint(["--kv-cache-dtype fp8"], ev.tp * ev.pp,
+                                   quantized=result.model.quantization is not None, tp_given=tp_given))
             rec = opts.match(
                 opts.records, gpu=profile.name, model=cand.variant.meta.id, precision=cand.variant.label,
                 tp=ev.tp, pp=ev.pp, vllm_version=rules.version, input_len=wl.input_len, output_len=wl.output_len,

@@ -29,13 +29,17 @@ def precision_rank(label: str, profile) -> float:
 
 
 def rank(*, useful: bool, fits: bool, label: str, base_weight_bytes: int, gpus: int, max_model_len: int,
-         profile, gpu_count_given: bool) -> tuple[float, ...]:
+         profile, gpu_count_given: bool, short_bytes: int = 0) -> tuple[float, ...]:
     """Smaller is better. Tier: useful (fits with a usable context) < fits < does not fit. With
-    --gpu-count the GPUs are already paid for, so precision comes before the GPU count."""
+    --gpu-count the GPUs are already paid for, so precision comes before the GPU count. Among options
+    that do not fit, the one the least memory short per GPU (`short_bytes`) comes first: it is the
+    closest shown when nothing fits."""
     prec = precision_rank(label, profile)
     small_model = base_weight_bytes <= SMALL_MODEL_BYTES and label in ("bf16", "fp16")
     tier = 0 if useful else (1 if fits else 2)
     prec_key = prec - (0.5 if small_model else 0)
+    if tier == 2:
+        return (tier, max(short_bytes, 0), prec_key, gpus, -max_model_len)
     if gpu_count_given:
         return (tier, prec_key, gpus, -max_model_len)
     return (tier, gpus, prec_key, -max_model_len)

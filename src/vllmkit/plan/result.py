@@ -246,8 +246,18 @@ def _serving_dtype(req: PlanRequest, arch: ModelArch, profile, warnings: list[st
         return "half"
     return "auto"
 
-def does_not_fit_error(plan: PlanResult) -> DoesNotFitError | None:
-    """The exit-3 error for a plan vLLM would refuse (None when it fits)."""
+def more_gpus_hint(first: list[str], gpus: int, *, quantized: bool, tp_given: int | None = None) -> str:
+    """A does-not-fit hint: `first`, a quantized variant unless the plan already is one, and twice the GPUs:
+    `--gpu-count` (the planner then chooses TP and PP), or twice the TP the user fixed (`tp_given`), which
+    `--gpu-count` would not change."""
+    more = f"--tensor-parallel-size {tp_given * 2}" if tp_given else f"--gpu-count {gpus * 2}"
+    options = [*first, *([] if quantized else ["a quantized variant"]), f"more GPUs ({more})"]
+    return "use " + (", ".join(options[:-1]) + " or " if len(options) > 1 else "") + options[-1]
+
+
+def does_not_fit_error(plan: PlanResult, tp_given: int | None = None) -> DoesNotFitError | None:
+    """The exit-3 error for a plan vLLM would refuse (None when it fits); `tp_given`: the
+    --tensor-parallel-size the user fixed, if any (the hint then doubles it)."""
     if plan.fits:
         return None
     if plan.startup_refusal and plan.startup_refusal.startswith("--kv-cache-memory-bytes"):
@@ -263,10 +273,13 @@ def does_not_fit_error(plan: PlanResult) -> DoesNotFitError | None:
             "decoding sequence under CUDA graphs)",
             f"use --max-num-seqs {plan.mamba_seq_limit} or less, or a higher --gpu-memory-utilization")
     est = plan.estimated_max_model_len
+    quantized = plan.model.quantization is not None
     if est:
-        hint = f"use --max-model-len {est} (vLLM's estimate), a quantized variant, --kv-cache-dtype fp8 or more GPUs"
+        hint = more_gpus_hint([f"--max-model-len {est} (vLLM's estimate)", "--kv-cache-dtype fp8"], plan.gpu.count,
+                              quantized=quantized, tp_given=tp_given)
     else:
-        hint = "the weights leave no KV memory: use a quantized variant or more GPUs (--tensor-parallel-size)"
+        hint = "the weights leave no KV memory: " + more_gpus_hint([], plan.gpu.count, quantized=quantized,
+                                                                   tp_given=tp_given)
     return DoesNotFitError(
         f"{plan.model.id} does not fit on {plan.gpu.count} x {plan.gpu.display_name} at max_model_len "
         f"{plan.settings.max_model_len:,}",

@@ -156,7 +156,7 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
         warnings.append(fw)
     result = plan_result(req, chosen, candidates, profile, rules, version, version_src, meta, warnings, kv_dtype)
     if perf is not None:  # --- performance model (issue 11): plan/performance.py ---
-        attach_performance(result, chosen, candidates, profile, rules, perf)
+        attach_performance(result, chosen, candidates, profile, rules, perf, tp_given=req.tensor_parallel_size)
     return result
 
 
