@@ -277,9 +277,31 @@ def _kv_too_small_v0(f: LogFacts, e: LogEvent, planner: PlannerHook | None) -> D
     )
 
 
+def _no_kv_memory_evidence(parsed: ParsedLog) -> LogEvent | None:
+    """The line that shows no memory is left for the KV cache: vLLM's "No available memory for the cache blocks"
+    error, or, where a log is cut before it, the figure that makes vLLM raise it (v1/core/kv_cache_utils.py
+    check_enough_kv_cache_memory: `if available_memory <= 0: raise ValueError("No available memory ...")`; V0
+    worker.py: blocks = max(available // block bytes, 0), then raise_if_cache_size_invalid at 0 blocks): a negative
+    "Available KV cache memory" (vllm#23278: -2.14 GiB for gpt-oss-120b on an H100), a negative "the rest of the
+    memory reserved for KV Cache" (vllm#13882: -1.05GiB) or "# cuda blocks: 0" in a log that failed (an
+    attention-free model prints 0 blocks and starts)."""
+    e = _first(parsed.events, "no_kv_memory")
+    if e is not None:
+        return e
+    failed = parsed.facts.engine_failed or _first(parsed.events, "exception", "traceback_frame") is not None
+    for ev in parsed.events:
+        if ev.kind == "available_kv" and float(ev.values.get("gib", 0)) < 0:
+            return ev
+        if ev.kind == "v0_memory_split" and float(ev.values.get("kv", 0)) < 0:
+            return ev
+        if ev.kind == "gpu_blocks" and failed and ev.values.get("blocks", "").replace(",", "") == "0":
+            return ev
+    return None
+
+
 def _no_kv_memory(parsed: ParsedLog, planner: PlannerHook | None = None) -> list[Diagnosis]:
     f = parsed.facts
-    e = _first(parsed.events, "no_kv_memory")
+    e = _no_kv_memory_evidence(parsed)
     if e is None:
         return []
     parts = []

@@ -269,7 +269,7 @@ def _kv_too_small(f: LogFacts, e: LogEvent) -> None:
     f.max_model_len = to_int(v.get("len")) or f.max_model_len
     f.kv_needed_bytes = gib_to_bytes(v.get("needed"))
     f.available_kv_bytes = f.available_kv_bytes if f.available_kv_bytes is not None else gib_to_bytes(v.get("avail"))
-    f.estimated_max_model_len = to_int(v.get("est"))
+    f.estimated_max_model_len = to_int(v.get("est")) or f.estimated_max_model_len
 
 
 def _kv_too_small_v0(f: LogFacts, e: LogEvent) -> None:
@@ -387,6 +387,7 @@ SETTERS: dict[str, _Setter] = {
     "server_started": _server_started,
     "listen": _first("port", "port", to_int),
     "kv_too_small": _kv_too_small,
+    "kv_estimated_len": _first("estimated_max_model_len", "est", to_int),
     "kv_too_small_v0": _kv_too_small_v0,
     "insufficient_free": _insufficient_free,
     "oom": _oom,

@@ -192,14 +192,18 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("listen", r"(?:Starting vLLM (?:API )?server(?: \d+)? on|Uvicorn running on) https?://[^\s:]+:(?P<port>\d+)",
        "entrypoints/openai/api_server.py / uvicorn (the same lines)", "0.6+"),
     # --- failures ------------------------------------------------------------------------------
+    # the "(" before the GiB figure is vLLM's own typo; quotes in blogs and issues often drop it
     _p("kv_too_small",
-       rf"To serve at least one request with the models?'s max seq len \((?P<len>\d+)\),? \((?P<needed>{FLT}) GiB KV "
+       rf"To serve at least one request with the models?'s max seq len \((?P<len>\d+)\),? \(?(?P<needed>{FLT}) GiB KV "
        rf"cache is needed, which is larger than the available KV cache memory \((?P<avail>-?{FLT}) GiB\)\.?"
        rf"(?:\s*Based on the available memory,\s*the estimated maximum model length is (?P<est>\d+))?",
        "v1/core/kv_cache_utils.py check_enough_kv_cache_memory: 'To serve at least one request with the models's "
        "max seq len (%d), (%.2f GiB KV cache is needed, which is larger than the available KV cache memory (%.2f "
        "GiB). Based on the available memory, the estimated maximum model length is %d. ...'",
        "V1 0.8+ (\"models's\" up to 0.21)"),
+    # the same error's last sentence on a line of its own (a quote that wraps it)
+    _p("kv_estimated_len", r"the estimated maximum model length is (?P<est>\d+)",
+       "v1/core/kv_cache_utils.py check_enough_kv_cache_memory (estimated_msg)", "V1 0.8+"),
     _p("kv_too_small_v0",
        r"The models?'s max seq len \((?P<len>\d+)\) is larger than the maximum number of tokens that can be stored "
        r"in KV cache \((?P<tokens>\d+)\)",
@@ -357,6 +361,7 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "server_started": ("Application startup", "Uvicorn running", "Starting vLLM"),
     "listen": ("Starting vLLM", "Uvicorn running"),
     "kv_too_small": ("To serve at least one request",),
+    "kv_estimated_len": ("estimated maximum model length",),
     "kv_too_small_v0": ("max seq len",),
     "mamba_blocks": ("Mamba cache blocks",),
     "no_kv_memory": ("No available memory for the cache blocks",),

@@ -53,6 +53,17 @@ def match_line(message: str, number: int) -> list[LogEvent]:
     return events
 
 
+# vLLM raises these errors as one line; quotes in blogs, issues and wrapped terminals often break them over two or
+# three. A line that holds the start of one (its needle) without matching it waits for the lines that follow.
+JOINED_KINDS = ("kv_too_small", "kv_too_small_v0", "insufficient_free", "mamba_blocks")
+MAX_JOINED_LINES = 3
+
+
+def _starts_joined(message: str, events: list[LogEvent]) -> bool:
+    kinds = {e.kind for e in events}
+    return any(kind not in kinds and any(n in message for n in NEEDLES[kind]) for kind in JOINED_KINDS)
+
+
 _MRV2_FILE = re.compile(r"\[model_runner\.py:\d+\]")
 _V1_RUNNER_FILE = re.compile(r"\[gpu_model_runner\.py:\d+\]")
 
@@ -67,6 +78,7 @@ class LogReader:
         self._facts = LogFacts()
         self._header = True  # a leading block of "#" lines (annotated excerpts, like tests/data/logs) is commentary
         self._reached: set[str] = set()
+        self._pending: tuple[LogLine, int] | None = None  # a split error's start and how many lines it has
 
     def feed(self, raw: str) -> list[LogEvent]:
         """One raw line (without its newline); returns the events it produced."""
@@ -78,7 +90,30 @@ class LogReader:
         if not message:
             return []
         line = LogLine(number=self.lines, raw=raw, message=message, process=process, level=level)
-        events = match_line(line.message, line.number)
+        events = self._joined(line)
+        if events is None:
+            events = match_line(line.message, line.number)
+            if _starts_joined(line.message, events):
+                self._pending = (line, 1)
+        return self._record(events, raw)
+
+    def _joined(self, line: LogLine) -> list[LogEvent] | None:
+        """The events of a split error completed by `line` (reported on the error's first line), or None when
+        `line` does not complete one: it is then read on its own as well (a fragment of an error matches nothing
+        alone, and a line that only looked like an error's start costs nothing)."""
+        if self._pending is None:
+            return None
+        start, count = self._pending
+        self._pending = None
+        text = f"{start.message} {line.message}"
+        events = [e for e in match_line(text, start.number) if e.kind in JOINED_KINDS]
+        if events:
+            return events
+        if count + 1 < MAX_JOINED_LINES:
+            self._pending = (LogLine(start.number, start.raw, text, start.process, start.level), count + 1)
+        return None
+
+    def _record(self, events: list[LogEvent], raw: str) -> list[LogEvent]:
         for event in events:
             apply_event(self._facts, event)
             self.events.append(event)

@@ -1,0 +1,106 @@
+"""`vllmkit doctor --log` on every failed start in the public startup logs (benchmarks/data/*startup-logs*.jsonl,
+`startup_ok: false`): each quote that holds vLLM's own failure text gets that failure's code, not the generic
+"startup-failed" or nothing.
+
+The expected code of each row is read from its id and quote by hand (the rows' own `*-fail` / `-oom` names and
+the error lines they quote); NO_ERROR_TEXT lists the rows whose quote holds no vLLM error line (a table cell, a
+paraphrase, a traceback cut before the exception), each with what the quote shows instead."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vllmkit.doctor.diagnose import diagnose_log
+
+DATA = Path(__file__).resolve().parents[3] / "benchmarks" / "data"
+
+EXPECTED = {
+    # split or reworded "To serve at least one request ..." quotes (round 26: joined, "(" optional)
+    "flosa-vllm-bench-l4-qwen25-7b-awq-util035-len32768-v0280-kv-fail": "kv-cache-too-small",
+    "sparkdocker-396-2xdgxspark-minimax-m27-awq-tp2-util08-fail": "kv-cache-too-small",
+    "aihpi-litellm-h100-llama33-70b-fp8-kvfp8-util095-len131072-fail": "kv-cache-too-small",
+    # cut before "No available memory for the cache blocks": the negative budget vLLM raises it on
+    "vllm-23278-gpt-oss-120b-h100-fail": "no-kv-memory",  # Available KV cache memory: -2.14 GiB
+    "vllm-13882-rtx4060-8gb-qwen25-7b-util070-len4096-fail": "no-kv-memory",  # ... KV Cache is -1.05GiB
+    # quoted whole
+    "vllm-34076-qwen3-coder-30b-fp8-pp2-5070ti-5090d-fail": "kv-cache-too-small",
+    "recipes-12-qwen3-coder-480b-fp8-8xh20-dp8-ep-util090-fail": "kv-cache-too-small",
+    "recipes-12-qwen3-coder-480b-fp8-8xh20-dp8-ep-util095-fail": "kv-cache-too-small",
+    "vllm-10517-rtx3090-llama31-8b-len29000-fail": "kv-cache-too-small",
+    "vllm-14452-2x5090-qwq32b-bnb4-pp2-len60000-fail": "kv-cache-too-small",
+    "offload-profiles-rtx3090-llama31-8b-util070-len8192-v0171-kv-fail": "kv-cache-too-small",
+    "vllm-13061-r1-distill-qwen14b-2x4090": "kv-cache-too-small",
+    "vllm-11230-qwen25-72b-gptq-int4-48gb": "kv-cache-too-small",
+    "vllm-17238-qwen25-32b-w8a16-2x3090-tp2-eager-fail": "no-kv-memory",
+    "llmdbench-h100-llama33-70b-fp8dyn-tp1-len16000-nokv-fail": "no-kv-memory",
+    "vllama-rtx4090-qwen25-7b-instruct-util050-len32768-v0110-fail": "no-kv-memory",
+    "vllama-rtx4090-mistral-7b-instruct-v03-util050-len32768-v0110-fail": "no-kv-memory",
+    "offload-profiles-rtx3090-qwen25-7b-util060-len8192-v0171-fail": "no-kv-memory",
+    "awssamples-4xl40s-qwen3-coder-next-tp4-len16384-mamba-fail": "mamba-cache-blocks",
+    "llmdplanner-4xh100-llama4-scout-tp4-util095-free-mem-fail": "insufficient-free-memory",
+    "llmdplanner-2xh100-codellama-34b-hf-tp2-len8192-util095-fail": "insufficient-free-memory",
+    "kubesimplify-2xrtxpro6000-qwen3-235b-2507-fp8-tp2-weight-load-oom-fail-v0271": "cuda-oom",
+    "kubesimplify-2xrtxpro6000-qwen3-235b-2507-fp8-tp2-load-oom": "cuda-oom",
+    "vllm-16712-llama4-scout-2xh100nvl-oom": "cuda-oom",
+    "blog-rtx5090-qwen38-27b-nvfp4-cudagraph-oom": "cuda-oom",
+    "qwen3-1387-qwen3-30b-a3b-4xa10-tp4-util070-capture-oom": "cuda-oom",
+    "llmdplanner-h100-gpt-oss-20b-tp1-util095-sampler-oom": "cuda-oom",
+    "llmdplanner-2xh100-gpt-oss-20b-tp2-util095-sampler-oom": "cuda-oom",
+    "vllm-15598-deepseek-r1-32xl40s-tp8-pp4-util098-capture-oom": "cuda-oom",
+    "offload-profiles-rtx3090-llama31-8b-util090-len8192-v0171-sampler-oom-fail": "cuda-oom",
+}
+
+NO_ERROR_TEXT = {
+    "wsl2-rtx4090-08vllm-script-gpt-oss-20b-util095-free-memory-refusal-fail": "the error sits in '#' comments of a "
+    "shell script (a leading comment block is commentary to the reader)",
+    "homelab-96g-qwen3-vl-4b-fp8-len32768-fail": "a sentence quoting a fragment ('4.5 GiB KV cache is needed')",
+    "blog-rtx5090-qwen38-27b-nvfp4-eager-len204800-fail": "a paraphrase: '(204800 needs 6.56 GiB)'",
+    "vllm-31903-deepseek-v32-tp8-pp4-ray-fail": "Ray's 'Error executing method initialize_from_config', cause cut",
+    "vllm-16570-qwen25-vl-72b-4xa100-40g-pcie-tp4-fail": "an OOM the issue describes in words, not quoted",
+    "llmdbench-h100-qwen3-32b-tp1-len32000-util090-fail": "a results table ('FAILED', 'No KV cache room')",
+    "llmdbench-h100-deepseek-r1-tp1-load-oom": "a summary of the OOM in the report's own words",
+    "rtx5090-qwen3-32b-awq-len8192-util070-v0280-kv-fail": "the error's sentence with '...' in its middle",
+    "vllm-27508-gpt-oss-120b-h100-util095-fail": "'EngineCore failed to start' right after a positive KV budget",
+    "vllm-17469-qwen3-30b-a3b-4xa10-tp4": "a traceback through capture_model cut before its exception",
+    "blog-5070ti-qwen3-30b-a3b-nvfp4-fail": "a table cell (no space)",
+}
+
+
+def failed_rows() -> list[dict]:
+    rows = []
+    for path in sorted(DATA.glob("*startup-logs*.jsonl")):
+        rows += [r for r in map(json.loads, path.read_text().splitlines()) if r.get("startup_ok") is False]
+    return rows
+
+
+def test_every_failed_row_is_listed() -> None:
+    """A failed row added to the data later must be classified here (expected code, or why there is none)."""
+    ids = {r["id"] for r in failed_rows()}
+    assert ids == set(EXPECTED) | set(NO_ERROR_TEXT), sorted(ids ^ (set(EXPECTED) | set(NO_ERROR_TEXT)))
+
+
+@pytest.mark.parametrize("row_id", sorted(EXPECTED))
+def test_public_failure_gets_its_code(row_id: str) -> None:
+    row = next(r for r in failed_rows() if r["id"] == row_id)
+    codes = [d.code for d in diagnose_log(row["quote"]).diagnoses if d.severity == "error"]
+    assert codes and codes[0] == EXPECTED[row_id], codes
+
+
+def test_negative_budget_fix_names_the_flags() -> None:
+    # vllm#23278: gpt-oss-120b on one H100 with vLLM 0.10.1 defaults: 65.97 GiB of weights, -2.14 GiB for KV
+    row = next(r for r in failed_rows() if r["id"] == "vllm-23278-gpt-oss-120b-h100-fail")
+    diag = next(d for d in diagnose_log(row["quote"]).diagnoses if d.code == "no-kv-memory")
+    assert "-2.14 GiB" in diag.evidence
+    assert diag.alternatives and diag.alternatives[0].flags == ["--tensor-parallel-size", "2"]
+
+
+def test_zero_blocks_of_a_start_that_did_not_fail_is_not_a_diagnosis() -> None:
+    # an attention-free model prints "# GPU blocks: 0" on V0 and starts (worker.py raise_if_cache_size_invalid
+    # raises at 0 blocks only for models with attention)
+    text = "INFO 01-13 11:35:23 gpu_executor.py:76] # GPU blocks: 0, # CPU blocks: 2048\n"
+    assert not [d for d in diagnose_log(text).diagnoses if d.code == "no-kv-memory"]
+    failed = text + "ValueError: something else went wrong\n"
+    assert [d.code for d in diagnose_log(failed).diagnoses if d.code == "no-kv-memory"] == ["no-kv-memory"]
