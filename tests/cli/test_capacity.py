@@ -55,8 +55,26 @@ def test_impossible_slo_exits_3_with_the_floor(env) -> None:
     assert js.exit_code == 3 and doc["errors"][0]["code"] == "slo-impossible"
 
 
+PHI4_L4 = ["capacity", "microsoft/phi-4", "--gpu", "l4", "--qps", "5", "--workload", "chat", "--tpot-p99", "60ms"]
+
+
+def test_online_fp8_is_offered_and_sized_when_16_bit_weights_miss_the_tpot(env) -> None:
+    # phi-4 (14.7B, 29.3 GB in BF16, no quantized sibling in the catalog; 10 KV heads: TP 2 at most in powers of
+    # two) on L4s (300 GB/s): a TP=2 rank reads 14.7 GB per decode step, 49 ms at the datasheet bandwidth, so a
+    # 60 ms p99 TPOT is out of reach with step overheads; vLLM's online FP8 halves those bytes (24.5 ms)
+    res = invoke(PHI4_L4)
+    assert res.exit_code == 3, res.stderr
+    assert "--quantization fp8" in res.stderr
+    res = invoke([*PHI4_L4, "--quantization", "fp8", "--json"])
+    assert res.exit_code == 0, res.stderr
+    d = json.loads(res.stdout)["data"]["per_replica"]
+    assert d["precision"] == "fp8" and d["tpot_ms_p99"] <= 60
+    cmd = d["serve_command"]
+    assert cmd[cmd.index("--quantization") + 1] == "fp8"
+
+
 @pytest.mark.parametrize("bad", [["--qps", "0"], ["--headroom", "1.5"], ["--tpot-p99", "soon"],
-                                 ["--redundancy", "many"], ["--export", "helm"]])
+                                 ["--redundancy", "many"], ["--export", "helm"], ["--quantization", "awq"]])
 def test_bad_input_is_a_usage_error(env, bad) -> None:
     args = list(CAP)
     if bad[0] in args:

@@ -37,6 +37,8 @@ def register(app: typer.Typer) -> None:
         revision: str | None = typer.Option(None, "--revision", help="Branch, tag or commit on the hub."),
         vllm_version: str | None = typer.Option(None, "--vllm-version", help="vLLM version to plan for (default: installed, else newest known)."),
         kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype", help="auto | fp8 | fp8_e4m3 | fp8_e5m2 | bfloat16."),
+        quantization: str | None = typer.Option(None, "--quantization", help="fp8: size replicas with vLLM's online FP8 "
+                                                "of a 16-bit checkpoint (--quantization fp8 on the serve line)."),
         export: str | None = typer.Option(None, "--export", help="k8s: print the serve manifests with that replica count and an HPA."),
         json_output: bool = JSON_OPTION,
     ) -> CommandResult:
@@ -68,6 +70,9 @@ def register(app: typer.Typer) -> None:
             raise UsageError("--gpu-price must be positive", "e.g. --gpu-price 2.50")
         if max_gpus is not None and max_gpus <= 0:
             raise UsageError("--max-gpus must be a positive integer", "e.g. --max-gpus 16")
+        if quantization not in (None, "fp8"):
+            raise UsageError(f"--quantization {quantization!r} is not one capacity sizes",
+                             "use --quantization fp8 (online FP8), or name a quantized checkpoint as MODEL")
         if export not in (None, "k8s"):
             raise UsageError(f"unknown --export {export!r}", "use --export k8s")
         env = dict(os.environ)
@@ -77,7 +82,7 @@ def register(app: typer.Typer) -> None:
             ttft_p99_ms=parse_duration_ms(ttft_p99, "--ttft-p99"), tpot_p99_ms=parse_duration_ms(tpot_p99, "--tpot-p99"),
             headroom=headroom, redundancy=parse_redundancy(redundancy), gpu_price_per_hour=gpu_price,
             max_gpus=max_gpus, source=source, revision=revision, vllm_version=vllm_version,
-            kv_cache_dtype=kv_cache_dtype,
+            kv_cache_dtype=kv_cache_dtype, quantization=quantization,
         )
         records = perf_records(env)
         calibration = None

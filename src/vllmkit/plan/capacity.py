@@ -57,6 +57,7 @@ class CapacityRequest(BaseModel):
     revision: str | None = None
     vllm_version: str | None = None
     kv_cache_dtype: str = "auto"
+    quantization: str | None = None  # "fp8": online FP8 of a 16-bit checkpoint (vLLM --quantization fp8)
     profiles_dir: str | None = None
 
 
@@ -302,11 +303,13 @@ def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
     env = dict(env or {})
     plan_req = PlanRequest(model=req.model, source=req.source, revision=req.revision, gpu=req.gpu,
                            vllm_version=req.vllm_version, kv_cache_dtype=req.kv_cache_dtype,
+                           quantization=req.quantization,
                            gpu_count=req.max_gpus_per_replica or None, profiles_dir=req.profiles_dir)
-    if plan_req.gpu_count is None:
-        from vllmkit.plan.service import resolve_gpu_profile
+    from vllmkit.plan.service import resolve_gpu_profile
 
-        plan_req.gpu_count = max(resolve_gpu_profile(plan_req, env).gpus_per_node, 1)
+    profile = resolve_gpu_profile(plan_req, env)
+    if plan_req.gpu_count is None:
+        plan_req.gpu_count = max(profile.gpus_per_node, 1)
     if req.max_gpus:
         plan_req.gpu_count = min(plan_req.gpu_count, req.max_gpus)
     need = request_tokens(req.input_len, req.output_len)
@@ -385,7 +388,7 @@ def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
     rows.sort(key=lambda r: (r[1].gpus, r[0].precision not in ("fp8", "bf16"), position[id(r[1])]))
     ok = [r for r in rows if r[0].gpus_total is not None and not r[0].note]
     if not ok:
-        raise _no_config_error(req, rows, base)
+        raise _no_config_error(req, rows, base, fp8_gpu=profile.fp8_supported)
     chosen_row = min(ok, key=lambda r: (r[0].gpus_total, -r[0].goodput_rps / r[0].gpus_per_replica,
                                         r[0].gpus_per_replica))
     cand, cp, (alt, pred_good) = chosen_row
@@ -444,10 +447,11 @@ def replica_request(req: CapacityRequest, result: CapacityResult) -> PlanRequest
                        vllm_version=req.vllm_version, tensor_parallel_size=r.tensor_parallel_size,
                        pipeline_parallel_size=r.pipeline_parallel_size, max_num_seqs=r.max_num_seqs,
                        kv_cache_dtype=req.kv_cache_dtype, max_model_len=r.max_model_len,
+                       quantization=req.quantization if r.model_id == req.model else None,
                        profiles_dir=req.profiles_dir)
 
 
-def _no_config_error(req: CapacityRequest, rows: list, base: Any) -> DoesNotFitError:
+def _no_config_error(req: CapacityRequest, rows: list, base: Any, *, fp8_gpu: bool = False) -> DoesNotFitError:
     too_many = [r for r in rows if r[0].gpus_total is not None]
     if too_many:
         need = min(r[0].gpus_total for r in too_many)
@@ -474,7 +478,7 @@ def _no_config_error(req: CapacityRequest, rows: list, base: Any) -> DoesNotFitE
         return DoesNotFitError(f"TPOT p99 <= {req.tpot_p99_ms:g} ms cannot be met on {base.gpu.display_name}: {why}",
                                f"the best configuration reaches {best_tpot:.1f} ms at low load (the datasheet floor "
                                f"is {floor_tpot:.1f} ms): relax --tpot-p99 to {math.ceil(best_tpot)}ms or more, use "
-                               "a faster GPU or a smaller / quantized model",
+                               f"a faster GPU or a smaller / quantized model{_online_fp8_hint(req, rows, fp8_gpu)}",
                                code="slo-impossible")
     physical = req.ttft_p99_ms is not None and req.ttft_p99_ms < floor_ttft
     why = (f"physically impossible: a {req.input_len:g}-token prefill takes at least {floor_ttft:.1f} ms at the "
@@ -484,6 +488,15 @@ def _no_config_error(req: CapacityRequest, rows: list, base: Any) -> DoesNotFitE
                            f"relax --ttft-p99 to {math.ceil(best_ttft)}ms or more, shorten the prompts or use a "
                            "faster GPU",
                            code="slo-impossible")
+
+
+def _online_fp8_hint(req: CapacityRequest, rows: list, fp8_gpu: bool) -> str:
+    """Every configuration searched reads 16-bit weights and the GPU has FP8: vLLM's online FP8
+    (--quantization fp8) halves the bytes a decode step reads, which is what bounds TPOT."""
+    sixteen_bit = all(r[0].precision in ("bf16", "fp16") for r in rows)
+    if req.quantization is None and sixteen_bit and fp8_gpu:
+        return " (--quantization fp8: online FP8 of this checkpoint, half the weight bytes per step)"
+    return ""
 
 
 def _prefill_floor_s(cp: CandidatePerf, input_len: float) -> float:
