@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from vllmkit.errors import DoesNotFitError, UsageError
 from vllmkit.estimate.perf import decode_floor_seconds
 from vllmkit.estimate.serving import Workload, requests_for_rate
+from vllmkit.plan.candidates import SEARCH_NODES, WIDE_SEARCH_NODES
 from vllmkit.plan.models import PlanRequest
 from vllmkit.plan.performance import CandidatePerf, PerfOptions, request_tokens
 
@@ -313,12 +314,25 @@ def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
     if req.max_gpus:
         plan_req.gpu_count = min(plan_req.gpu_count, req.max_gpus)
     need = request_tokens(req.input_len, req.output_len)
-    base = build_plan(plan_req, env, calibration=calibration,
-                      perf=PerfOptions(workload=None, records=records, match=match, collect=True, min_context=need))
+    perf = PerfOptions(workload=None, records=records, match=match, collect=True, min_context=need)
+    base = build_plan(plan_req, env, calibration=calibration, perf=perf)
     pairs: list[tuple[Any, CandidatePerf]] = base._perf_candidates
+    # a model one node cannot hold (DeepSeek-V3 on H100s): replicas span nodes, up to the planner's search
+    # (SEARCH_NODES nodes, then WIDE_SEARCH_NODES for a model far larger than the GPU) or --max-gpus, as `plan`
+    # does without --gpu-count
+    node = max(profile.gpus_per_node, 1)
+    for nodes in (SEARCH_NODES, WIDE_SEARCH_NODES):
+        wider = min(nodes * node, req.max_gpus or nodes * node)
+        if pairs or req.max_gpus_per_replica is not None or wider <= plan_req.gpu_count:
+            break
+        plan_req.gpu_count = wider
+        base = build_plan(plan_req, env, calibration=calibration, perf=perf)
+        pairs = base._perf_candidates
     if not pairs:
+        limited = req.max_gpus is not None and req.max_gpus < WIDE_SEARCH_NODES * node
         raise DoesNotFitError(f"{req.model} does not fit on up to {plan_req.gpu_count} x {base.gpu.display_name}",
-                              "raise --max-gpus, or use a GPU with more memory", code="does-not-fit")
+                              "raise --max-gpus, or use a GPU with more memory" if limited else
+                              "use a GPU with more memory or a quantized checkpoint of the model", code="does-not-fit")
 
     rows: list[tuple[CapacityCandidate, CandidatePerf, Any]] = []
     best_total = math.inf

@@ -250,3 +250,19 @@ def test_a_looser_tpot_slo_never_lowers_the_goodput(t1, t2, ttft) -> None:
     g_tight, _ = goodput(cp, CapacityRequest(**kw, tpot_p99_ms=tight), 256)
     g_loose, _ = goodput(cp, CapacityRequest(**kw, tpot_p99_ms=loose), 256)
     assert g_loose >= g_tight / 1.03
+
+
+def test_a_model_one_node_cannot_hold_gets_multi_node_replicas() -> None:
+    # DeepSeek-V3 (FP8 checkpoint, 641.3 GiB of weight files in the catalog) on H100s: eight GPUs request
+    # 8 x 0.92 x 79.2 = 583 GiB, less than the weights alone, so a replica spans two nodes (TP=8 PP=2), as
+    # `plan` finds without --gpu-count; before, capacity stopped at one node and told the user to raise
+    # --max-gpus, which did not change the search
+    req = CapacityRequest(model="deepseek-ai/DeepSeek-V3", gpu="h100", qps=5, input_len=1024, output_len=256,
+                          source="catalog")
+    res = plan_capacity(req, ENV)
+    assert res.gpus_per_replica == 16
+    assert res.per_replica.tensor_parallel_size * res.per_replica.pipeline_parallel_size == 16
+    # --max-gpus below two nodes: no replica fits, and the hint names the flag that would change that
+    with pytest.raises(DoesNotFitError) as err:
+        plan_capacity(req.model_copy(update={"max_gpus": 8}), ENV)
+    assert "--max-gpus" in err.value.hint
