@@ -62,6 +62,16 @@ def validate_parallelism(arch: ModelArch, *, tp: int | None, pp: int | None, gpu
     if tp is None and pp is None:
         return
     tp_size, pp_size = tp or 1, pp or 1
+    if device == "cpu" and tp_size * pp_size > 1:
+        # the CPU backend's TP / PP ranks are processes sharing one host's memory (one per NUMA node); the
+        # planner models that host as one device, so a split of it would be planned as if it were more memory
+        raise UsageError(
+            f"--tensor-parallel-size {tp_size} x --pipeline-parallel-size {pp_size} on the CPU backend is not planned: "
+            "its ranks share one host's memory, which the plan already counts whole",
+            "leave out --tensor-parallel-size / --pipeline-parallel-size with --gpu cpu and pass them to vLLM with "
+            "--vllm-arg when serving",
+            code="cpu-parallelism",
+        )
     if gpu_count is not None and tp_size * pp_size > gpu_count:
         raise UsageError(
             f"--tensor-parallel-size {tp_size} x --pipeline-parallel-size {pp_size} needs {tp_size * pp_size} GPUs, "

@@ -68,3 +68,20 @@ def test_mla_counts_query_heads_only() -> None:
 def test_planner_choice_needs_no_validation() -> None:
     assert validate_parallelism(arch_of("Qwen/Qwen3-8B"), tp=None, pp=None, gpu_count=1, gpus_per_node=8,
                                 device="nvidia") is None
+
+
+def test_cpu_tp_or_pp_is_a_usage_error_not_a_crash() -> None:
+    # the planner evaluates one CPU device (the host's RAM) and skips every TP x PP > 1 option on it, so an
+    # explicit --pipeline-parallel-size 2 with --gpu cpu left it no candidate at all: ValueError from min(),
+    # exit 1 (found by a plan sweep over flags x GPUs, round 26)
+    from vllmkit.plan.models import PlanRequest
+    from vllmkit.plan.service import build_plan
+
+    for tp, pp in ((2, None), (None, 2)):
+        with pytest.raises(UsageError) as err:
+            build_plan(PlanRequest(model="google/gemma-3-27b-it", source="catalog", gpu="cpu",
+                                   tensor_parallel_size=tp, pipeline_parallel_size=pp), {"VLLMKIT_NO_CALIBRATION": "1"})
+        assert err.value.code == "cpu-parallelism" and err.value.exit_code == ExitCode.USAGE
+    plan = build_plan(PlanRequest(model="Qwen/Qwen3-8B", source="catalog", gpu="cpu", tensor_parallel_size=1),
+                      {"VLLMKIT_NO_CALIBRATION": "1"})
+    assert plan.parallel.tensor_parallel_size == 1
