@@ -98,6 +98,9 @@ def test_export_k8s_sets_replicas_and_an_hpa(env) -> None:
     assert hpa["spec"]["maxReplicas"] == cap["replicas"]
     assert hpa["spec"]["minReplicas"] <= cap["replicas"]
     assert hpa["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
+    # --json with --export: the envelope carries the same manifests (they used to be dropped)
+    doc = json.loads(invoke([*CAP, "--export", "k8s", "--json"]).stdout)["data"]
+    assert doc["export"]["format"] == "k8s" and doc["export"]["content"] == res.stdout
 
 
 def test_plan_with_a_workload_has_performance(env) -> None:

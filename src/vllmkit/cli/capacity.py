@@ -102,5 +102,6 @@ def register(app: typer.Typer) -> None:
             from vllmkit.launch.hpa import capacity_manifests
 
             text = capacity_manifests(replica_plan, replica_req, result)
+            result.export = {"format": "k8s", "content": text}
             return CommandResult("capacity", result, json_mode=json_output, text=text)
         return CommandResult("capacity", result, view="vllmkit.views.capacity:render", json_mode=json_output)

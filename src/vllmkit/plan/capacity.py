@@ -131,6 +131,8 @@ class CapacityResult(BaseModel):
     source: str  # estimated | calibrated
     vllm_version: str
     assumptions: list[str] = Field(default_factory=list)
+    # with --export: {"format": "k8s", "content": the manifests}, so --json carries what people get as text
+    export: dict[str, str] | None = None
 
 
 # --------------------------------------------------------------------------- goodput search
