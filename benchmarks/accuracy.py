@@ -106,7 +106,8 @@ WEIGHT_FIT_ROWS = {"vllm-23278-gpt-oss-120b-h100-fail", "myoceane-a100-gpt-oss-2
 HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jsonl", "collected-startup-logs-5.jsonl",
                   "collected-startup-logs-7.jsonl", "collected-startup-logs-8.jsonl",
                   "collected-startup-logs-9.jsonl", "collected-startup-logs-10.jsonl",
-                  "collected-startup-logs-11.jsonl", "collected-startup-logs-12.jsonl")
+                  "collected-startup-logs-11.jsonl", "collected-startup-logs-12.jsonl",
+                  "collected-startup-logs-13.jsonl")
 
 
 @dataclass

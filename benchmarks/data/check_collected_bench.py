@@ -167,7 +167,8 @@ BENCH_FILES = ("collected-bench-results.jsonl", "collected-bench-results-2.jsonl
 STARTUP_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jsonl", "collected-startup-logs-4.jsonl",
                  "collected-startup-logs-5.jsonl", "collected-startup-logs-6.jsonl", "collected-startup-logs-7.jsonl",
                  "collected-startup-logs-8.jsonl", "collected-startup-logs-9.jsonl", "collected-startup-logs-10.jsonl",
-                 "collected-startup-logs-11.jsonl", "collected-startup-logs-12.jsonl")
+                 "collected-startup-logs-11.jsonl", "collected-startup-logs-12.jsonl",
+                 "collected-startup-logs-13.jsonl")
 
 
 def main() -> int:

@@ -25,6 +25,8 @@ EXPECTED = {
     # cut before "No available memory for the cache blocks": the negative budget vLLM raises it on
     "vllm-23278-gpt-oss-120b-h100-fail": "no-kv-memory",  # Available KV cache memory: -2.14 GiB
     "vllm-13882-rtx4060-8gb-qwen25-7b-util070-len4096-fail": "no-kv-memory",  # ... KV Cache is -1.05GiB
+    # collected-startup-logs-13 (round 26)
+    "langx101-gb10-qwen25-15b-instruct-util004-len4096-eager-v0201dev-cotenant-growth-kv-fail": "no-kv-memory",
     # quoted whole
     "vllm-34076-qwen3-coder-30b-fp8-pp2-5070ti-5090d-fail": "kv-cache-too-small",
     "recipes-12-qwen3-coder-480b-fp8-8xh20-dp8-ep-util090-fail": "kv-cache-too-small",
@@ -66,6 +68,8 @@ NO_ERROR_TEXT = {
     "vllm-27508-gpt-oss-120b-h100-util095-fail": "'EngineCore failed to start' right after a positive KV budget",
     "vllm-17469-qwen3-30b-a3b-4xa10-tp4": "a traceback through capture_model cut before its exception",
     "blog-5070ti-qwen3-30b-a3b-nvfp4-fail": "a table cell (no space)",
+    "aiinfralab-rtx5090-qwen3-4b-instruct-2507-len262144-util092-v0290-kv-fail": "a paraphrase ('roughly 36 GiB' "
+    "needed, 'about 18.96 GiB' available)",
 }
 
 
