@@ -208,7 +208,9 @@ def evaluate_row(row: dict) -> Row | None:
     elif "gptq" in quant and find_entry(key + "-GPTQ-Int4"):
         model_id = key + "-GPTQ-Int4"
     elif quant and quant != "fp8":
-        return None  # a quantized checkpoint the catalog does not hold: its base would be planned instead
+        # a quantized checkpoint the catalog does not hold: its base would be planned instead, so only the KV
+        # maths is replayed (the attention and recurrent-state shapes a weight-only quantization keeps)
+        return _kv_only_row(row, key, gpu)
     entry = find_entry(model_id)
     if entry is None:
         return None
@@ -262,6 +264,31 @@ def evaluate_row(row: dict) -> Row | None:
     out.tokens_meas = row.get("kv_cache_tokens") or row.get("kv_cache_tokens_derived")
     out.tokens_pred = tokens_from_measured_kv(req, row)
     out.note = f"vLLM {version}, TP={req.tensor_parallel_size}, {gpu['gpu']}"
+    return out
+
+
+def _kv_only_row(row: dict, base: str, gpu: dict) -> Row | None:
+    """Tokens from the log's own KV budget for a weight-quantized checkpoint of a catalog model (AWQ, GPTQ,
+    compressed-tensors int4): weights, budget and verdict are not scored, since the base's weights would be."""
+    if find_entry(base) is None or row.get("available_kv_gib") is None or not row.get("max_model_len"):
+        return None
+    if not (row.get("kv_cache_tokens") or row.get("kv_cache_tokens_derived")):
+        return None
+    if row.get("speculative_config_note") and not row.get("speculative_config"):
+        return None  # a drafter whose layers join the KV pool, with its config not in the log
+    version = _version(row)
+    req = PlanRequest(
+        model=base, source="catalog", gpu=gpu["gpu"], gpu_memory=gpu.get("gpu_memory"), vllm_version=version,
+        tensor_parallel_size=row.get("tp") or 1, pipeline_parallel_size=row.get("pp") or 1,
+        max_model_len=row.get("max_model_len"), kv_cache_dtype=row.get("kv_cache_dtype") or "auto",
+        max_num_batched_tokens=row.get("max_num_batched_tokens"), max_num_seqs=row.get("max_num_seqs"),
+        block_size=row.get("block_size"), enable_prefix_caching=row.get("enable_prefix_caching"),
+        speculative_config=row.get("speculative_config"),
+    )
+    out = Row(id=row["id"], model=base, engine=str(row.get("engine") or ""), source=_source_key(row))
+    out.tokens_meas = row.get("kv_cache_tokens") or row.get("kv_cache_tokens_derived")
+    out.tokens_pred = tokens_from_measured_kv(req, row)
+    out.note = f"vLLM {version}, TP={req.tensor_parallel_size}, {gpu['gpu']}; KV maths only ({row.get('quantization')} checkpoint)"
     return out
 
 

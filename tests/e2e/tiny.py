@@ -118,6 +118,25 @@ ARCHS: dict[str, tuple[str, dict[str, Any]]] = {
             "mlp_only_layers": [],
         },
     ),
+    # LFM2 (short-conv + attention hybrid): vLLM reads conv_dim and block_dim, which transformers' Lfm2Config does
+    # not define (the published LiquidAI configs carry them); its attention head size is hidden / heads
+    "lfm2": (
+        "Lfm2Config",
+        {
+            "num_hidden_layers": 4,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 1,
+            "layer_types": ["conv", "conv", "full_attention", "conv"],
+            "conv_L_cache": 3,
+            "conv_bias": False,
+            "conv_dim": 128,
+            "conv_dim_out": 128,
+            "block_dim": 128,
+            "block_multiple_of": 256,
+            "block_ffn_dim_multiplier": 1.0,
+            "block_auto_adjust_ff_dim": True,
+        },
+    ),
     "granitemoehybrid": (
         "GraniteMoeHybridConfig",
         {

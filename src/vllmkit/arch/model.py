@@ -66,7 +66,7 @@ class MLAFacts(BaseModel):
 class MambaFacts(BaseModel):
     """Raw parameters of the recurrent state; per-rank shapes are computed in estimate/."""
 
-    variant: str  # "mamba1" | "mamba2" | "gdn" | "linear_attention" | "short_conv"
+    variant: str  # "mamba1" | "mamba2" | "gdn" | "kda" | "linear_attention" | "short_conv"
     # mamba1 / mamba2
     intermediate_size: int | None = None
     state_size: int | None = None  # d_state

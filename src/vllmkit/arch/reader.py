@@ -325,6 +325,10 @@ def derive_layer_pattern(cfg: dict[str, Any], model_type: str, n_layers: int) ->
     if isinstance(blocks, list) and blocks:
         # Zamba2 / Jamba-style explicit list ("mamba", "attention", "hybrid")
         return None  # handled by the layer_types branch of _layer_kinds
+    idxs = cfg.get("full_attn_idxs")
+    if model_type in ("lfm2", "lfm2_moe") and isinstance(idxs, list):
+        # transformers Lfm2Config: layer_types = ["full_attention" if i in full_attn_idxs else "conv" ...]
+        return [LayerKind.FULL if i in idxs else LayerKind.MAMBA for i in range(n_layers)]
     indices = cfg.get("attn_layer_indices")
     if isinstance(indices, list) and all(isinstance(i, int) for i in indices):
         # Bamba / FalconH1-style: transformers BambaConfig.layers_block_type =
@@ -350,6 +354,11 @@ def _layer_kinds(cfg: dict[str, Any], model_type: str, n_layers: int, mla: bool)
 def _layer_kinds_as_declared(cfg: dict[str, Any], model_type: str, n_layers: int, mla: bool) -> list[LayerKind]:
     attn_kind = LayerKind.MLA if mla else LayerKind.FULL
     sliding = cfg.get("sliding_window")
+    kda = _kda_layers(cfg, model_type)
+    if kda is not None:
+        # vLLM KimiLinearConfig.is_kda_layer(i): (i + 1) in linear_attn_config["kda_layers"] (1-based);
+        # every other layer is the model's attention (MLA in Kimi-Linear)
+        return [LayerKind.MAMBA if i + 1 in kda else attn_kind for i in range(n_layers)]
     layer_types = cfg.get("layer_types") or cfg.get("layers_block_type") or cfg.get("attn_type_list")
     if isinstance(cfg.get("hybrid_override_pattern"), str):
         return _nemotron_pattern(cfg["hybrid_override_pattern"], n_layers)
@@ -401,7 +410,36 @@ def _layer_kinds_as_declared(cfg: dict[str, Any], model_type: str, n_layers: int
     return [attn_kind] * n_layers
 
 
+def _kda_layers(cfg: dict[str, Any], model_type: str) -> set[int] | None:
+    """The 1-based KDA (Kimi Delta Attention) layer numbers of a Kimi-Linear-style config, or None."""
+    lac = cfg.get("linear_attn_config")
+    if model_type != "kimi_linear" or not isinstance(lac, dict):
+        return None
+    layers = lac.get("kda_layers")
+    if not isinstance(layers, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in layers):
+        return None
+    return set(layers)
+
+
 def _mamba_facts(cfg: dict[str, Any], model_type: str, hidden: int) -> MambaFacts | None:
+    if model_type in ("lfm2", "lfm2_moe"):
+        # vLLM Lfm2ForCausalLM / Lfm2MoeForCausalLM.get_mamba_state_shape_from_config:
+        # short_conv_state_shape(tp, conv_dim (lfm2) or hidden_size (lfm2_moe), conv_L_cache): one conv state
+        # of (dim / tp) x (conv_L_cache - 1) in the cache dtype (short_conv_state_dtype), no SSM state
+        dim = hidden if model_type == "lfm2_moe" else int(cfg.get("conv_dim") or hidden)
+        return MambaFacts(variant="short_conv", intermediate_size=dim, conv_kernel=int(cfg.get("conv_L_cache") or 3))
+    lac = cfg.get("linear_attn_config")
+    if _kda_layers(cfg, model_type) and isinstance(lac, dict):
+        # vLLM KimiLinearForCausalLM.get_mamba_state_shape_from_config: kda_state_shape(tp,
+        # linear_attn_config["num_heads"], ["head_dim"], conv_kernel_size=["short_conv_kernel_size"]);
+        # the recurrent state is float32 (0.11.1 always; 0.32 unless --mamba-ssm-cache-dtype bfloat16)
+        return MambaFacts(
+            variant="kda",
+            num_heads=int(lac["num_heads"]),
+            head_dim=int(lac["head_dim"]),
+            conv_kernel=int(lac.get("short_conv_kernel_size") or 4),
+            ssm_dtype="float32",
+        )
     if "linear_num_value_heads" in cfg or "linear_key_head_dim" in cfg:
         return MambaFacts(
             variant="gdn",
@@ -473,7 +511,8 @@ def _moe_facts(cfg: dict[str, Any]) -> MoEFacts | None:
                                or cfg.get("intermediate_size")),
         num_shared_experts=int(shared),
         shared_expert_intermediate_size=shared_inter,
-        dense_layers=int(cfg.get("first_k_dense_replace") or 0),
+        # DeepSeek first_k_dense_replace; LFM2-MoE num_dense_layers (vLLM lfm2_moe.py: layer_idx < num_dense_layers)
+        dense_layers=int(cfg.get("first_k_dense_replace") or cfg.get("num_dense_layers") or 0),
     )
 
 

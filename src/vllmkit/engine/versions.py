@@ -84,6 +84,18 @@ class VersionRules:
     moe_lora: bool = False
     # the V1 engine schedules step N+1 while step N runs (where it applies: plan/performance.async_scheduling_on)
     async_scheduling: bool = False
+    # hybrid (attention + recurrent) models: the attention block that holds one recurrent state is
+    # align * cdiv(state page, align * attention bytes per token). Through 0.19 the model config fixed `align`
+    # (HybridAttentionMambaModelConfig: 16, MLA 64 - 128 only with VLLM_ATTENTION_BACKEND=CUTLASS_MLA); from
+    # 0.20 the platform takes the backend's smallest kernel block and the configured block size
+    # (Platform._align_hybrid_block_size), and from 0.27 raises MLA to a multiple of 128 ("TRTLLM/FlashInfer MLA
+    # decode kernels require ..."). Read in the 0.11.1, 0.18.0, 0.19.0, 0.20.0, 0.21.0, 0.26.0, 0.27.0 and
+    # 0.32.0 wheels; vllm#28228 (Kimi-Linear, TP=2) logs "Setting attention block size to 960 tokens" = 15 x 64.
+    hybrid_alignment_from_backend: bool = True
+    # the KV capacity check and --max-model-len auto reserve the null block first (0.29.0 wheel's
+    # kv_cache_utils.py "Reserve the null block BlockPool permanently holds back"; not in 0.28.0)
+    null_block_reserved_in_check: bool = True
+    mla_hybrid_block_alignment: int | None = 128
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -135,6 +147,9 @@ def rules_for(version: str) -> VersionRules:
         # resolved to True unless pipeline_parallel_size > 1, a non-EAGLE/MTP speculative method, or an
         # executor other than mp / uni / external_launcher; in 0.13.0 it stayed off unless asked for
         async_scheduling=v >= (0, 14, 0),
+        hybrid_alignment_from_backend=v >= (0, 20, 0),
+        null_block_reserved_in_check=v >= (0, 29, 0),
+        mla_hybrid_block_alignment=128 if v >= (0, 27, 0) else (None if v >= (0, 20, 0) else 64),
         # engine/arg_utils.py --language-model-only (MultiModalConfig.language_model_only): in the 0.17.0
         # wheel, not in 0.16.0
         language_model_only_flag=v >= (0, 17, 0),

@@ -243,13 +243,16 @@ def kv_capacity(
     *,
     auto_fit: bool = False,
     tokens_from_concurrency: bool = True,
+    reserve_null_block: bool = True,
 ) -> KVCapacity:
     """Capacity as vLLM logs it, given the available KV bytes of every worker (PP stage).
 
     `groups` are the model-wide groups; `worker_groups[i]` their projection on worker i.
     """
+    # vLLM >= 0.29 checks and auto-fits against the usable blocks: the null block BlockPool holds back is
+    # reserved first (get_kv_cache_configs, check_enough_kv_cache_memory); earlier releases check the whole budget
     checks = [
-        avail - bytes_per_block(wg) if any(g.specs for g in wg) else avail
+        avail - bytes_per_block(wg) if reserve_null_block and any(g.specs for g in wg) else avail
         for wg, avail in zip(worker_groups, worker_available, strict=True)
     ]
     auto_len: int | None = None

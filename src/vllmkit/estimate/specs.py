@@ -96,6 +96,16 @@ def mamba_state_bytes(mamba: MambaFacts, tp: int, model_dtype_bytes: int) -> int
         conv = _divide(2 * hk * dk + hv * dv, tp) * (k - 1)
         ssm = _divide(hv, tp) * dv * dk
         return conv * conv_b + ssm * ssm_b
+    if mamba.variant == "short_conv":
+        # short_conv_state_shape: one (dim / tp, conv_kernel - 1) conv state in the cache dtype
+        return _divide(int(mamba.intermediate_size or 0), tp) * (k - 1) * conv_b
+    if mamba.variant == "kda":
+        # kda_state_shape: q, k and v short-conv states (num_heads * head_dim each) and a
+        # (num_heads, head_dim, head_dim) recurrent state per rank
+        heads, dim = int(mamba.num_heads or 0), int(mamba.head_dim or 0)
+        conv = 3 * _divide(heads * dim, tp) * (k - 1)
+        ssm = _divide(heads, tp) * dim * dim
+        return conv * conv_b + ssm * ssm_b
     raise ValueError(f"unknown recurrent state variant {mamba.variant!r}")
 
 
@@ -138,12 +148,20 @@ def default_block_size(arch: ModelArch, device: str, *, compute_capability: floa
     return BlockSizeChoice(16, "default block size 16 (CacheConfig.DEFAULT_BLOCK_SIZE)")
 
 
-def align_hybrid_block_size(block_size: int, attn_token_bytes: int, mamba_page: int, device: str) -> int:
-    """vLLM _align_hybrid_block_size: smallest aligned attention block whose page holds the
-    mamba state. Alignment is the backend's smallest kernel block, at least the block size."""
+def align_hybrid_block_size(block_size: int, attn_token_bytes: int, mamba_page: int, device: str,
+                            mla_alignment: int | None = None, from_backend: bool = True) -> int:
+    """vLLM's hybrid block alignment: the smallest aligned attention block whose page holds the mamba
+    state. from_backend (0.20+, Platform._align_hybrid_block_size): the alignment is the backend's
+    smallest kernel block, at least the block size, and mla_alignment (0.27+: 128) a floor for MLA;
+    before (HybridAttentionMambaModelConfig) a fixed constant: 16, or mla_alignment (64) for MLA."""
     if mamba_page == 0 or attn_token_bytes == 0:
         return block_size
-    align = max(block_size, 128 if device == "cpu" else 16)
+    if device == "cpu":
+        align = max(block_size, 128)
+    elif from_backend:
+        align = max(block_size, mla_alignment or 16)
+    else:
+        align = mla_alignment or 16
     aligned = align * cdiv(mamba_page, align * attn_token_bytes)
     return max(block_size, aligned)
 
@@ -188,6 +206,8 @@ def build_specs(
     cpu_amx: bool = False,
     ssm_dtype_override: str | None = None,
     mla_backend_generation: int = 2,
+    mla_hybrid_alignment: int | None = 128,
+    hybrid_alignment_from_backend: bool = True,
 ) -> ModelSpecs:
     """ssm_dtype_override: the platform's forced SSM state dtype (vLLM's CPU platform stores SSM
     state in float32 when the CPU has AVX512-BF16, platforms/cpu.py check_and_update_config)."""
@@ -211,7 +231,9 @@ def build_specs(
         pages = mamba_pages_per_request(arch.mamba, prefix_caching)
         if has_attention:
             config_token_bytes = attention_token_bytes(arch, tp, dtype_bytes, layer=False)
-            aligned = align_hybrid_block_size(bs, config_token_bytes, state, device)
+            aligned = align_hybrid_block_size(bs, config_token_bytes, state, device,
+                                              mla_hybrid_alignment if arch.mla is not None else None,
+                                              hybrid_alignment_from_backend)
             if aligned != bs:
                 reason = f"hybrid model: attention block size {aligned} so an attention page holds a mamba state"
                 bs = aligned

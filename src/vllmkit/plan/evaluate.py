@@ -213,6 +213,7 @@ class Prepared:
     tightest_stage: int
     in_flight_tokens: int
     tokens_from_concurrency: bool
+    reserve_null_block: bool = True
     startup_refusal: str | None = None
     graph_capture_oom: str | None = None
     # max_num_seqs when vLLM refuses more decoding sequences than mamba cache blocks (else None)
@@ -264,6 +265,8 @@ def prepare(
         cpu_amx=settings.cpu_amx,
         ssm_dtype_override="float32" if settings.device == "cpu" and settings.cpu_avx512_bf16 else None,
         mla_backend_generation=rules.mla_backend_generation,
+        mla_hybrid_alignment=rules.mla_hybrid_block_alignment,
+        hybrid_alignment_from_backend=rules.hybrid_alignment_from_backend,
     )
     groups = group_layers(list(specs.specs))
     split = split_weights(arch, weight_total_bytes, tp=tp, pp=pp, mtp_layers=mtp_layers,
@@ -308,6 +311,7 @@ def prepare(
         tightest_stage=tightest,
         in_flight_tokens=in_flight_tokens(rules, settings, pp),
         tokens_from_concurrency=rules.tokens_from_concurrency,
+        reserve_null_block=rules.null_block_reserved_in_check,
         startup_refusal=refusal,
         graph_capture_oom=graph_oom,
         mamba_bound_seqs=mamba_bound_seqs(arch, settings, rules),
@@ -325,6 +329,7 @@ def at_length(prep: Prepared, max_model_len: int, auto_fit: bool = False) -> Eva
         prep.in_flight_tokens,
         auto_fit=auto_fit,
         tokens_from_concurrency=prep.tokens_from_concurrency,
+        reserve_null_block=prep.reserve_null_block,
     )
     return Evaluation(
         tp=prep.tp,
