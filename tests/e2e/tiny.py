@@ -137,6 +137,12 @@ ARCHS: dict[str, tuple[str, dict[str, Any]]] = {
             "block_auto_adjust_ff_dim": True,
         },
     ),
+    # attention-free Mamba-2 (vLLM Mamba2ForCausalLM): four mixer heads of 64 (= expand x hidden), one group
+    "mamba2": (
+        "Mamba2Config",
+        {"num_hidden_layers": 2, "state_size": 16, "conv_kernel": 4, "expand": 2, "num_heads": 4, "n_groups": 1,
+         "chunk_size": 256},
+    ),
     "granitemoehybrid": (
         "GraniteMoeHybridConfig",
         {

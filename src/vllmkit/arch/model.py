@@ -179,6 +179,12 @@ class ModelArch(BaseModel):
                    if k not in (LayerKind.NONE, LayerKind.MAMBA) and self.owns_kv_cache(i))
 
     @property
+    def attention_free(self) -> bool:
+        """Only recurrent (mamba) layers: vLLM's attention-free models (Mamba, Mamba-2, Falcon-Mamba)."""
+        kinds = {k for k in self.layer_kinds if k is not LayerKind.NONE}
+        return kinds == {LayerKind.MAMBA}
+
+    @property
     def is_hybrid(self) -> bool:
         return len({k for k in self.layer_kinds if k is not LayerKind.NONE}) > 1
 

@@ -354,6 +354,8 @@ def _layer_kinds(cfg: dict[str, Any], model_type: str, n_layers: int, mla: bool)
 def _layer_kinds_as_declared(cfg: dict[str, Any], model_type: str, n_layers: int, mla: bool) -> list[LayerKind]:
     attn_kind = LayerKind.MLA if mla else LayerKind.FULL
     sliding = cfg.get("sliding_window")
+    if model_type in _SSM_ONLY_FAMILIES:
+        return [LayerKind.MAMBA] * n_layers  # attention-free: every layer a mamba mixer
     kda = _kda_layers(cfg, model_type)
     if kda is not None:
         # vLLM KimiLinearConfig.is_kda_layer(i): (i + 1) in linear_attn_config["kda_layers"] (1-based);
@@ -410,6 +412,11 @@ def _layer_kinds_as_declared(cfg: dict[str, Any], model_type: str, n_layers: int
     return [attn_kind] * n_layers
 
 
+# pure state-space models (vLLM MambaForCausalLM, also for FalconMambaForCausalLM, and Mamba2ForCausalLM):
+# attention-free, so no KV cache at all, only a recurrent state per layer and request
+_SSM_ONLY_FAMILIES = ("mamba", "falcon_mamba", "mamba2")
+
+
 def _kda_layers(cfg: dict[str, Any], model_type: str) -> set[int] | None:
     """The 1-based KDA (Kimi Delta Attention) layer numbers of a Kimi-Linear-style config, or None."""
     lac = cfg.get("linear_attn_config")
@@ -422,6 +429,30 @@ def _kda_layers(cfg: dict[str, Any], model_type: str) -> set[int] | None:
 
 
 def _mamba_facts(cfg: dict[str, Any], model_type: str, hidden: int) -> MambaFacts | None:
+    if model_type in ("mamba", "falcon_mamba"):
+        # vLLM mamba.py: mamba1_state_shape(tp, intermediate_size, state_size, conv_kernel)
+        # transformers' MambaConfig / FalconMambaConfig.__post_init__ set intermediate_size = expand * hidden_size
+        # whatever the file says, and vLLM reads that resolved value
+        expand = cfg.get("expand")
+        return MambaFacts(
+            variant="mamba1",
+            intermediate_size=int(expand * hidden) if isinstance(expand, int | float) else
+            int(cfg.get("intermediate_size") or 2 * hidden),
+            state_size=int(cfg.get("state_size", 16)),
+            conv_kernel=int(cfg.get("conv_kernel", 4)),
+        )
+    if model_type == "mamba2":
+        # vLLM mamba2.py: mamba2_state_shape(expand * hidden_size, tp, n_groups, num_heads, head_dim, state_size,
+        # conv_kernel)
+        return MambaFacts(
+            variant="mamba2",
+            intermediate_size=int(cfg.get("expand", 2)) * hidden,
+            state_size=int(cfg.get("state_size", 128)),
+            conv_kernel=int(cfg.get("conv_kernel", 4)),
+            n_groups=int(cfg.get("n_groups", 1)),
+            num_heads=int(cfg["num_heads"]),
+            head_dim=int(cfg.get("head_dim", 64)),
+        )
     if model_type in ("lfm2", "lfm2_moe"):
         # vLLM Lfm2ForCausalLM / Lfm2MoeForCausalLM.get_mamba_state_shape_from_config:
         # short_conv_state_shape(tp, conv_dim (lfm2) or hidden_size (lfm2_moe), conv_L_cache): one conv state
@@ -738,6 +769,9 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
         # ChatGLM / GLM-4 (remote code): vLLM's chatglm.py sizes the embedding and head by padded_vocab_size
         cfg = {**cfg, "vocab_size": cfg["padded_vocab_size"]}
 
+    if model_type in _SSM_ONLY_FAMILIES and "num_attention_heads" not in cfg:
+        # attention-free: nothing is sized by attention heads (Mamba-2's mixer heads stand in for the count)
+        cfg = {**cfg, "num_attention_heads": int(cfg.get("num_heads") or 1)}
     n_layers = _int(cfg, "num_hidden_layers", where=where) or 0
     hidden = _int(cfg, "hidden_size", where=where) or 0
     vocab = _int(cfg, "vocab_size", where=where) or 0

@@ -37,6 +37,8 @@ class WeightSplit(BaseModel):
 def estimate_param_bytes(arch: ModelArch) -> int:
     """Rough checkpoint size from the config, used only when the source has no sizes."""
     h, n = arch.hidden_size, arch.num_hidden_layers
+    if arch.attention_free and arch.mamba is not None:
+        return _ssm_only_bytes(arch)
     hd = arch.head_dim
     attn = h * arch.num_attention_heads * hd * 2 + h * arch.num_kv_heads * hd * 2
     inter = arch.intermediate_size or 4 * h
@@ -51,6 +53,27 @@ def estimate_param_bytes(arch: ModelArch) -> int:
         bytes_per_param = max(arch.quantization.bits, 4) / 8  # packed weights
     layer_bytes = int((attn + mlp) * bytes_per_param)
     return n * layer_bytes + embed * _EMBED_BYTES
+
+
+def _ssm_only_bytes(arch: ModelArch) -> int:
+    """Checkpoint bytes of a pure state-space model (no attention, no MLP: each block is one mixer and a norm),
+    from the mixer shapes of transformers' MambaMixer / Mamba2Mixer (16-bit)."""
+    m = arch.mamba
+    assert m is not None
+    h, n = arch.hidden_size, arch.num_hidden_layers
+    inner, state, k = int(m.intermediate_size or 2 * h), int(m.state_size or 16), int(m.conv_kernel or 4)
+    if m.variant == "mamba2":
+        heads, groups = int(m.num_heads or 1), int(m.n_groups or 1)
+        conv_dim = inner + 2 * groups * state
+        # in_proj (z, x, B, C, dt), conv1d weight + bias, dt_bias / A_log / D, gated norm, out_proj
+        mixer = h * (inner + conv_dim + heads) + conv_dim * (k + 1) + 3 * heads + inner + inner * h
+    else:
+        rank = -(-h // 16)  # time_step_rank "auto"
+        # in_proj (x, z), conv1d weight + bias, x_proj (dt, B, C), dt_proj weight + bias, A_log, D, out_proj
+        mixer = h * 2 * inner + inner * (k + 1) + inner * (rank + 2 * state) + rank * inner + inner \
+            + inner * state + inner + inner * h
+    embed = arch.vocab_size * h * (1 if arch.tie_word_embeddings else 2)
+    return (n * (mixer + h) + h + embed) * 2
 
 
 def replicated_layer_bytes(arch: ModelArch) -> int:

@@ -120,6 +120,8 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
             # off by default before the V1 engine (V0 EngineArgs.enable_prefix_caching = False) and, until
             # 0.15, for hybrids
             else rules.v1_engine and not (arch.mamba is not None and not rules.hybrid_prefix_caching)
+            # attention-free models (pure Mamba / Mamba-2): ModelConfig.is_prefix_caching_supported is False
+            and not arch.attention_free
         ),
         kv_cache_memory_bytes=req.kv_cache_memory_bytes,
         compute_capability=cc,

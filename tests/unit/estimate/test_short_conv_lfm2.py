@@ -56,3 +56,54 @@ def test_lfm2_moe_uses_hidden_size_and_its_dense_layers() -> None:
                       "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 64, "num_dense_layers": 2})
     assert arch.mamba is not None and arch.mamba.intermediate_size == 128  # hidden_size, not conv_dim
     assert arch.moe is not None and arch.moe.dense_layers == 2
+
+
+# --------------------------------------------------------------------------- LFM2.5-1.2B in public vLLM logs
+
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from vllmkit.plan.models import PlanRequest  # noqa: E402
+from vllmkit.plan.service import build_plan  # noqa: E402
+
+LFM25 = Path(__file__).resolve().parents[2] / "data" / "lfm2" / "LFM2.5-1.2B.json"
+ENV = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
+
+
+def _lfm25(tmp_path: Path, **kw):
+    (tmp_path / "config.json").write_text(json.dumps(json.loads(LFM25.read_text())["config"]))
+    return build_plan(PlanRequest(model=str(tmp_path), **kw), ENV)
+
+
+def test_lfm25_vllm_0_17_sweep(tmp_path: Path) -> None:
+    """A vLLM 0.17.0 sweep of LFM2.5-1.2B-Instruct (float16, prefix caching off; find_string id 64273009923):
+    "Setting attention block size to 16 tokens", "Padding mamba page size by 300.00%", "Add 2 padding layers",
+    7.46 GiB -> "GPU KV cache size: 217,264 tokens" and 617.24x / 313.37x / 157.90x at 1,024 / 2,048 / 4,096 tokens.
+    Six attention layers (8 KV heads of 64) and ten conv layers: groups of six (the conv layers split 5 + 5, each
+    padded by one), 6 x 32,768 B a block;
+    the four figures together pin the block count at 40,738 (7.459 GiB, printed 7.46)."""
+    budget = 40_738 * 6 * 32_768
+    seen = {}
+    for length in (1024, 2048, 4096):
+        plan = _lfm25(tmp_path, gpu="h100", dtype="float16", vllm_version="0.17.0", max_model_len=length,
+                      enable_prefix_caching=False, kv_cache_memory_bytes=budget)
+        kv = plan.kv_cache
+        assert kv.block_size == 16 and kv.num_blocks == 40_738
+        assert sorted((g.kind, g.layers) for g in kv.groups) == [("full", 6), ("mamba", 5), ("mamba", 5)]
+        seen[length] = (kv.tokens, f"{kv.max_concurrency:.2f}")
+    assert seen == {1024: (217_264, "617.24"), 2048: (217_264, "313.37"), 4096: (217_264, "157.90")}
+
+
+def test_lfm25_vllm_0_26_fp8_kv_align_mode(tmp_path: Path) -> None:
+    """vLLM 0.26.0 on a 16 GiB sm90 GPU (find_string id 60449471537): --kv-cache-dtype fp8, prefix caching on
+    (mamba cache mode align), float16: "Padding mamba page size by 100.00%" (a 16-token fp8 page of 16,384 B over
+    the 8,192 B float16 conv state), 13.33 GiB -> "GPU KV cache size: 2,324,244 tokens", 70.93x at 32,768. Per
+    request 2,048 attention pages + two conv groups x 2 align-mode pages = 2,052; the only block count giving both
+    figures is 145,549 (blocks of 6 x 16,384 B: 13.33 GiB). "none" mode (2,050 pages) would give 2,326,510 tokens."""
+    plan = _lfm25(tmp_path, gpu="h100", dtype="float16", vllm_version="0.26.0", max_model_len=32_768,
+                  kv_cache_dtype="fp8", enable_prefix_caching=True, block_size=16,
+                  kv_cache_memory_bytes=145_549 * 6 * 16_384)
+    kv = plan.kv_cache
+    assert kv.num_blocks == 145_549
+    assert kv.tokens == 2_324_244
+    assert f"{kv.max_concurrency:.2f}" == "70.93"
