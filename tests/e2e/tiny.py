@@ -143,6 +143,13 @@ ARCHS: dict[str, tuple[str, dict[str, Any]]] = {
         {"num_hidden_layers": 2, "state_size": 16, "conv_kernel": 4, "expand": 2, "num_heads": 4, "n_groups": 1,
          "chunk_size": 256},
     ),
+    # Falcon-H1: every decoder layer runs attention and a Mamba-2 mixer in parallel (two caches per layer)
+    "falcon_h1": (
+        "FalconH1Config",
+        {"num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1, "mamba_d_ssm": 256,
+         "mamba_n_heads": 4, "mamba_d_head": 64, "mamba_d_state": 16, "mamba_n_groups": 1, "mamba_d_conv": 4,
+         "mamba_expand": 2, "mamba_chunk_size": 128},
+    ),
     "granitemoehybrid": (
         "GraniteMoeHybridConfig",
         {

@@ -167,6 +167,9 @@ class ModelArch(BaseModel):
     # limit of 0 (gemma4_mm.py _mark_tower_model(vllm_config, "audio"))
     audio_tower_params: int = 0
     is_encoder_decoder: bool = False
+    # every attention layer also runs a mamba mixer side by side (Falcon-H1's parallel hybrid blocks): vLLM
+    # registers both caches per layer (self_attn.attn and a MambaMixer2)
+    parallel_mamba: bool = False
     warnings: list[str] = Field(default_factory=list)
 
     def owns_kv_cache(self, layer: int) -> bool:
@@ -179,6 +182,11 @@ class ModelArch(BaseModel):
                    if k not in (LayerKind.NONE, LayerKind.MAMBA) and self.owns_kv_cache(i))
 
     @property
+    def has_recurrent_state(self) -> bool:
+        """Some layer keeps a recurrent (mamba / linear-attention / conv) state: a hybrid or an SSM."""
+        return self.mamba is not None and (LayerKind.MAMBA in self.layer_kinds or self.parallel_mamba)
+
+    @property
     def attention_free(self) -> bool:
         """Only recurrent (mamba) layers: vLLM's attention-free models (Mamba, Mamba-2, Falcon-Mamba)."""
         kinds = {k for k in self.layer_kinds if k is not LayerKind.NONE}
@@ -186,7 +194,7 @@ class ModelArch(BaseModel):
 
     @property
     def is_hybrid(self) -> bool:
-        return len({k for k in self.layer_kinds if k is not LayerKind.NONE}) > 1
+        return self.parallel_mamba or len({k for k in self.layer_kinds if k is not LayerKind.NONE}) > 1
 
     @property
     def dtype_bytes(self) -> int:

@@ -481,6 +481,19 @@ def _mamba_facts(cfg: dict[str, Any], model_type: str, hidden: int) -> MambaFact
             conv_kernel=int(cfg.get("linear_conv_kernel_dim", 4)),
             ssm_dtype=str(cfg.get("mamba_ssm_dtype") or "auto").replace("torch.", ""),
         )
+    if model_type == "falcon_h1":
+        # vLLM FalconH1ForCausalLM.get_mamba_state_shape_from_config: mamba2_state_shape with mamba_d_ssm (or
+        # mamba_expand x hidden_size) channels, mamba_n_groups, mamba_n_heads x mamba_d_head, mamba_d_state, d_conv
+        d_ssm = cfg.get("mamba_d_ssm")
+        return MambaFacts(
+            variant="mamba2",
+            intermediate_size=int(d_ssm) if d_ssm else int(cfg.get("mamba_expand", 2) * hidden),
+            state_size=int(cfg.get("mamba_d_state", 256)),
+            conv_kernel=int(cfg.get("mamba_d_conv", 4)),
+            n_groups=int(cfg.get("mamba_n_groups", 1)),
+            num_heads=int(cfg.get("mamba_n_heads", 128)),
+            head_dim=int(cfg.get("mamba_d_head", 64)),
+        )
     if model_type == "nemotron_h" or "mamba_num_heads" in cfg:
         heads = int(cfg["mamba_num_heads"])
         head_dim = int(cfg["mamba_head_dim"])
@@ -810,7 +823,9 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
     dtype, dtype_warnings = _dtype(cfg, config)
     warnings += dtype_warnings
     kinds = _layer_kinds(cfg, model_type, n_layers, mla is not None)
-    mamba = _mamba_facts(cfg, model_type, hidden) if LayerKind.MAMBA in kinds else None
+    # Falcon-H1 decoder layers run attention and a Mamba-2 mixer in parallel (FalconH1ParallelHybrid)
+    parallel_mamba = model_type == "falcon_h1"
+    mamba = _mamba_facts(cfg, model_type, hidden) if LayerKind.MAMBA in kinds or parallel_mamba else None
     if LayerKind.MAMBA in kinds and mamba is None:
         raise ConfigError(
             f"config.json{where} declares recurrent (mamba / linear-attention) layers but no state sizes",
@@ -858,6 +873,7 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
     # vllm qwen3_next.py / qwen3_5.py: self.attn_output_gate = getattr(config, "attn_output_gate", True)
     gated = cfg.get("attn_output_gate", str(cfg.get("model_type", model_type)).startswith(("qwen3_next", "qwen3_5")))
     return ModelArch(
+        parallel_mamba=parallel_mamba,
         layer_head_dim=layer_head_dim,
         attn_output_gate=bool(gated),
         model_type=model_type,

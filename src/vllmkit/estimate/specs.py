@@ -223,7 +223,7 @@ def build_specs(
     pages = 1
     mamba_padded_page = 0
     has_attention = any(k in arch.layer_kinds for k in KV_LAYER_KINDS if k is not LayerKind.MAMBA)
-    if arch.mamba is not None and LayerKind.MAMBA in arch.layer_kinds:
+    if arch.mamba is not None and arch.has_recurrent_state:
         mamba = arch.mamba
         if ssm_dtype_override is not None:
             mamba = mamba.model_copy(update={"ssm_dtype": ssm_dtype_override})
@@ -258,6 +258,12 @@ def build_specs(
                     chunk_size=arch.attention_chunk_size if kind is LayerKind.CHUNKED else None,
                 )
             )
+            if arch.parallel_mamba and mamba_padded_page:
+                # Falcon-H1: the same layer's MambaMixer2 keeps its state beside the attention cache
+                ids.append(i)
+                padded = mamba_padded_page if mamba_padded_page > state else None
+                specs.append(LayerSpec(SpecKind.MAMBA, bs, state_bytes=state, page_size_padded=padded,
+                                       mamba_pages=pages))
             if kind is LayerKind.MLA and arch.mla is not None and arch.mla.has_indexer(i):
                 # the indexer's key cache is one more MLA spec of the same layer (same block size, so
                 # vLLM keeps it in the latent's group: UniformTypeKVCacheSpecs)

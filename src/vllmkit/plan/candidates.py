@@ -155,7 +155,6 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
 def uses_model_runner_v2(req: PlanRequest, arch: ModelArch, rules: VersionRules, device: str,
                          env: Mapping[str, str] | None) -> bool:
     """Model Runner V2 by vLLM's default for the release (engine/versions.py), or as VLLM_USE_V2_MODEL_RUNNER says."""
-    from vllmkit.arch.model import LayerKind
     from vllmkit.engine.versions import model_runner_v2, parse_version
 
     forced = (env or {}).get("VLLM_USE_V2_MODEL_RUNNER", "").strip().lower()
@@ -166,7 +165,7 @@ def uses_model_runner_v2(req: PlanRequest, arch: ModelArch, rules: VersionRules,
             return False
     return model_runner_v2(rules.version, arch.architectures, moe=arch.moe is not None,
                            quantized=arch.quantization is not None,
-                           hybrid=any(k is LayerKind.MAMBA for k in arch.layer_kinds), device=device,
+                           hybrid=arch.has_recurrent_state, device=device,
                            speculative_method=str((req.speculative_config or {}).get("method") or "") or None)
 
 

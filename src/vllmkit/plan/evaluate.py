@@ -226,7 +226,7 @@ def mamba_bound_seqs(arch: ModelArch, settings: EngineSettings, rules: VersionRu
     layers whose decode runs FULL CUDA graphs (CUDA, not --enforce-eager) needs one mamba cache block per
     decoding sequence and raises "max_num_seqs (N) exceeds available Mamba cache blocks (M)" otherwise."""
     if (not rules.mamba_blocks_bound_max_num_seqs or settings.enforce_eager or settings.device != "cuda"
-            or LayerKind.MAMBA not in arch.layer_kinds):
+            or not arch.has_recurrent_state):
         return None
     return settings.max_num_seqs
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from vllmkit.arch import ModelArch
-from vllmkit.arch.model import LayerKind
 from vllmkit.engine.versions import VersionRules
 from vllmkit.errors import DoesNotFitError
 from vllmkit.estimate.memory import EXTRA_TERM_LABELS
@@ -138,7 +137,7 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
             weight_files_bytes=variant.meta.weight_file_bytes(),
             is_moe=arch.moe is not None,
             # attention + recurrent state (mamba / linear attention): what vLLM's prefix caching treats apart
-            is_hybrid=LayerKind.MAMBA in arch.layer_kinds,
+            is_hybrid=arch.has_recurrent_state,
         ),
         gpu=GpuInfo(
             name=profile.name,
