@@ -33,7 +33,9 @@ CASES = [
     ("granitemoehybrid", GIB, 2048),
     ("lfm2", GIB, 2048),
     ("mamba2", GIB, 2048),
-    ("falcon_h1", GIB, 2048),  # parallel hybrid: an attention cache and a Mamba-2 state in every layer  # attention-free: no KV cache, a recurrent state per layer, prefix caching off  # short-conv state (LFM2): one small conv page per layer, padded to the attention page
+    ("falcon_h1", GIB, 2048),
+    ("minicpm3", GIB, 2048),  # found by benchmarks/oracle_sweep.py: full per-head K/V, not an MLA latent
+    ("hrm_text", GIB, 2048),  # found by the sweep: one cache per step through the stack  # parallel hybrid: an attention cache and a Mamba-2 state in every layer  # attention-free: no KV cache, a recurrent state per layer, prefix caching off  # short-conv state (LFM2): one small conv page per layer, padded to the attention page
     # at 4096 tokens the window / chunk terms bind: min(W - 1 + F, L) < L with F = 2048 on CPU
     ("llama4_text", GIB, 4096),  # chunked local attention (chunk 256) + one global layer in four
     ("gpt_oss", GIB, 4096),  # alternating sliding (128) / full attention, MoE

@@ -150,6 +150,19 @@ ARCHS: dict[str, tuple[str, dict[str, Any]]] = {
          "mamba_n_heads": 4, "mamba_d_head": 64, "mamba_d_state": 16, "mamba_n_groups": 1, "mamba_d_conv": 4,
          "mamba_expand": 2, "mamba_chunk_size": 128},
     ),
+    # MiniCPM3: MLA-shaped projections, but vLLM caches full K and V of nope + rope dims for every head
+    "minicpm3": (
+        "MiniCPM3Config",
+        # num_key_value_heads 1 and head_dim 64 are what a reader of the plain fields would take; vLLM uses 2 x 96
+        {"num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1, "qk_nope_head_dim": 64,
+         "qk_rope_head_dim": 32, "v_head_dim": 64, "kv_lora_rank": 64, "q_lora_rank": 64},
+    ),
+    # HRM-text: a stack of layers run H_cycles x (L_cycles + 1) times, each step with its own (multi-head) cache
+    "hrm_text": (
+        "HrmTextConfig",
+        {"num_hidden_layers": 8, "num_layers_per_stack": 2, "H_cycles": 2, "L_cycles": 1, "L_bp_cycles": [1],
+         "num_attention_heads": 2},
+    ),
     "granitemoehybrid": (
         "GraniteMoeHybridConfig",
         {

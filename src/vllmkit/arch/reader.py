@@ -782,6 +782,20 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
         # ChatGLM / GLM-4 (remote code): vLLM's chatglm.py sizes the embedding and head by padded_vocab_size
         cfg = {**cfg, "vocab_size": cfg["padded_vocab_size"]}
 
+    if model_type == "hrm_text" and all(isinstance(cfg.get(k), int) for k in ("H_cycles", "L_cycles",
+                                                                              "num_layers_per_stack")):
+        # vLLM hrm_text.py: each of the H_cycles x (L_cycles + 1) steps through the stack of num_layers_per_stack
+        # layers has its own attention cache ("global_idx = step * num_layers_per_stack + layer_idx_in_stack"),
+        # multi-head (total_num_kv_heads = num_attention_heads: "HF main hardcodes MHA")
+        steps = cfg["H_cycles"] * (cfg["L_cycles"] + 1)
+        cfg = {**cfg, "num_hidden_layers": steps * cfg["num_layers_per_stack"],
+               "num_key_value_heads": cfg.get("num_attention_heads")}
+    if model_type == "minicpm3" and isinstance(cfg.get("qk_nope_head_dim"), int) and isinstance(
+            cfg.get("qk_rope_head_dim"), int):
+        # vLLM minicpm3.py caches MLA-shaped attention decompressed: Attention(num_local_heads, qk_head_dim =
+        # qk_nope_head_dim + qk_rope_head_dim, num_kv_heads=num_local_heads) - full K and V per head
+        cfg = {**cfg, "head_dim": cfg["qk_nope_head_dim"] + cfg["qk_rope_head_dim"],
+               "num_key_value_heads": cfg.get("num_attention_heads")}
     if model_type in _SSM_ONLY_FAMILIES and "num_attention_heads" not in cfg:
         # attention-free: nothing is sized by attention heads (Mamba-2's mixer heads stand in for the count)
         cfg = {**cfg, "num_attention_heads": int(cfg.get("num_heads") or 1)}
