@@ -76,7 +76,11 @@ def _prefix_caching_note(plan: PlanResult, req: PlanRequest) -> FeatureNote:
     )  # fmt: skip
     rules = rules_for(plan.vllm_version)
     if not on:
-        why = " (vLLM turns it off for this hybrid model in this version)" if plan.model.is_hybrid and source == "vLLM default" else ""
+        why = ""
+        if source == "vLLM default" and plan.kv_cache.groups and all(g.kind == "mamba" for g in plan.kv_cache.groups):
+            why = " (vLLM does not support it for attention-free models)"
+        elif source == "vLLM default" and plan.model.is_hybrid:
+            why = " (vLLM turns it off for this hybrid model in this version)"
         detail = (
             f"off{why}: every request prefills its whole prompt, even a system prompt shared with the "
             "previous request"

@@ -241,6 +241,12 @@ def scheduler_limits(evaluation: Any, settings: Any, *, max_num_seqs: int | None
     seqs = max_num_seqs or settings.max_num_seqs
     if getattr(evaluation, "mamba_blocks_bound", False) and cap.num_blocks:
         seqs = min(seqs, cap.num_blocks)  # one mamba cache block per decoding sequence (vLLM >= 0.19)
+    specs = getattr(evaluation.specs, "specs", ())
+    if specs and all(s.kind.value == "mamba" for s in specs) and cap.num_blocks:
+        # attention-free (Mamba / Mamba-2): a request holds its state pages whatever its length, so the cache
+        # bounds how many run at once, not how many tokens they hold
+        seqs = min(seqs, max(cap.num_blocks // max(cap.pages_per_request, 1), 1))
+        tokens = max(cap.tokens, seqs * cap.max_model_len)
     return SchedulerLimits(
         max_num_seqs=seqs,
         max_num_batched_tokens=settings.max_num_batched_tokens,

@@ -50,10 +50,15 @@ def render(console: Console, plan: PlanResult) -> None:
         table.add_row(name, gib(size), str(src), escape(note))
     console.print(table)
 
+    if kv.groups and all(g.kind == "mamba" for g in kv.groups):
+        # attention-free (Mamba / Mamba-2): no per-token cache, one state page per request and layer group
+        detail = f"{thousands(kv.num_blocks)} state blocks, one per request; no attention KV"
+    else:
+        detail = (f"{thousands(kv.num_blocks)} blocks of {kv.block_size} tokens, "
+                  f"{thousands(kv.bytes_per_token)} B/token/GPU as full attention")
     console.print(
         f"KV cache: {thousands(kv.tokens)} tokens, maximum concurrency for {thousands(kv.max_model_len)} tokens per "
-        f"request: {kv.max_concurrency:.2f}x  ({thousands(kv.num_blocks)} blocks of {kv.block_size} tokens, "
-        f"{thousands(kv.bytes_per_token)} B/token/GPU as full attention)"
+        f"request: {kv.max_concurrency:.2f}x  ({detail})"
     )
     if len(kv.groups) > 1:
         kinds: dict[str, int] = {}

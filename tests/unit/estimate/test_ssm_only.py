@@ -77,3 +77,29 @@ def test_a_plan_of_falcon3_mamba_on_an_l4(tmp_path: Path) -> None:
     assert all(g.kind == "mamba" and g.blocks_per_request == 1 for g in plan.kv_cache.groups)
     per_request = 64 * 311_296
     assert plan.kv_cache.num_blocks == plan.memory.kv_cache_bytes // per_request
+
+
+def test_a_mamba_workload_is_not_bounded_by_tokens(tmp_path: Path) -> None:
+    """A request holds one state page per layer group whatever its length, so eight 768-token requests use 8 of the
+    272 state blocks; the scheduler must not read those blocks as 272 x 16 token slots (which made the plan call
+    it KV-bound with a high preemption risk)."""
+    (tmp_path / "config.json").write_text(json.dumps(_config("tiiuae__Falcon3-Mamba-7B-Base")))
+    from vllmkit.estimate.serving import Workload
+    from vllmkit.plan.performance import PerfOptions
+
+    plan = build_plan(PlanRequest(model=str(tmp_path), gpu="l4", max_model_len=2048), ENV,
+                      perf=PerfOptions(workload=Workload(512, 256, concurrency=8), records=[]))
+    perf = plan.performance
+    assert perf is not None
+    assert perf.bound != "kv-capacity"
+    assert perf.kv_usage < 0.1
+
+
+def test_the_text_plan_says_there_is_no_attention_kv(tmp_path: Path) -> None:
+    from tests.clirun import invoke
+
+    (tmp_path / "config.json").write_text(json.dumps(_config("tiiuae__Falcon3-Mamba-7B-Base")))
+    result = invoke(["plan", str(tmp_path), "--gpu", "l4"], env=ENV)
+    assert result.exit_code == 0
+    assert "state blocks, one per request; no attention KV" in result.stdout
+    assert "does not support it for attention-free models" in result.stdout
