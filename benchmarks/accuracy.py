@@ -215,37 +215,7 @@ def evaluate_row(row: dict) -> Row | None:
     if entry is None:
         return None
     version = _version(row)
-    req = PlanRequest(
-        model=model_id,
-        source="catalog",
-        gpu=gpu["gpu"],
-        gpu_memory=gpu.get("gpu_memory"),
-        vllm_version=version,
-        tensor_parallel_size=row.get("tp") or 1,
-        pipeline_parallel_size=row.get("pp") or 1,
-        max_model_len=row.get("max_model_len"),
-        gpu_memory_utilization=row.get("gpu_memory_utilization"),
-        kv_cache_dtype=row.get("kv_cache_dtype") or "auto",
-        dtype=row.get("dtype") if row.get("dtype") in ("float32", "float", "float16", "half", "bfloat16") else "auto",
-        quantization="fp8" if quant == "fp8" else None,
-        enforce_eager=bool(row.get("enforce_eager")),
-        max_num_batched_tokens=row.get("max_num_batched_tokens"),
-        max_num_seqs=row.get("max_num_seqs"),
-        block_size=row.get("block_size"),
-        enable_expert_parallel=bool(row.get("expert_parallel")),
-        data_parallel_size=row.get("data_parallel_size"),
-        speculative_config=row.get("speculative_config"),
-        flashinfer_installed=row.get("flashinfer_installed"),
-        enable_lora=bool(row.get("enable_lora")),
-        max_loras=row.get("max_loras"),
-        max_lora_rank=row.get("max_lora_rank"),
-        limit_mm_per_prompt=row.get("limit_mm_per_prompt"),
-        language_model_only=bool(row.get("language_model_only")),
-        enable_prefix_caching=row.get("enable_prefix_caching"),
-        # a restart that loaded vLLM's compile cache (the row says so, from the log: estimate/memory.py
-        # COMPILE_SHARE); rows without the key are first starts, as the plan assumes
-        compile_cache=row.get("compile_cache") or "cold",
-    )
+    req = _request(row, model_id, gpu, version)
     in_use = memory_in_use_from_log(req, row)
     if in_use:
         req = req.model_copy(update={"gpu_memory_in_use": in_use})
@@ -267,6 +237,41 @@ def evaluate_row(row: dict) -> Row | None:
     return out
 
 
+def _request(row: dict, model_id: str, gpu: dict, version: str) -> PlanRequest:
+    """The plan request a log's own settings make (its GPU, release, parallelism, flags)."""
+    return PlanRequest(
+        model=model_id,
+        source="catalog",
+        gpu=gpu["gpu"],
+        gpu_memory=gpu.get("gpu_memory"),
+        vllm_version=version,
+        tensor_parallel_size=row.get("tp") or 1,
+        pipeline_parallel_size=row.get("pp") or 1,
+        max_model_len=row.get("max_model_len"),
+        gpu_memory_utilization=row.get("gpu_memory_utilization"),
+        kv_cache_dtype=row.get("kv_cache_dtype") or "auto",
+        dtype=row.get("dtype") if row.get("dtype") in ("float32", "float", "float16", "half", "bfloat16") else "auto",
+        quantization="fp8" if (row.get("quantization") or "").lower() == "fp8" else None,
+        enforce_eager=bool(row.get("enforce_eager")),
+        max_num_batched_tokens=row.get("max_num_batched_tokens"),
+        max_num_seqs=row.get("max_num_seqs"),
+        block_size=row.get("block_size"),
+        enable_expert_parallel=bool(row.get("expert_parallel")),
+        data_parallel_size=row.get("data_parallel_size"),
+        speculative_config=row.get("speculative_config"),
+        flashinfer_installed=row.get("flashinfer_installed"),
+        enable_lora=bool(row.get("enable_lora")),
+        max_loras=row.get("max_loras"),
+        max_lora_rank=row.get("max_lora_rank"),
+        limit_mm_per_prompt=row.get("limit_mm_per_prompt"),
+        language_model_only=bool(row.get("language_model_only")),
+        enable_prefix_caching=row.get("enable_prefix_caching"),
+        # a restart that loaded vLLM's compile cache (the row says so, from the log: estimate/memory.py
+        # COMPILE_SHARE); rows without the key are first starts, as the plan assumes
+        compile_cache=row.get("compile_cache") or "cold",
+    )
+
+
 def _kv_only_row(row: dict, base: str, gpu: dict) -> Row | None:
     """Tokens from the log's own KV budget for a weight-quantized checkpoint of a catalog model (AWQ, GPTQ,
     compressed-tensors int4): weights, budget and verdict are not scored, since the base's weights would be."""
@@ -277,14 +282,7 @@ def _kv_only_row(row: dict, base: str, gpu: dict) -> Row | None:
     if row.get("speculative_config_note") and not row.get("speculative_config"):
         return None  # a drafter whose layers join the KV pool, with its config not in the log
     version = _version(row)
-    req = PlanRequest(
-        model=base, source="catalog", gpu=gpu["gpu"], gpu_memory=gpu.get("gpu_memory"), vllm_version=version,
-        tensor_parallel_size=row.get("tp") or 1, pipeline_parallel_size=row.get("pp") or 1,
-        max_model_len=row.get("max_model_len"), kv_cache_dtype=row.get("kv_cache_dtype") or "auto",
-        max_num_batched_tokens=row.get("max_num_batched_tokens"), max_num_seqs=row.get("max_num_seqs"),
-        block_size=row.get("block_size"), enable_prefix_caching=row.get("enable_prefix_caching"),
-        speculative_config=row.get("speculative_config"),
-    )
+    req = _request(row, base, gpu, version)
     out = Row(id=row["id"], model=base, engine=str(row.get("engine") or ""), source=_source_key(row))
     out.tokens_meas = row.get("kv_cache_tokens") or row.get("kv_cache_tokens_derived")
     out.tokens_pred = tokens_from_measured_kv(req, row)

@@ -239,6 +239,9 @@ def build_specs(
                 bs = aligned
             # platform pads the mamba page to the attention page computed from the config's head size
             mamba_padded_page = bs * config_token_bytes
+    # every recurrent layer's spec is the same: its state, padded to the attention page in a hybrid
+    padded = mamba_padded_page if has_attention and mamba_padded_page > state else None
+    state_spec = LayerSpec(SpecKind.MAMBA, bs, state_bytes=state, page_size_padded=padded, mamba_pages=pages)
     ids: list[int] = []
     specs: list[LayerSpec] = []
     for i, kind in enumerate(arch.layer_kinds):
@@ -246,8 +249,7 @@ def build_specs(
             continue  # no cache, or another layer's (get_kv_cache_spec skips KV-sharing layers)
         ids.append(i)
         if kind is LayerKind.MAMBA:
-            padded = mamba_padded_page if has_attention and mamba_padded_page > state else None
-            specs.append(LayerSpec(SpecKind.MAMBA, bs, state_bytes=state, page_size_padded=padded, mamba_pages=pages))
+            specs.append(state_spec)
         else:
             specs.append(
                 LayerSpec(
@@ -258,12 +260,10 @@ def build_specs(
                     chunk_size=arch.attention_chunk_size if kind is LayerKind.CHUNKED else None,
                 )
             )
-            if arch.parallel_mamba and mamba_padded_page:
+            if arch.parallel_mamba and state:
                 # Falcon-H1: the same layer's MambaMixer2 keeps its state beside the attention cache
                 ids.append(i)
-                padded = mamba_padded_page if mamba_padded_page > state else None
-                specs.append(LayerSpec(SpecKind.MAMBA, bs, state_bytes=state, page_size_padded=padded,
-                                       mamba_pages=pages))
+                specs.append(state_spec)
             if kind is LayerKind.MLA and arch.mla is not None and arch.mla.has_indexer(i):
                 # the indexer's key cache is one more MLA spec of the same layer (same block size, so
                 # vLLM keeps it in the latent's group: UniformTypeKVCacheSpecs)

@@ -77,7 +77,7 @@ def _prefix_caching_note(plan: PlanResult, req: PlanRequest) -> FeatureNote:
     rules = rules_for(plan.vllm_version)
     if not on:
         why = ""
-        if source == "vLLM default" and plan.kv_cache.groups and all(g.kind == "mamba" for g in plan.kv_cache.groups):
+        if source == "vLLM default" and plan.kv_cache.state_only:
             why = " (vLLM does not support it for attention-free models)"
         elif source == "vLLM default" and plan.model.is_hybrid:
             why = " (vLLM turns it off for this hybrid model in this version)"

@@ -195,6 +195,11 @@ class KVCacheInfo(BaseModel):
     bytes_per_block: int
     groups: list[KVGroupInfo] = Field(default_factory=list)
 
+    @property
+    def state_only(self) -> bool:
+        """Only recurrent-state groups: an attention-free model (Mamba / Mamba-2), no per-token KV."""
+        return bool(self.groups) and all(g.kind == "mamba" for g in self.groups)
+
 
 class Alternative(BaseModel):
     precision: str

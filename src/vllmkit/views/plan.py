@@ -50,7 +50,7 @@ def render(console: Console, plan: PlanResult) -> None:
         table.add_row(name, gib(size), str(src), escape(note))
     console.print(table)
 
-    if kv.groups and all(g.kind == "mamba" for g in kv.groups):
+    if kv.state_only:
         # attention-free (Mamba / Mamba-2): no per-token cache, one state page per request and layer group
         detail = f"{thousands(kv.num_blocks)} state blocks, one per request; no attention KV"
     else:
