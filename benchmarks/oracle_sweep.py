@@ -43,6 +43,25 @@ SMALL = {
     "state_size": 16, "conv_dim": 128, "block_dim": 128, "global_head_dim": 64, "index_head_dim": 32,
     "index_n_heads": 2, "index_topk": 64, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
 }
+# keys vLLM 0.32's model code reads from config.json (config.X, no default) that transformers' config class for the
+# family does not keep, so a config saved from it fails to load; set at the small sizes above. None of them sizes
+# the KV cache except MiMo-V2's attention shapes.
+PATCHES: dict[str, dict] = {
+    "glm4_moe": {"head_dim": 64},  # glm4_moe.py config.head_dim
+    "glm4_moe_lite": {"first_k_dense_replace": 1},  # glm4_moe_lite.py (DeepSeek-V2 layout)
+    "minimax_m2": {"rotary_dim": 32},  # minimax_m2.py config.rotary_dim (half the head, as MiniMax-M2's 64 of 128)
+    "deepseek_v3": {"topk_method": "noaux_tc"},  # deepseek_v2.py: the router's e_score_correction_bias
+    "afmoe": {"score_func": "sigmoid", "route_norm": True, "n_group": 1, "topk_group": 1},  # afmoe.py
+    "hy_v3": {"first_k_dense_replace": 1, "expert_hidden_dim": 64, "route_norm": True},  # hy_v3.py
+    "ernie4_5_moe": {"moe_k": 2},  # the class default routes 6 of 64 experts; here 2 of the small 4
+    # mimo_v2.py: hybrid_layer_pattern (1 = sliding window), SWA layers with their own heads and window
+    # (MiMo-V2-Flash: 8 KV heads against the full layers' 4, sliding_window_size 128), moe_layer_freq (0 = dense).
+    # Kept to what transformers' model builds: its layer_types (full at 0 and every sixth), twice the KV heads
+    # on sliding layers, one head_dim / v_head_dim (64 / 32 here: a value head narrower than the key's)
+    "mimo_v2_flash": {"hybrid_layer_pattern": [0, 1, 1, 1], "moe_layer_freq": [0, 1, 1, 1], "layernorm_epsilon": 1e-5,
+                      "swa_num_attention_heads": 2, "swa_num_key_value_heads": 2, "swa_head_dim": 64,
+                      "swa_v_head_dim": 32, "sliding_window_size": 256},
+}
 LINE = re.compile(r"KV cache size: ([\d,]+) tokens, Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
 
 
@@ -72,6 +91,8 @@ def build(model_type: str, dest: Path) -> None:
                 setattr(cfg, key, value[: SMALL["num_hidden_layers"]])
     # re-run the class's own derivations (layer_types from intervals, ...) on the small sizes
     cfg = type(cfg)(**{k: v for k, v in cfg.to_dict().items() if k not in ("layer_types", "transformers_version")})
+    for key, value in PATCHES.get(model_type, {}).items():
+        setattr(cfg, key, value)
     cfg.torch_dtype = "bfloat16"
     with torch.device("meta"):  # count first: a nested config (text_config) keeps its full size
         size = sum(p.numel() for p in transformers.AutoModelForCausalLM.from_config(cfg).parameters())

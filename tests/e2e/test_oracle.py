@@ -31,17 +31,20 @@ CASES = [
     ("deepseek_v2", GIB, 2048),
     ("qwen3_next", GIB, 2048),
     ("granitemoehybrid", GIB, 2048),
-    ("lfm2", GIB, 2048),
-    ("mamba2", GIB, 2048),
-    ("falcon_h1", GIB, 2048),
+    ("lfm2", GIB, 2048),  # short-conv state (LFM2): one small conv page per layer, padded to the attention page
+    ("mamba2", GIB, 2048),  # attention-free: no KV cache, a recurrent state per layer, prefix caching off
+    ("falcon_h1", GIB, 2048),  # parallel hybrid: an attention cache and a Mamba-2 state in every layer
     ("minicpm3", GIB, 2048),  # found by benchmarks/oracle_sweep.py: full per-head K/V, not an MLA latent
-    ("hrm_text", GIB, 2048),  # found by the sweep: one cache per step through the stack  # parallel hybrid: an attention cache and a Mamba-2 state in every layer  # attention-free: no KV cache, a recurrent state per layer, prefix caching off  # short-conv state (LFM2): one small conv page per layer, padded to the attention page
+    ("hrm_text", GIB, 2048),  # found by the sweep: one cache per step through the stack
+    ("glm4_moe_lite", GIB, 2048),  # found by the sweep: an MLA latent (GLM-4.7-Flash), not 4 heads of K and V
     # at 4096 tokens the window / chunk terms bind: min(W - 1 + F, L) < L with F = 2048 on CPU
     ("llama4_text", GIB, 4096),  # chunked local attention (chunk 256) + one global layer in four
     ("gpt_oss", GIB, 4096),  # alternating sliding (128) / full attention, MoE
     ("gemma2", GIB, 4096),  # alternating sliding (256) / full attention
     # Gemma-4: wider full-attention heads (K = V), three layers reading earlier layers' caches
     ("gemma4_text", GIB, 4096),
+    # MiMo-V2: sliding (256) layers with 2 KV heads, full layers with 1, values 32 wide against 64-wide keys
+    ("mimo_v2_flash", GIB, 4096),
 ]
 
 # budgets too small for max_model_len: vLLM refuses to start and prints its estimate

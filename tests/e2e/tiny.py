@@ -157,6 +157,26 @@ ARCHS: dict[str, tuple[str, dict[str, Any]]] = {
         {"num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1, "qk_nope_head_dim": 64,
          "qk_rope_head_dim": 32, "v_head_dim": 64, "kv_lora_rank": 64, "q_lora_rank": 64},
     ),
+    # GLM-4.7-Flash (glm4_moe_lite): DeepSeek-style MLA projections, cached as one latent (vLLM is_deepseek_mla)
+    "glm4_moe_lite": (
+        "Glm4MoeLiteConfig",
+        {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4, "kv_lora_rank": 64,
+         "q_lora_rank": 64, "qk_rope_head_dim": 32, "qk_nope_head_dim": 32, "v_head_dim": 64, "n_routed_experts": 4,
+         "n_shared_experts": 1, "num_experts_per_tok": 2, "moe_intermediate_size": 64, "first_k_dense_replace": 1,
+         "n_group": 1, "topk_group": 1},
+    ),
+    # MiMo-V2-Flash: sliding layers with twice the full layers' KV heads and a value head narrower than the key's.
+    # vLLM reads hybrid_layer_pattern / swa_* / sliding_window_size / moe_layer_freq / layernorm_epsilon, which
+    # transformers' MiMoV2FlashConfig does not define; they are set to what its model builds (layer_types full at
+    # 0 and 5 of 6, 2 x the KV heads on sliding layers, one head_dim / v_head_dim, the first MLP dense)
+    "mimo_v2_flash": (
+        "MiMoV2FlashConfig",
+        {"num_hidden_layers": 6, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 64, "v_head_dim": 32,
+         "sliding_window": 256, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
+         "mlp_layer_types": ["dense"] + ["sparse"] * 5, "hybrid_layer_pattern": [0, 1, 1, 1, 1, 0],
+         "moe_layer_freq": [0, 1, 1, 1, 1, 1], "swa_num_attention_heads": 2, "swa_num_key_value_heads": 2,
+         "swa_head_dim": 64, "swa_v_head_dim": 32, "sliding_window_size": 256, "layernorm_epsilon": 1e-5},
+    ),
     # HRM-text: a stack of layers run H_cycles x (L_cycles + 1) times, each step with its own (multi-head) cache
     "hrm_text": (
         "HrmTextConfig",

@@ -136,8 +136,10 @@ class ModelArch(BaseModel):
     # head size the attention layers really use when the model code ignores config.head_dim
     # (vLLM sizes hybrid block alignment with head_dim but the layers' pages with this)
     layer_head_dim: int | None = None
-    # Gemma-4: full-attention layers' head size and KV heads where they differ from the sliding layers'
+    # Gemma-4 / MiMo-V2: full-attention layers' head size (value head size, where it differs from the key's)
+    # and KV heads where they differ from the sliding layers'
     full_head_dim: int | None = None
+    full_head_dim_v: int | None = None
     full_num_kv_heads: int | None = None
     k_eq_v: bool = False  # Gemma-4 attention_k_eq_v: full layers' V slot filled from K (allocated anyway)
     kv_shared_from: int | None = None  # Gemma-3n/4: layers from here reuse an earlier layer's KV cache

@@ -26,15 +26,26 @@ from vllmkit.arch.model import (
 from vllmkit.errors import ConfigError
 
 # model_type values whose kv_lora_rank means multi-head latent attention (vLLM is_deepseek_mla)
+# model types whose attention vLLM caches as an MLA latent when the config has kv_lora_rank
+# (vllm 0.32 transformers_utils/model_arch_config_convertor.py is_deepseek_mla; GLM-4.7-Flash's glm4_moe_lite
+# since the model arrived, 0.15)
 MLA_MODEL_TYPES = {
+    "axk1",
     "deepseek_v2",
     "deepseek_v3",
     "deepseek_v32",
     "deepseek_mtp",
+    "dots3_note",
+    "glm4_moe_lite",
+    "glm4_moe_lite_mtp",
+    "glm5_next",
+    "glm5_next_text",
+    "k3_dspark",
     "kimi_k2",
     "kimi_linear",
     "longcat_flash",
     "pangu_ultra_moe",
+    "pangu_ultra_moe_mtp",
     "glm_moe_dsa",
     "mistral_large_3",
 }
@@ -361,6 +372,11 @@ def _layer_kinds_as_declared(cfg: dict[str, Any], model_type: str, n_layers: int
         # vLLM KimiLinearConfig.is_kda_layer(i): (i + 1) in linear_attn_config["kda_layers"] (1-based);
         # every other layer is the model's attention (MLA in Kimi-Linear)
         return [LayerKind.MAMBA if i + 1 in kda else attn_kind for i in range(n_layers)]
+    mimo = _mimo_v2_pattern(cfg, model_type)
+    if mimo is not None:
+        # vllm mimo_v2.py is_compressed_softmax_layer: hybrid_layer_pattern[layer_id] == 1 is a sliding-window
+        # layer (sliding_window_size), 0 full attention
+        return [LayerKind.SLIDING if i < len(mimo) and mimo[i] == 1 else attn_kind for i in range(n_layers)]
     layer_types = cfg.get("layer_types") or cfg.get("layers_block_type") or cfg.get("attn_type_list")
     if isinstance(cfg.get("hybrid_override_pattern"), str):
         return _nemotron_pattern(cfg["hybrid_override_pattern"], n_layers)
@@ -415,6 +431,55 @@ def _layer_kinds_as_declared(cfg: dict[str, Any], model_type: str, n_layers: int
 # pure state-space models (vLLM MambaForCausalLM, also for FalconMambaForCausalLM, and Mamba2ForCausalLM):
 # attention-free, so no KV cache at all, only a recurrent state per layer and request
 _SSM_ONLY_FAMILIES = ("mamba", "falcon_mamba", "mamba2")
+
+
+def _mimo_v2_pattern(cfg: dict[str, Any], model_type: str) -> list[int] | None:
+    """MiMo-V2's per-layer attention kinds (hybrid_layer_pattern: 1 sliding window, 0 full), or None."""
+    pattern = cfg.get("hybrid_layer_pattern")
+    if not model_type.startswith("mimo_v2") or not isinstance(pattern, list) or not pattern:
+        return None
+    if not all(isinstance(p, int) and not isinstance(p, bool) for p in pattern):
+        return None
+    return pattern
+
+
+def _mimo_v2_attention(cfg: dict[str, Any], kinds: list[LayerKind], where: str) -> dict[str, Any]:
+    """MiMo-V2-Flash's two attention shapes (vllm 0.32 mimo_v2.py MiMoV2FlashDecoderLayer): sliding-window layers
+    use swa_num_attention_heads / swa_num_key_value_heads / swa_head_dim / swa_v_head_dim and the window
+    sliding_window_size; full layers num_key_value_heads / head_dim / v_head_dim (a value head narrower than the
+    key's: vLLM's AttentionSpec pages hold head_size + head_size_v per KV head). The ModelArch keeps the sliding
+    layers' figures as its base and the full layers' as full_* (the Gemma-4 convention)."""
+    if _mimo_v2_pattern(cfg, str(cfg.get("model_type") or "")) is None and "swa_head_dim" not in cfg:
+        return {}
+    out: dict[str, Any] = {}
+    sizes: dict[str, int | None] = {}
+    for name in ("head_dim", "v_head_dim", "num_key_value_heads", "swa_head_dim", "swa_v_head_dim",
+                 "swa_num_key_value_heads"):
+        sizes[name] = _int(cfg, name, where=where, required=False)
+        _check_limit(sizes[name], name, where, limit_key="num_key_value_heads" if "heads" in name else "head_dim")
+    full_head, full_v, full_kv = sizes["head_dim"], sizes["v_head_dim"], sizes["num_key_value_heads"]
+    swa_head = sizes["swa_head_dim"] if sizes["swa_head_dim"] is not None else full_head
+    swa_v = sizes["swa_v_head_dim"] if sizes["swa_v_head_dim"] is not None else full_v
+    swa_kv = sizes["swa_num_key_value_heads"] if sizes["swa_num_key_value_heads"] is not None else full_kv
+    if LayerKind.SLIDING in kinds:
+        if isinstance(swa_kv, int):
+            out["num_kv_heads"] = swa_kv
+        if isinstance(swa_head, int):
+            out["head_dim"] = swa_head
+        if isinstance(swa_v, int) and swa_v != swa_head:
+            out["head_dim_v"] = swa_v
+        if LayerKind.FULL in kinds:
+            out["full_head_dim"] = full_head if isinstance(full_head, int) else swa_head
+            if isinstance(full_v, int) and full_v != out["full_head_dim"]:
+                out["full_head_dim_v"] = full_v
+            if isinstance(full_kv, int):
+                out["full_num_kv_heads"] = full_kv
+        window = cfg.get("sliding_window_size", cfg.get("sliding_window"))
+        if isinstance(window, int) and window > 0:
+            out["sliding_window"] = window
+    elif isinstance(full_v, int) and isinstance(full_head, int) and full_v != full_head:
+        out["head_dim_v"] = full_v
+    return out
 
 
 def _kda_layers(cfg: dict[str, Any], model_type: str) -> set[int] | None:
@@ -884,6 +949,12 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
         # vllm/model_executor/models/granitemoehybrid.py: head_dim = hidden_size // num_heads
         layer_head_dim = hidden // heads
     gemma4 = _gemma4_attention(cfg, config, model_type, n_layers, kinds, where)
+    if model_type.startswith("mimo_v2"):
+        gemma4.update(_mimo_v2_attention({**cfg, "model_type": model_type}, kinds, where))
+    per_kind = {k: gemma4.pop(k) for k in ("num_kv_heads", "head_dim", "head_dim_v", "sliding_window")
+                if k in gemma4}
+    if "sliding_window" in per_kind:
+        sliding = per_kind["sliding_window"]
     # vllm qwen3_next.py / qwen3_5.py: self.attn_output_gate = getattr(config, "attn_output_gate", True)
     gated = cfg.get("attn_output_gate", str(cfg.get("model_type", model_type)).startswith(("qwen3_next", "qwen3_5")))
     return ModelArch(
@@ -899,9 +970,9 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
         vocab_size=vocab,
         num_hidden_layers=n_layers,
         num_attention_heads=heads,
-        num_kv_heads=kv_heads,
-        head_dim=head_dim,
-        head_dim_v=0 if mla else None,
+        num_kv_heads=per_kind.get("num_kv_heads", kv_heads),
+        head_dim=per_kind.get("head_dim", head_dim),
+        head_dim_v=0 if mla else per_kind.get("head_dim_v"),
         layer_kinds=kinds,
         sliding_window=int(sliding) if isinstance(sliding, (int, float)) else None,
         attention_chunk_size=int(chunk) if isinstance(chunk, (int, float)) else None,

@@ -54,7 +54,7 @@ def attention_token_bytes(arch: ModelArch, tp: int, dtype_bytes: int, *, layer: 
                           kind: LayerKind | None = None) -> int:
     """Bytes one token takes in one attention layer on one rank. layer=False gives the figure
     vLLM's platform code computes from the config's head size (hybrid block alignment). kind=FULL on
-    Gemma-4 gives the full-attention layers' figure (global_head_dim, num_global_key_value_heads)."""
+    Gemma-4 / MiMo-V2 gives the full-attention layers' figure (their head sizes and KV heads)."""
     if arch.mla is not None:
         # one latent (kv_lora_rank + rope dims) per token, no separate V; every rank holds it all
         return arch.head_dim * dtype_bytes
@@ -62,7 +62,8 @@ def attention_token_bytes(arch: ModelArch, tp: int, dtype_bytes: int, *, layer: 
     head_v = head if arch.head_dim_v is None else arch.head_dim_v
     kv_heads = kv_heads_per_rank(arch, tp)
     if layer and kind is LayerKind.FULL and arch.full_head_dim:
-        head = head_v = arch.full_head_dim
+        head = arch.full_head_dim
+        head_v = arch.full_head_dim_v or head
         if arch.full_num_kv_heads:
             kv_heads = max(1, arch.full_num_kv_heads // tp)
     return kv_heads * (head + head_v) * dtype_bytes
