@@ -49,10 +49,16 @@ SMALL = {
 PATCHES: dict[str, dict] = {
     "glm4_moe": {"head_dim": 64},  # glm4_moe.py config.head_dim
     "glm4_moe_lite": {"first_k_dense_replace": 1},  # glm4_moe_lite.py (DeepSeek-V2 layout)
-    "minimax_m2": {"rotary_dim": 32},  # minimax_m2.py config.rotary_dim (half the head, as MiniMax-M2's 64 of 128)
     "deepseek_v3": {"topk_method": "noaux_tc"},  # deepseek_v2.py: the router's e_score_correction_bias
     "afmoe": {"score_func": "sigmoid", "route_norm": True, "n_group": 1, "topk_group": 1},  # afmoe.py
-    "hy_v3": {"first_k_dense_replace": 1, "expert_hidden_dim": 64, "route_norm": True},  # hy_v3.py
+    "hy_v3": {"first_k_dense_replace": 1, "expert_hidden_dim": 64, "route_norm": True, "qk_norm": True},  # hy_v3.py
+    # minimax_m2.py (MiniMax-M2: rotary 64 of 128, sigmoid routing with a correction bias)
+    "minimax_m2": {"rotary_dim": 32, "scoring_func": "sigmoid", "use_routing_bias": True},
+    # zamba2.py: transformers derives attention_hidden_size (2 x hidden), attention_head_dim and mamba_headdim from
+    # the sizes at construction; the small ones, and two hybrid (mamba + shared attention) layers of four
+    "zamba2": {"attention_hidden_size": 256, "attention_head_dim": 128, "mamba_headdim": 32, "kv_channels": 64,
+               "num_key_value_heads": 2,  # vLLM builds the shared attention multi-head (K and V for every head)
+               "layers_block_type": ["linear_attention", "hybrid", "linear_attention", "hybrid"], "hybrid_layer_ids": [1, 3]},
     "ernie4_5_moe": {"moe_k": 2},  # the class default routes 6 of 64 experts; here 2 of the small 4
     # mimo_v2.py: hybrid_layer_pattern (1 = sliding window), SWA layers with their own heads and window
     # (MiMo-V2-Flash: 8 KV heads against the full layers' 4, sliding_window_size 128), moe_layer_freq (0 = dense).

@@ -177,6 +177,15 @@ ARCHS: dict[str, tuple[str, dict[str, Any]]] = {
          "moe_layer_freq": [0, 1, 1, 1, 1, 1], "swa_num_attention_heads": 2, "swa_num_key_value_heads": 2,
          "swa_head_dim": 64, "swa_v_head_dim": 32, "sliding_window_size": 256, "layernorm_epsilon": 1e-5},
     ),
+    # Zamba2: Mamba-2 layers and "hybrid" layers (a shared attention block of 2 x hidden / heads wide heads, then a
+    # Mamba-2 mixer); vLLM builds that attention multi-head, so the KV heads equal the heads
+    "zamba2": (
+        "Zamba2Config",
+        {"num_hidden_layers": 4, "num_attention_heads": 2, "num_key_value_heads": 2, "head_dim": 128,
+         "layers_block_type": ["linear_attention", "hybrid", "linear_attention", "hybrid"], "n_mamba_heads": 8,
+         "mamba_d_state": 16, "mamba_ngroups": 1, "mamba_expand": 2, "mamba_d_conv": 4, "num_mem_blocks": 1,
+         "use_shared_attention_adapter": False},
+    ),
     # HRM-text: a stack of layers run H_cycles x (L_cycles + 1) times, each step with its own (multi-head) cache
     "hrm_text": (
         "HrmTextConfig",

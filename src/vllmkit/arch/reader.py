@@ -546,6 +546,22 @@ def _mamba_facts(cfg: dict[str, Any], model_type: str, hidden: int) -> MambaFact
             conv_kernel=int(cfg.get("linear_conv_kernel_dim", 4)),
             ssm_dtype=str(cfg.get("mamba_ssm_dtype") or "auto").replace("torch.", ""),
         )
+    if model_type == "zamba2":
+        # vLLM Zamba2ForCausalLM.get_mamba_state_shape_from_config: mamba2_state_shape(mamba_expand x hidden_size, tp,
+        # mamba_ngroups, n_mamba_heads, mamba_headdim, mamba_d_state, mamba_d_conv); transformers' Zamba2Config
+        # derives mamba_headdim = mamba_expand x hidden_size // n_mamba_heads where the file does not give it
+        inter = int(cfg.get("mamba_expand", 2) * hidden)
+        heads = int(cfg.get("n_mamba_heads", 8))
+        head_dim = cfg.get("mamba_headdim")
+        return MambaFacts(
+            variant="mamba2",
+            intermediate_size=inter,
+            state_size=int(cfg.get("mamba_d_state", 64)),
+            conv_kernel=int(cfg.get("mamba_d_conv", 4)),
+            n_groups=int(cfg.get("mamba_ngroups", 1)),
+            num_heads=heads,
+            head_dim=int(head_dim) if isinstance(head_dim, int) and head_dim > 0 else inter // heads,
+        )
     if model_type == "falcon_h1":
         # vLLM FalconH1ForCausalLM.get_mamba_state_shape_from_config: mamba2_state_shape with mamba_d_ssm (or
         # mamba_expand x hidden_size) channels, mamba_n_groups, mamba_n_heads x mamba_d_head, mamba_d_state, d_conv
@@ -861,6 +877,18 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
         # qk_nope_head_dim + qk_rope_head_dim, num_kv_heads=num_local_heads) - full K and V per head
         cfg = {**cfg, "head_dim": cfg["qk_nope_head_dim"] + cfg["qk_rope_head_dim"],
                "num_key_value_heads": cfg.get("num_attention_heads")}
+    if model_type == "zamba2" and isinstance(cfg.get("hidden_size"), int) and isinstance(
+            cfg.get("num_attention_heads"), int) and cfg["num_attention_heads"] > 0:
+        # vLLM zamba2.py builds each hybrid layer's Attention(num_attention_heads, attention_head_dim) without KV
+        # heads, so K/V have every head; transformers' Zamba2Config derives attention_head_dim as
+        # 2 x hidden_size // num_attention_heads (the shared block attends over the concatenated [hidden, embeddings])
+        # where the file does not give it, and use_long_context means max_position_embeddings 16384
+        head = cfg.get("attention_head_dim")
+        if not (isinstance(head, int) and not isinstance(head, bool) and head > 0):
+            head = 2 * cfg["hidden_size"] // cfg["num_attention_heads"]
+        cfg = {**cfg, "head_dim": head, "num_key_value_heads": cfg["num_attention_heads"]}
+        if cfg.get("use_long_context"):
+            cfg["max_position_embeddings"] = 16384
     if model_type in _SSM_ONLY_FAMILIES and "num_attention_heads" not in cfg:
         # attention-free: nothing is sized by attention heads (Mamba-2's mixer heads stand in for the count)
         cfg = {**cfg, "num_attention_heads": int(cfg.get("num_heads") or 1)}
@@ -902,8 +930,9 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
     dtype, dtype_warnings = _dtype(cfg, config)
     warnings += dtype_warnings
     kinds = _layer_kinds(cfg, model_type, n_layers, mla is not None)
-    # Falcon-H1 decoder layers run attention and a Mamba-2 mixer in parallel (FalconH1ParallelHybrid)
-    parallel_mamba = model_type == "falcon_h1"
+    # Falcon-H1 decoder layers run attention and a Mamba-2 mixer in parallel (FalconH1ParallelHybrid); Zamba2's
+    # "hybrid" layers run the shared attention block and then a Mamba-2 mixer (Zamba2HybridLayer), each with its cache
+    parallel_mamba = model_type in ("falcon_h1", "zamba2")
     mamba = _mamba_facts(cfg, model_type, hidden) if LayerKind.MAMBA in kinds or parallel_mamba else None
     if LayerKind.MAMBA in kinds and mamba is None:
         raise ConfigError(
