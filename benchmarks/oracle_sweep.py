@@ -59,6 +59,9 @@ PATCHES: dict[str, dict] = {
     "zamba2": {"attention_hidden_size": 256, "attention_head_dim": 128, "mamba_headdim": 32, "kv_channels": 64,
                "num_key_value_heads": 2,  # vLLM builds the shared attention multi-head (K and V for every head)
                "layers_block_type": ["linear_attention", "hybrid", "linear_attention", "hybrid"], "hybrid_layer_ids": [1, 3]},
+    # falcon.py sizes the MLP 4 x hidden_size whatever ffn_hidden_size says (Falcon's own 4x); num_kv_heads keeps the
+    # class default of 71, which a multi-query (Falcon-7B) model ignores: one KV head
+    "falcon": {"ffn_hidden_size": 512},
     "ernie4_5_moe": {"moe_k": 2},  # the class default routes 6 of 64 experts; here 2 of the small 4
     # mimo_v2.py: hybrid_layer_pattern (1 = sliding window), SWA layers with their own heads and window
     # (MiMo-V2-Flash: 8 KV heads against the full layers' 4, sliding_window_size 128), moe_layer_freq (0 = dense).

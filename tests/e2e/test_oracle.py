@@ -37,6 +37,7 @@ CASES = [
     ("minicpm3", GIB, 2048),  # found by benchmarks/oracle_sweep.py: full per-head K/V, not an MLA latent
     ("hrm_text", GIB, 2048),  # found by the sweep: one cache per step through the stack
     ("glm4_moe_lite", GIB, 2048),  # found by the sweep: an MLA latent (GLM-4.7-Flash), not 4 heads of K and V
+    ("falcon", GIB, 2048),  # multi-query: one KV head whatever num_kv_heads says
     ("zamba2", GIB, 2048),  # Mamba-2 states in every layer, a shared-attention cache in the hybrid ones
     # at 4096 tokens the window / chunk terms bind: min(W - 1 + F, L) < L with F = 2048 on CPU
     ("llama4_text", GIB, 4096),  # chunked local attention (chunk 256) + one global layer in four

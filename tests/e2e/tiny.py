@@ -27,6 +27,9 @@ _BASE: dict[str, Any] = {
     "tie_word_embeddings": False,
 }
 
+# an override that removes a _BASE key the config class cannot take (FalconConfig.head_dim is a read-only property)
+DROP: Any = object()
+
 # arch name -> (transformers config class name, overrides on top of _BASE)
 ARCHS: dict[str, tuple[str, dict[str, Any]]] = {
     "llama": ("LlamaConfig", {}),
@@ -177,6 +180,13 @@ ARCHS: dict[str, tuple[str, dict[str, Any]]] = {
          "moe_layer_freq": [0, 1, 1, 1, 1, 1], "swa_num_attention_heads": 2, "swa_num_key_value_heads": 2,
          "swa_head_dim": 64, "swa_v_head_dim": 32, "sliding_window_size": 256, "layernorm_epsilon": 1e-5},
     ),
+    # Falcon-7B style: multi-query (one KV head) though the saved config's num_kv_heads says every head; vLLM's
+    # falcon.py sizes the MLP 4 x hidden whatever ffn_hidden_size says
+    "falcon": (
+        "FalconConfig",
+        {"num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": None, "num_kv_heads": None,
+         "multi_query": True, "new_decoder_architecture": False, "ffn_hidden_size": 512, "head_dim": DROP},
+    ),
     # Zamba2: Mamba-2 layers and "hybrid" layers (a shared attention block of 2 x hidden / heads wide heads, then a
     # Mamba-2 mixer); vLLM builds that attention multi-head, so the KV heads equal the heads
     "zamba2": (
@@ -315,7 +325,7 @@ def tiny_config_dict(arch: str, **overrides: Any) -> dict[str, Any]:
     import transformers
 
     cls_name, arch_overrides = ARCHS[arch]
-    params = {**_BASE, **arch_overrides, **overrides}
+    params = {k: v for k, v in {**_BASE, **arch_overrides, **overrides}.items() if v is not DROP}
     cfg = getattr(transformers, cls_name)(**params)
     cfg.torch_dtype = "bfloat16"
     return cfg.to_dict()
@@ -338,7 +348,7 @@ def build_tiny_model(
         raise ValueError(f"unknown tiny arch {arch!r}; known: {sorted(ARCHS)}")
     dest.mkdir(parents=True, exist_ok=True)
     cls_name, arch_overrides = ARCHS[arch]
-    params = {**_BASE, **arch_overrides, **overrides}
+    params = {k: v for k, v in {**_BASE, **arch_overrides, **overrides}.items() if v is not DROP}
     cfg = getattr(transformers, cls_name)(**params)
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.bfloat16)

@@ -297,7 +297,27 @@ def _head_dim(cfg: dict[str, Any], where: str, mla: MLAFacts | None) -> int:
     return hidden // heads
 
 
-def _kv_heads(cfg: dict[str, Any], num_heads: int) -> int:
+def _falcon_kv_heads(cfg: dict[str, Any], model_type: str, num_heads: int) -> int | None:
+    """The KV heads vllm falcon.py FalconAttention builds, or None for other families: new_decoder_architecture (Falcon-
+    40B/180B) num_kv_heads, else multi_query (Falcon-7B) one, else every head. Both transformers' FalconConfig and
+    vLLM's RWConfig (the RefinedWeb / RefinedWebModel configs) default multi_query to True; RWConfig turns the new
+    decoder on for hidden_size 8192 (falcon-40b) and reads n_head_kv (default 1), FalconConfig num_kv_heads (default
+    every head)."""
+    if model_type not in ("falcon", "RefinedWeb", "RefinedWebModel"):
+        return None
+    rw = model_type != "falcon"
+    if cfg.get("new_decoder_architecture") or (rw and cfg.get("hidden_size") == 8192):
+        kv = cfg.get("n_head_kv") if rw else cfg.get("num_kv_heads", cfg.get("n_head_kv"))
+        if isinstance(kv, int) and not isinstance(kv, bool) and kv > 0:
+            return kv
+        return 1 if rw else num_heads
+    return 1 if cfg.get("multi_query", True) else num_heads
+
+
+def _kv_heads(cfg: dict[str, Any], num_heads: int, model_type: str = "") -> int:
+    falcon = _falcon_kv_heads(cfg, model_type, num_heads)
+    if falcon is not None:
+        return falcon
     # vLLM get_total_num_kv_heads: first present of these, else num_attention_heads
     for key in ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups"):
         value = cfg.get(key)
@@ -921,7 +941,7 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
         _check_limit(mla.qk_rope_head_dim, "qk_rope_head_dim", where, minimum=0)
     head_dim = _head_dim(cfg, where, mla)
     _check_limit(head_dim, "head_dim", where)
-    kv_heads = 1 if mla else _kv_heads(cfg, heads)
+    kv_heads = 1 if mla else _kv_heads(cfg, heads, model_type)
     _check_limit(kv_heads, "num_key_value_heads", where)
     if mla is not None and not mla_cache:
         warnings.append("this vLLM release caches DeepSeek attention as full per-head K/V (head size padded "
