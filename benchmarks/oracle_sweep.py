@@ -62,7 +62,15 @@ PATCHES: dict[str, dict] = {
     # falcon.py sizes the MLP 4 x hidden_size whatever ffn_hidden_size says (Falcon's own 4x); num_kv_heads keeps the
     # class default of 71, which a multi-query (Falcon-7B) model ignores: one KV head
     "falcon": {"ffn_hidden_size": 512},
-    "ernie4_5_moe": {"moe_k": 2},  # the class default routes 6 of 64 experts; here 2 of the small 4
+    "ernie4_5_moe": {"moe_k": 2},
+    # GPT-2's context is n_positions (1024 by default, below the sweep's --max-model-len 2048)
+    "gpt2": {"n_positions": 4096},
+    "gpt-sw3": {"n_positions": 4096},
+    # LongCat-Flash: the class keeps 2048-wide routed experts and 256 zero experts at any hidden size
+    # (longcat_flash.py reads them as intermediate_size / moe_intermediate_size, and the MLA scales and zero-expert type)
+    "longcat_flash": {"expert_ffn_hidden_size": 64, "zero_expert_num": 2, "intermediate_size": 256,
+                      "moe_intermediate_size": 64, "mla_scale_q_lora": True, "mla_scale_kv_lora": True,
+                      "zero_expert_type": "identity"},  # the class default routes 6 of 64 experts; here 2 of the small 4
     # mimo_v2.py: hybrid_layer_pattern (1 = sliding window), SWA layers with their own heads and window
     # (MiMo-V2-Flash: 8 KV heads against the full layers' 4, sliding_window_size 128), moe_layer_freq (0 = dense).
     # Kept to what transformers' model builds: its layer_types (full at 0 and every sixth), twice the KV heads
