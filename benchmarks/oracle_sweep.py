@@ -63,6 +63,8 @@ PATCHES: dict[str, dict] = {
     # class default of 71, which a multi-query (Falcon-7B) model ignores: one KV head
     "falcon": {"ffn_hidden_size": 512},
     "ernie4_5_moe": {"moe_k": 2},
+    # LFM2-MoE: the class has no layer_types default (LFM2-8B-A1B's config lists them); two dense layers, then MoE
+    "lfm2_moe": {"layer_types": ["conv", "conv", "full_attention", "conv"], "num_dense_layers": 2},
     # GPT-2's context is n_positions (1024 by default, below the sweep's --max-model-len 2048)
     "gpt2": {"n_positions": 4096},
     "gpt-sw3": {"n_positions": 4096},
@@ -107,7 +109,10 @@ def build(model_type: str, dest: Path) -> None:
             if isinstance(value, list) and len(value) == layers and key != "layer_types":
                 setattr(cfg, key, value[: SMALL["num_hidden_layers"]])
     # re-run the class's own derivations (layer_types from intervals, ...) on the small sizes
-    cfg = type(cfg)(**{k: v for k, v in cfg.to_dict().items() if k not in ("layer_types", "transformers_version")})
+    rerun = {k: v for k, v in cfg.to_dict().items() if k not in ("layer_types", "transformers_version")}
+    if "layer_types" in PATCHES.get(model_type, {}):
+        rerun["layer_types"] = PATCHES[model_type]["layer_types"]
+    cfg = type(cfg)(**rerun)
     for key, value in PATCHES.get(model_type, {}).items():
         setattr(cfg, key, value)
     cfg.torch_dtype = "bfloat16"
