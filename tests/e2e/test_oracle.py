@@ -38,7 +38,9 @@ CASES = [
     ("hrm_text", GIB, 2048),  # found by the sweep: one cache per step through the stack
     ("glm4_moe_lite", GIB, 2048),  # found by the sweep: an MLA latent (GLM-4.7-Flash), not 4 heads of K and V
     ("falcon", GIB, 2048),  # multi-query: one KV head whatever num_kv_heads says
-    ("zamba2", GIB, 2048),  # Mamba-2 states in every layer, a shared-attention cache in the hybrid ones
+    ("zamba2", GIB, 2048),
+    # Nemotron-NAS (DeciLM, remote-code config): a no-op attention layer and layers of 1 and 2 KV heads
+    ("nemotron_nas", GIB, 2048),  # Mamba-2 states in every layer, a shared-attention cache in the hybrid ones
     # at 4096 tokens the window / chunk terms bind: min(W - 1 + F, L) < L with F = 2048 on CPU
     ("llama4_text", GIB, 4096),  # chunked local attention (chunk 256) + one global layer in four
     ("gpt_oss", GIB, 4096),  # alternating sliding (128) / full attention, MoE
@@ -69,8 +71,9 @@ def plan_json(model_dir, budget: int, max_len: int | str) -> dict:
 @pytest.mark.parametrize(("arch", "budget", "max_len"), CASES, ids=[c[0] for c in CASES])
 def test_capacity_line_matches_vllm(tiny_model_factory, arch: str, budget: int, max_len: int) -> None:
     model = tiny_model_factory(arch)
+    remote = ["--trust-remote-code"] if (model / "configuration_decilm.py").is_file() else []
     run = run_vllm_until(
-        model, ["--kv-cache-memory-bytes", str(budget), "--max-model-len", str(max_len), "--enforce-eager"],
+        model, ["--kv-cache-memory-bytes", str(budget), "--max-model-len", str(max_len), "--enforce-eager", *remote],
         until="capacity", timeout=600,
     )
     capacity = run.capacity()

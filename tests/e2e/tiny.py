@@ -331,6 +331,102 @@ def tiny_config_dict(arch: str, **overrides: Any) -> dict[str, Any]:
     return cfg.to_dict()
 
 
+# Nemotron-NAS (DeciLM) ships its config class as remote code; vLLM reads block_configs[i].attention.no_op /
+# .n_heads_in_group and .ffn.ffn_mult / .no_op as attributes. This is a minimal class of that shape for the tiny model
+# (LlamaConfig plus the blocks), written next to the config and named by auto_map.
+_DECILM_CONFIG_PY = """\
+from transformers import LlamaConfig
+
+
+class _Part:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+    def to_dict(self):
+        return dict(self.__dict__)
+
+
+class _Block:
+    def __init__(self, attention, ffn, **kw):
+        self.attention = _Part(**attention)
+        self.ffn = _Part(**ffn)
+
+    def to_dict(self):
+        return {"attention": self.attention.to_dict(), "ffn": self.ffn.to_dict()}
+
+
+class DeciLMConfig(LlamaConfig):
+    model_type = "nemotron-nas"
+
+    def __init__(self, block_configs=None, **kwargs):
+        blocks = [b if isinstance(b, _Block) else _Block(**b) for b in (block_configs or [])]
+        super().__init__(**kwargs)
+        self.block_configs = blocks
+
+    def to_dict(self):
+        d = super().to_dict()
+        d["block_configs"] = [b.to_dict() for b in self.block_configs]
+        return d
+"""
+
+# four blocks as Llama-3.3-Nemotron-Super's kinds: grouped attention (1 KV head), a layer whose attention is a no-op,
+# multi-head attention (2 KV heads: pages of two sizes in one group) and a layer whose FFN is a no-op
+DECILM_BLOCKS: list[dict[str, Any]] = [
+    {"attention": {"n_heads_in_group": 2, "no_op": False}, "ffn": {"ffn_mult": 2.0, "no_op": False}},
+    {"attention": {"n_heads_in_group": None, "no_op": True}, "ffn": {"ffn_mult": 1.5, "no_op": False}},
+    {"attention": {"n_heads_in_group": 1, "no_op": False}, "ffn": {"ffn_mult": 1.0, "no_op": False}},
+    {"attention": {"n_heads_in_group": 2, "no_op": False}, "ffn": {"ffn_mult": 2.0, "no_op": True}},
+]
+
+
+def build_tiny_decilm(dest: Path) -> Path:
+    """A random-weight Nemotron-NAS (DeciLM) folder: config with block_configs and auto_map, the remote config class,
+    weights named and shaped as vllm nemotron_nas.py loads them (no attention weights in a no-op attention block, no
+    MLP in a no-op FFN block; MLP width 2 x ffn_mult x hidden / 3 rounded up to 256), a tokenizer. Needs
+    --trust-remote-code."""
+    import torch
+    from safetensors.torch import save_file
+
+    dest.mkdir(parents=True, exist_ok=True)
+    h, heads, vocab = 128, 2, 512
+    cfg = {"architectures": ["DeciLMForCausalLM"], "model_type": "nemotron-nas",
+           "auto_map": {"AutoConfig": "configuration_decilm.DeciLMConfig"}, "hidden_size": h,
+           "num_attention_heads": heads, "num_hidden_layers": len(DECILM_BLOCKS), "vocab_size": vocab,
+           "max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "hidden_act": "silu", "rope_theta": 10000.0,
+           "tie_word_embeddings": False, "torch_dtype": "bfloat16", "block_configs": DECILM_BLOCKS}
+    (dest / "config.json").write_text(json.dumps(cfg, indent=1))
+    (dest / "configuration_decilm.py").write_text(_DECILM_CONFIG_PY)
+    torch.manual_seed(0)
+
+    def rand(*shape: int) -> Any:
+        return (torch.randn(*shape) * 0.02).to(torch.bfloat16)
+
+    def ones() -> Any:
+        return torch.ones(h, dtype=torch.bfloat16)
+
+    head = h // heads
+    weights = {"model.embed_tokens.weight": rand(vocab, h), "lm_head.weight": rand(vocab, h), "model.norm.weight": ones()}
+    for i, block in enumerate(DECILM_BLOCKS):
+        prefix = f"model.layers.{i}."
+        if not block["attention"]["no_op"]:
+            kv = heads // block["attention"]["n_heads_in_group"]
+            weights[prefix + "input_layernorm.weight"] = ones()
+            weights[prefix + "self_attn.q_proj.weight"] = rand(h, h)
+            weights[prefix + "self_attn.k_proj.weight"] = rand(kv * head, h)
+            weights[prefix + "self_attn.v_proj.weight"] = rand(kv * head, h)
+            weights[prefix + "self_attn.o_proj.weight"] = rand(h, h)
+        if not block["ffn"]["no_op"]:
+            inter = int(2 * block["ffn"]["ffn_mult"] * h / 3)
+            inter += (-inter) % 256
+            weights[prefix + "post_attention_layernorm.weight"] = ones()
+            weights[prefix + "mlp.gate_proj.weight"] = rand(inter, h)
+            weights[prefix + "mlp.up_proj.weight"] = rand(inter, h)
+            weights[prefix + "mlp.down_proj.weight"] = rand(h, inter)
+    save_file(weights, str(dest / "model.safetensors"), metadata={"format": "pt"})
+    _tokenizer(dest, True)
+    return dest
+
+
 def build_tiny_model(
     dest: Path,
     arch: str = "llama",
@@ -344,6 +440,8 @@ def build_tiny_model(
     import torch
     import transformers
 
+    if arch == "nemotron_nas":
+        return build_tiny_decilm(dest)
     if arch not in ARCHS:
         raise ValueError(f"unknown tiny arch {arch!r}; known: {sorted(ARCHS)}")
     dest.mkdir(parents=True, exist_ok=True)

@@ -141,6 +141,10 @@ class ModelArch(BaseModel):
     full_head_dim: int | None = None
     full_head_dim_v: int | None = None
     full_num_kv_heads: int | None = None
+    # Nemotron-NAS (DeciLM): KV heads of each layer where they differ between layers (0 for a layer without attention)
+    layer_num_kv_heads: list[int] | None = None
+    # parameters counted from a config whose layers differ in shape (Nemotron-NAS), for a config-only weight estimate
+    config_params: int = 0
     k_eq_v: bool = False  # Gemma-4 attention_k_eq_v: full layers' V slot filled from K (allocated anyway)
     kv_shared_from: int | None = None  # Gemma-3n/4: layers from here reuse an earlier layer's KV cache
     # Gemma-4 with use_bidirectional_attention "vision" (a multimodal prefix LM): one multimodal item must fit

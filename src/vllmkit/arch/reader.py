@@ -392,6 +392,12 @@ def _layer_kinds_as_declared(cfg: dict[str, Any], model_type: str, n_layers: int
         # vLLM KimiLinearConfig.is_kda_layer(i): (i + 1) in linear_attn_config["kda_layers"] (1-based);
         # every other layer is the model's attention (MLA in Kimi-Linear)
         return [LayerKind.MAMBA if i + 1 in kda else attn_kind for i in range(n_layers)]
+    deci = _deci_blocks(cfg, model_type)
+    if deci is not None:
+        # vllm nemotron_nas.py DeciLMDecoderLayer: block_configs[i].attention.no_op layers have no attention (and
+        # no cache); the others are full attention
+        return [LayerKind.NONE if i < len(deci) and deci[i]["attention"].get("no_op") else attn_kind
+                for i in range(n_layers)]
     mimo = _mimo_v2_pattern(cfg, model_type)
     if mimo is not None:
         # vllm mimo_v2.py is_compressed_softmax_layer: hybrid_layer_pattern[layer_id] == 1 is a sliding-window
@@ -451,6 +457,69 @@ def _layer_kinds_as_declared(cfg: dict[str, Any], model_type: str, n_layers: int
 # pure state-space models (vLLM MambaForCausalLM, also for FalconMambaForCausalLM, and Mamba2ForCausalLM):
 # attention-free, so no KV cache at all, only a recurrent state per layer and request
 _SSM_ONLY_FAMILIES = ("mamba", "falcon_mamba", "mamba2")
+
+
+def _deci_blocks(cfg: dict[str, Any], model_type: str) -> list[dict[str, Any]] | None:
+    """The per-layer block_configs of a Nemotron-NAS (DeciLM) config, or None."""
+    blocks = cfg.get("block_configs")
+    if model_type != "nemotron-nas" or not isinstance(blocks, list) or not blocks:
+        return None
+    if not all(isinstance(b, dict) and isinstance(b.get("attention"), dict) for b in blocks):
+        return None
+    return blocks
+
+
+def _deci_kv_heads(cfg: dict[str, Any], model_type: str, heads: int, n_layers: int, where: str) -> dict[str, Any]:
+    """Nemotron-NAS KV heads: each attention layer has num_attention_heads // attention.n_heads_in_group (vllm
+    nemotron_nas.py); the model-level figure is the first attention layer's (NemotronNasModelArchConfigConvertor
+    get_total_num_kv_heads), and a per-layer list is kept when the layers differ."""
+    blocks = _deci_blocks(cfg, model_type)
+    if blocks is None:
+        return {}
+    per_layer: list[int] = []
+    for i in range(n_layers):
+        attn = blocks[i]["attention"] if i < len(blocks) else {"no_op": True}
+        if attn.get("no_op"):
+            per_layer.append(0)
+            continue
+        group = attn.get("n_heads_in_group")
+        if not isinstance(group, int) or isinstance(group, bool) or group <= 0 or heads % group:
+            raise ConfigError(
+                f"config.json{where} block_configs[{i}].attention.n_heads_in_group = {group!r} does not divide "
+                f"the {heads} attention heads", "fix or re-download config.json", code="config-bad-field")
+        per_layer.append(heads // group)
+    kv = [h for h in per_layer if h]
+    if not kv:
+        return {}
+    out: dict[str, Any] = {"num_kv_heads": kv[0], "config_params": _deci_params(cfg, blocks, per_layer, heads)}
+    if len(set(kv)) > 1:
+        out["layer_num_kv_heads"] = per_layer
+    return out
+
+
+def _deci_params(cfg: dict[str, Any], blocks: list[dict[str, Any]], kv_heads: list[int], heads: int) -> int:
+    """Parameters of a Nemotron-NAS checkpoint from its blocks, as vllm nemotron_nas.py builds them: an attention
+    block has q / o [hidden, hidden], k / v [KV heads x head, hidden] and input_layernorm; an FFN block a gated MLP of
+    _ffn_mult_to_intermediate_size(ffn_mult, hidden) = 2 x ffn_mult x hidden / 3 rounded up to a multiple of 256
+    (or ffn.intermediate_size) and post_attention_layernorm; then the final norm, the embedding and the LM head."""
+    h = int(cfg.get("hidden_size") or 0)
+    head = h // heads if heads else 0
+    total = 0
+    for i, kv in enumerate(kv_heads):
+        if kv:
+            total += 2 * h * h + 2 * h * kv * head + h
+        ffn = blocks[i].get("ffn") if i < len(blocks) and isinstance(blocks[i].get("ffn"), dict) else {}
+        if ffn.get("no_op"):
+            continue
+        mult = ffn.get("ffn_mult")
+        if isinstance(mult, int | float) and not isinstance(mult, bool):
+            inter = int(2 * mult * h / 3)
+            inter += (-inter) % 256
+        else:
+            inter = int(ffn.get("intermediate_size") or cfg.get("intermediate_size") or 0)
+        total += 3 * h * inter + h
+    vocab = int(cfg.get("vocab_size") or 0)
+    return total + h + vocab * h * (1 if cfg.get("tie_word_embeddings") else 2)
 
 
 def _mimo_v2_pattern(cfg: dict[str, Any], model_type: str) -> list[int] | None:
@@ -1000,6 +1069,7 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
     gemma4 = _gemma4_attention(cfg, config, model_type, n_layers, kinds, where)
     if model_type.startswith("mimo_v2"):
         gemma4.update(_mimo_v2_attention({**cfg, "model_type": model_type}, kinds, where))
+    gemma4.update(_deci_kv_heads(cfg, model_type, heads, n_layers, where))
     per_kind = {k: gemma4.pop(k) for k in ("num_kv_heads", "head_dim", "head_dim_v", "sliding_window")
                 if k in gemma4}
     if "sliding_window" in per_kind:

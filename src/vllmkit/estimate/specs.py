@@ -51,7 +51,7 @@ def kv_heads_per_rank(arch: ModelArch, tp: int) -> int:
 
 
 def attention_token_bytes(arch: ModelArch, tp: int, dtype_bytes: int, *, layer: bool = True,
-                          kind: LayerKind | None = None) -> int:
+                          kind: LayerKind | None = None, index: int | None = None) -> int:
     """Bytes one token takes in one attention layer on one rank. layer=False gives the figure
     vLLM's platform code computes from the config's head size (hybrid block alignment). kind=FULL on
     Gemma-4 / MiMo-V2 gives the full-attention layers' figure (their head sizes and KV heads)."""
@@ -66,6 +66,8 @@ def attention_token_bytes(arch: ModelArch, tp: int, dtype_bytes: int, *, layer: 
         head_v = arch.full_head_dim_v or head
         if arch.full_num_kv_heads:
             kv_heads = max(1, arch.full_num_kv_heads // tp)
+    if layer and index is not None and arch.layer_num_kv_heads and index < len(arch.layer_num_kv_heads):
+        kv_heads = max(1, arch.layer_num_kv_heads[index] // tp)  # Nemotron-NAS: this layer's own KV heads
     return kv_heads * (head + head_v) * dtype_bytes
 
 
@@ -256,7 +258,7 @@ def build_specs(
                 LayerSpec(
                     _KIND_TO_SPEC[kind],
                     bs,
-                    token_bytes=attention_token_bytes(arch, tp, dtype_bytes, kind=kind),
+                    token_bytes=attention_token_bytes(arch, tp, dtype_bytes, kind=kind, index=i),
                     sliding_window=arch.sliding_window if kind is LayerKind.SLIDING else None,
                     chunk_size=arch.attention_chunk_size if kind is LayerKind.CHUNKED else None,
                 )
@@ -279,7 +281,7 @@ def kv_bytes_per_token_full(arch: ModelArch, tp: int, kv_cache_dtype: str, layer
     Layers that read another layer's cache add nothing; `layers` scales the sum to that many layers."""
     dtype_bytes = kv_dtype_bytes(kv_cache_dtype, arch)
     attn = (LayerKind.FULL, LayerKind.SLIDING, LayerKind.CHUNKED, LayerKind.MLA)
-    owned = [attention_token_bytes(arch, tp, dtype_bytes, kind=k)
+    owned = [attention_token_bytes(arch, tp, dtype_bytes, kind=k, index=i)
              for i, k in enumerate(arch.layer_kinds) if k in attn and arch.owns_kv_cache(i)]
     total = sum(owned)
     if layers is not None:

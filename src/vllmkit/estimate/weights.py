@@ -39,6 +39,8 @@ def estimate_param_bytes(arch: ModelArch) -> int:
     h, n = arch.hidden_size, arch.num_hidden_layers
     if arch.attention_free and arch.mamba is not None:
         return _ssm_only_bytes(arch)
+    if arch.config_params:
+        return arch.config_params * _EMBED_BYTES  # counted per layer by the reader (Nemotron-NAS), 16-bit
     hd = arch.head_dim
     attn = h * arch.num_attention_heads * hd * 2 + h * arch.num_kv_heads * hd * 2
     inter = arch.intermediate_size or 4 * h
