@@ -52,8 +52,9 @@ PATCHES: dict[str, dict] = {
     "deepseek_v3": {"topk_method": "noaux_tc"},  # deepseek_v2.py: the router's e_score_correction_bias
     "afmoe": {"score_func": "sigmoid", "route_norm": True, "n_group": 1, "topk_group": 1},  # afmoe.py
     "hy_v3": {"first_k_dense_replace": 1, "expert_hidden_dim": 64, "route_norm": True, "qk_norm": True},  # hy_v3.py
-    # minimax_m2.py (MiniMax-M2: rotary 64 of 128, sigmoid routing with a correction bias)
-    "minimax_m2": {"rotary_dim": 32, "scoring_func": "sigmoid", "use_routing_bias": True},
+    # minimax_m2.py (MiniMax-M2: rotary 64 of 128; sigmoid routing with a correction bias, but the CPU build's fused
+    # MoE asserts softmax routing, and the router does not touch the cache)
+    "minimax_m2": {"rotary_dim": 32, "scoring_func": "softmax", "use_routing_bias": True},
     # zamba2.py: transformers derives attention_hidden_size (2 x hidden), attention_head_dim and mamba_headdim from
     # the sizes at construction; the small ones, and two hybrid (mamba + shared attention) layers of four
     "zamba2": {"attention_hidden_size": 256, "attention_head_dim": 128, "mamba_headdim": 32, "kv_channels": 64,
