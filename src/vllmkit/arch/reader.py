@@ -25,7 +25,6 @@ from vllmkit.arch.model import (
 )
 from vllmkit.errors import ConfigError
 
-# model_type values whose kv_lora_rank means multi-head latent attention (vLLM is_deepseek_mla)
 # model types whose attention vLLM caches as an MLA latent when the config has kv_lora_rank
 # (vllm 0.32 transformers_utils/model_arch_config_convertor.py is_deepseek_mla; GLM-4.7-Flash's glm4_moe_lite
 # since the model arrived, 0.15)
@@ -532,13 +531,13 @@ def _mimo_v2_pattern(cfg: dict[str, Any], model_type: str) -> list[int] | None:
     return pattern
 
 
-def _mimo_v2_attention(cfg: dict[str, Any], kinds: list[LayerKind], where: str) -> dict[str, Any]:
+def _mimo_v2_attention(cfg: dict[str, Any], model_type: str, kinds: list[LayerKind], where: str) -> dict[str, Any]:
     """MiMo-V2-Flash's two attention shapes (vllm 0.32 mimo_v2.py MiMoV2FlashDecoderLayer): sliding-window layers
     use swa_num_attention_heads / swa_num_key_value_heads / swa_head_dim / swa_v_head_dim and the window
     sliding_window_size; full layers num_key_value_heads / head_dim / v_head_dim (a value head narrower than the
     key's: vLLM's AttentionSpec pages hold head_size + head_size_v per KV head). The ModelArch keeps the sliding
     layers' figures as its base and the full layers' as full_* (the Gemma-4 convention)."""
-    if _mimo_v2_pattern(cfg, str(cfg.get("model_type") or "")) is None and "swa_head_dim" not in cfg:
+    if _mimo_v2_pattern(cfg, model_type) is None and "swa_head_dim" not in cfg:
         return {}
     out: dict[str, Any] = {}
     sizes: dict[str, int | None] = {}
@@ -1068,7 +1067,7 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
         layer_head_dim = hidden // heads
     gemma4 = _gemma4_attention(cfg, config, model_type, n_layers, kinds, where)
     if model_type.startswith("mimo_v2"):
-        gemma4.update(_mimo_v2_attention({**cfg, "model_type": model_type}, kinds, where))
+        gemma4.update(_mimo_v2_attention(cfg, model_type, kinds, where))
     gemma4.update(_deci_kv_heads(cfg, model_type, heads, n_layers, where))
     per_kind = {k: gemma4.pop(k) for k in ("num_kv_heads", "head_dim", "head_dim_v", "sliding_window")
                 if k in gemma4}
