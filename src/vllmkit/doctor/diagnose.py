@@ -878,6 +878,98 @@ def _platform(parsed: ParsedLog) -> list[Diagnosis]:
     ]
 
 
+def _cap_from_text(text: str | None) -> int | None:
+    """'7.5' (as vLLM prints a capability) or '120' (torch's sm_120) -> 75 / 120."""
+    if not text:
+        return None
+    if "." in text:
+        major, _, minor = text.partition(".")
+        return int(major) * 10 + int(minor[:1] or 0)
+    return int(text)
+
+
+def _bf16_unsupported(parsed: ParsedLog) -> list[Diagnosis]:
+    """A BF16 model (or --dtype bfloat16) on a GPU below compute capability 8.0 (V100, T4, RTX 20): vLLM refuses
+    before loading; FP16 runs there. Below 7.0 (Pascal: P100, P40, GTX 10) vLLM's CUDA kernels do not run at all."""
+    e = _first(parsed.events, "bf16_unsupported")
+    old = _first(parsed.events, "gpu_too_old")
+    where = e or old
+    if where is None:
+        return []
+    cap = _cap_from_text(e.values.get("cap")) if e is not None else None
+    gpu = e.values.get("gpu") if e is not None else None
+    if old is not None or (cap is not None and cap < 70):
+        return [
+            Diagnosis(
+                code="gpu-too-old",
+                severity="error",
+                title=f"{gpu or 'This GPU'} is older than vLLM supports (compute capability {_cap_name(cap)})",
+                evidence=(old or where).text,
+                line=(old or where).line,
+                fix="vLLM's CUDA builds need compute capability 7.0 (Volta, V100) or newer; --dtype half does not "
+                "help on this GPU. Use a 7.0+ GPU, or an engine that still supports it (llama.cpp, for example).",
+                details={"gpu": gpu, "capability": cap},
+            )
+        ]
+    return [
+        Diagnosis(
+            code="bf16-unsupported-gpu",
+            severity="error",
+            title=f"{gpu or 'This GPU'} has no bfloat16 (compute capability {_cap_name(cap)})",
+            evidence=where.text,
+            line=where.line,
+            fix="The checkpoint is BF16 (or --dtype bfloat16 was given) and BF16 needs compute capability 8.0+. "
+            "Serve it as float16: --dtype half (same memory; a few models overflow in FP16 - compare a few "
+            "answers with `vllmkit smoke`). `vllmkit plan MODEL --gpu t4` adds the flag by itself.",
+            suggested_flags=["--dtype", "half"],
+            details={"gpu": gpu, "capability": cap},
+        )
+    ]
+
+
+def _wrong_build(parsed: ParsedLog) -> list[Diagnosis]:
+    """torch/vLLM wheels without kernels for this GPU's architecture: torch warns 'X with CUDA capability sm_N is
+    not compatible with the current PyTorch installation' and the first kernel launch fails with 'no kernel image
+    is available for execution on the device'. Blackwell RTX 50 / RTX PRO 6000 (sm_120) and GB10 (sm_121) need a
+    CUDA 12.8+ torch (PyTorch 2.7 was the first release with CUDA 12.8 wheels and Blackwell support); vllm#21633
+    shows a vLLM image whose torch listed sm_50 ... sm_90 only."""
+    warn = _first(parsed.events, "torch_arch_unsupported")
+    shown = warn or _first(parsed.events, "no_kernel_image")
+    if shown is None:
+        return []
+    archs = _first(parsed.events, "torch_arch_list")
+    built = archs.values.get("archs", "").split() if archs else []
+    cap = int(warn.values["cap"]) if warn is not None and warn.values.get("cap", "").isdigit() else None
+    gpu = warn.values.get("gpu") if warn is not None else None
+    listed = f"this PyTorch build has kernels for {' '.join(built)}; " if built else ""
+    if cap is not None and cap >= 120:
+        how = ("Blackwell consumer and workstation GPUs (sm_120, GB10 sm_121) need a PyTorch built with CUDA 12.8 "
+               "or newer (the cu128+ wheels) and a vLLM built against that PyTorch: reinstall vLLM into a fresh "
+               "environment with its own pinned torch, or use a newer vllm/vllm-openai image, and check "
+               "`python -c \"import torch; print(torch.cuda.get_arch_list())\"` lists sm_120.")
+    elif cap is not None and built and all(a[3:].rstrip("a").isdigit() and int(a[3:].rstrip("a")) > cap
+                                           for a in built):
+        how = (f"this build dropped sm_{cap}: install a PyTorch (and a vLLM built against it) whose architecture "
+               "list still includes it, or move to a newer GPU.")
+    else:
+        how = ("install the vLLM wheel (or vllm/vllm-openai image) built for this GPU's architecture with the torch "
+               "it pins - a torch or flash-attn installed over it, or a source build with a narrower "
+               "TORCH_CUDA_ARCH_LIST, leaves the GPU without kernels; `vllmkit doctor` shows the installed builds.")
+    title = (f"This PyTorch/vLLM build has no kernels for {gpu} (sm_{cap})" if gpu and cap is not None
+             else "This PyTorch/vLLM build has no kernels for this GPU")
+    return [
+        Diagnosis(
+            code="gpu-arch-not-in-build",
+            severity="error",
+            title=title,
+            evidence=shown.text,
+            line=shown.line,
+            fix=f"{listed}{how}",
+            details={"gpu": gpu, "sm": cap, "built_for": built},
+        )
+    ]
+
+
 def _ulimit(parsed: ParsedLog) -> list[Diagnosis]:
     e = _first(parsed.events, "ulimit_low")
     if e is None:
@@ -912,6 +1004,9 @@ _STARTUP_FAILURE_CODES = {
     "shm-too-small",
     "rocm-cuda-mismatch",
     "gpu-platform-missing",
+    "bf16-unsupported-gpu",
+    "gpu-too-old",
+    "gpu-arch-not-in-build",
 }
 
 
@@ -949,6 +1044,8 @@ def diagnose_parsed(parsed: ParsedLog, *, planner: PlannerHook | None = None) ->
         _chat_template,
         _nccl,
         _platform,
+        _bf16_unsupported,
+        _wrong_build,
         _generation_config,
         _cuda_graphs,
         _ulimit,

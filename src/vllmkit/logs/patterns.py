@@ -300,6 +300,23 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("nccl_error",
        r"NCCL error|ncclSystemError|ncclUnhandledCudaError|ncclInternalError|ncclInvalidUsage|DistBackendError|"
        r"NCCL WARN", "torch.distributed / NCCL", "any"),
+    _p("bf16_unsupported",
+       r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0\. Your (?P<gpu>.+?) GPU "
+       r"(?:has compute capability (?P<cap>\d+\.\d+)|does not have a compute capability)",
+       "platforms/cuda.py check_if_supports_dtype (0.32; worker/worker.py _check_if_gpu_supports_dtype in 0.2-0.6): "
+       "'Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your %s GPU has compute "
+       "capability %s. You can use float16 instead ... --dtype=half.' (vllm#946, #1157)", "any"),
+    _p("gpu_too_old", r"GPUs with compute capability below (?P<min>\d+\.\d+) are not supported",
+       "worker/worker.py (0.2): 'GPUs with compute capability below 7.0 are not supported.' (vllm#1284)", "0.2"),
+    _p("torch_arch_unsupported",
+       r"(?P<gpu>\S.*?) with CUDA capability sm_(?P<cap>\d+) is not compatible with the current PyTorch installation",
+       "torch/cuda/__init__.py _check_capability (UserWarning): '%s with CUDA capability sm_%d is not compatible "
+       "with the current PyTorch installation.' (chatdoc-com/OCRFlux#70, vllm#21633)", "any"),
+    _p("torch_arch_list", r"The current PyTorch install supports CUDA capabilities (?P<archs>sm_\w+(?: sm_\w+)*)",
+       "torch/cuda/__init__.py: 'The current PyTorch install supports CUDA capabilities %s.'", "any"),
+    _p("no_kernel_image", r"no kernel image is available for execution on the device",
+       "CUDA runtime error cudaErrorNoKernelImageForDevice, raised by torch or vLLM's own kernels "
+       "('CUDA error: no kernel image is available for execution on the device'; vllm#16901, #18995)", "any"),
     _p("no_nvidia_driver",
        r"Found no NVIDIA driver on your system|libcuda\.so(?:\.1)?: cannot open shared object file|"
        r"NVIDIA driver on your system is too old", "torch/cuda/__init__.py _lazy_init", "any"),
@@ -379,6 +396,11 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "generation_config_override": ("sampling param",),
     "shm_error": ("shared memory segment", "ncclShmOpen", "/dev/shm", "Bus error"),
     "nccl_error": ("NCCL", "nccl", "DistBackendError"),
+    "bf16_unsupported": ("Bfloat16 is only supported",),
+    "gpu_too_old": ("compute capability below",),
+    "torch_arch_unsupported": ("is not compatible with the current PyTorch",),
+    "torch_arch_list": ("PyTorch install supports CUDA capabilities",),
+    "no_kernel_image": ("no kernel image",),
     "no_nvidia_driver": ("NVIDIA driver", "libcuda"),
     "no_platform": ("infer device type", "No platform detected"),
     "amd_hint": ("amdgpu", "ROCm", "rocm", "gfx", "MI3", "MI2", "HIP_VISIBLE", "Instinct"),

@@ -51,6 +51,10 @@ EXPECTED_CODES = {
     "diag_rocm_cuda_mismatch.log": ["rocm-cuda-mismatch"],
     "diag_gpu_platform_missing.log": ["gpu-platform-missing"],
     "diag_mamba_cache_blocks.log": ["mamba-cache-blocks"],
+    "diag_bf16_unsupported_t4.log": ["bf16-unsupported-gpu"],
+    "diag_gpu_too_old_p100.log": ["gpu-too-old"],
+    "diag_torch_arch_sm120.log": ["gpu-arch-not-in-build"],
+    "diag_no_kernel_image.log": ["gpu-arch-not-in-build"],
 }
 
 
@@ -223,6 +227,47 @@ def test_quantization_capabilities_named() -> None:
     assert "9.0 Hopper" in d.fix and "8.6 Ampere" in d.fix
     d, _ = _only("diag_quant_unsupported_compressed_tensors.log", "quantization-unsupported-gpu")
     assert (d.details["min_capability"], d.details["capability"]) == (80, 75)
+
+
+def test_bf16_on_a_t4_suggests_half() -> None:
+    d, _ = _only("diag_bf16_unsupported_t4.log", "bf16-unsupported-gpu")
+    # the log: "Your Tesla T4 GPU has compute capability 7.5"
+    assert d.details == {"gpu": "Tesla T4", "capability": 75}
+    assert d.suggested_flags == ["--dtype", "half"]
+    assert "7.5 Turing" in d.title
+
+
+def test_pascal_is_too_old_even_for_half() -> None:
+    d, report = _only("diag_gpu_too_old_p100.log", "gpu-too-old")
+    # the log names the P100 and 6.0; --dtype half would not start it (vLLM's CUDA builds need 7.0+)
+    assert d.details == {"gpu": "Tesla P100-PCIE-16GB", "capability": 60}
+    assert "--dtype" not in d.suggested_flags and "7.0" in d.fix
+    assert "bf16-unsupported-gpu" not in report.codes()
+    assert d.line == 2  # the RuntimeError line (the corpus loader drops the comment header)
+
+
+def test_torch_without_sm120_names_the_build_and_cu128() -> None:
+    d, _ = _only("diag_torch_arch_sm120.log", "gpu-arch-not-in-build")
+    # torch's own lines: sm_120 against "sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90"
+    assert d.details["sm"] == 120 and d.details["gpu"] == "NVIDIA GeForce RTX 5090"
+    assert d.details["built_for"] == ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
+    assert "CUDA 12.8" in d.fix and "sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90" in d.fix
+    assert "not compatible with the current PyTorch" in d.evidence
+
+
+def test_no_kernel_image_alone_still_points_at_the_build() -> None:
+    d, _ = _only("diag_no_kernel_image.log", "gpu-arch-not-in-build")
+    assert d.details == {"gpu": None, "sm": None, "built_for": []}
+    assert "TORCH_CUDA_ARCH_LIST" in d.fix and d.line == 1
+
+
+def test_a_build_that_dropped_an_old_architecture() -> None:
+    # torch's warning for a V100 under a build whose list starts at sm_75 (the text torch prints, numbers changed)
+    log = ("Tesla V100-SXM2-32GB with CUDA capability sm_70 is not compatible with the current PyTorch installation.\n"
+           "The current PyTorch install supports CUDA capabilities sm_75 sm_80 sm_86 sm_90 sm_100 sm_120.\n")
+    report = diagnose_log(log)
+    (d,) = [x for x in report.diagnoses if x.code == "gpu-arch-not-in-build"]
+    assert "dropped sm_70" in d.fix and d.details["sm"] == 70
 
 
 def test_trust_remote_code_and_arch() -> None:
