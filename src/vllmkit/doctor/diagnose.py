@@ -970,6 +970,208 @@ def _wrong_build(parsed: ParsedLog) -> list[Diagnosis]:
     ]
 
 
+_HUB_PAGES = re.compile(r"https?://[^/\s]+/(?:api/models/)?(?P<repo>[\w.\-]+/[\w.\-]+)")
+
+
+def _repo_from_url(url: str | None) -> str | None:
+    """https://huggingface.co/org/name/resolve/main/config.json or .../api/models/org/name/... -> org/name."""
+    m = _HUB_PAGES.match(url or "")
+    return m.group("repo") if m else None
+
+
+def _hub_gated(parsed: ParsedLog) -> list[Diagnosis]:
+    """huggingface_hub's GatedRepoError while vLLM fetches the config or weights: a gated repository (Llama, Gemma,
+    Mistral ...) and no token, or a token whose account has not been granted access."""
+    events = [e for e in parsed.events if e.kind == "hub_gated"]
+    if not events:
+        return []
+    repo = next((e.values["repo"] for e in events if e.values.get("repo")), None)
+    repo = repo or next((r for e in events if (r := _repo_from_url(e.values.get("url")))), None)
+    unlisted = any(e.values.get("unlisted") for e in events)
+    page = f"https://huggingface.co/{repo}" if repo else "the model's page on huggingface.co"
+    if unlisted:
+        fix = (f"The token vLLM used belongs to an account that has not been granted access to {repo or 'the model'}: "
+               f"ask for it on {page} (some owners approve by hand) and start again once granted, or serve an "
+               "ungated copy of the checkpoint.")
+    else:
+        fix = (f"{repo or 'The model'} is gated: accept its licence on {page} while logged in, create a read token "
+               "(https://huggingface.co/settings/tokens) and give it to the vLLM process as HF_TOKEN in its "
+               "environment (docker run -e HF_TOKEN=..., a Kubernetes Secret). `huggingface-cli login` on the host "
+               "does not reach a container.")
+    first = events[0]
+    return [
+        Diagnosis(
+            code="gated-model",
+            severity="error",
+            title=f"{repo or 'The model'} is gated on the Hugging Face Hub"
+            + (" and this account has no access" if unlisted else " and no usable token was given"),
+            evidence=first.text,
+            line=first.line,
+            fix=fix,
+            suggested_env={} if unlisted else {"HF_TOKEN": "<read token of an account with access>"},
+            details={"repo": repo, "token_without_access": unlisted},
+        )
+    ]
+
+
+def _model_not_found(parsed: ParsedLog) -> list[Diagnosis]:
+    e = _first(parsed.events, "model_not_found")
+    if e is None or _first(parsed.events, "hub_gated"):
+        return []
+    model = e.values.get("model") or _repo_from_url(e.values.get("url")) or parsed.facts.model
+    return [
+        Diagnosis(
+            code="model-not-found",
+            severity="error",
+            title=f"No model {model!r} on the Hub or on this disk" if model else "The model id or path was not found",
+            evidence=e.text,
+            line=e.line,
+            fix="Check the id's organisation and name against its Hub page (a typo, or a repository that moved), that "
+            "a local path exists where the server runs (inside its container: mount the folder and pass that path), "
+            "and for a private or gated repository the token (HF_TOKEN; the Hub answers 'not found' to requests "
+            "without one). `vllmkit plan ID` checks an id before a start.",
+            details={"model": model},
+        )
+    ]
+
+
+def _hub_unreachable(parsed: ParsedLog) -> list[Diagnosis]:
+    e = _first(parsed.events, "hub_unreachable")
+    if e is None or _first(parsed.events, "hub_gated", "model_not_found"):
+        return []
+    offline = "outgoing traffic has been disabled" in e.text
+    host = e.values.get("endpoint") or e.values.get("host") or e.values.get("pool_host") or "the Hugging Face Hub"
+    if offline:
+        title = "Offline mode is on (HF_HUB_OFFLINE) and the model is not in this process's cache"
+        fix = ("HF_HUB_OFFLINE=1 makes vLLM read only the local cache, and the files are not in the cache this process "
+               "sees: download them once where there is network (`hf download ID`, or `huggingface-cli download ID`) "
+               "into the same HF_HOME, mount that folder into the container (~/.cache/huggingface -> "
+               "/root/.cache/huggingface), or pass a local folder as the model.")
+    else:
+        title = f"vLLM could not reach {host} and had no cached copy"
+        fix = ("Download the model once where there is network (`hf download ID`), mount that cache into the server "
+               "(~/.cache/huggingface -> /root/.cache/huggingface in Docker) and set HF_HUB_OFFLINE=1, or serve a local "
+               "folder (vllm serve /models/NAME). Behind a proxy set HTTPS_PROXY for the server; where the Hub is "
+               "blocked, HF_ENDPOINT=<a mirror> or VLLM_USE_MODELSCOPE=True with the ModelScope id.")
+    return [
+        Diagnosis(
+            code="hub-unreachable",
+            severity="error",
+            title=title,
+            evidence=e.text,
+            line=e.line,
+            fix=fix,
+            suggested_env={"HF_HUB_OFFLINE": "1"} if not offline else {},
+            details={"host": None if offline else host, "offline_mode": offline},
+        )
+    ]
+
+
+def _memory_profiling_error(parsed: ParsedLog) -> list[Diagnosis]:
+    """V1's check that no other process released GPU memory while vLLM measured its own peak (a previous server or a
+    training job still exiting, a co-tenant): the measurement would be wrong, so vLLM stops."""
+    e = _first(parsed.events, "memory_profiling_error")
+    if e is None:
+        return []
+    init = float(e.values["init"]) if e.values.get("init") else None
+    now = float(e.values["now"]) if e.values.get("now") else None
+    skip = ("or set the KV cache size explicitly with --kv-cache-memory-bytes N where the installed vLLM has it "
+            "(`vllmkit plan` prints N), which skips this measurement.")
+    if init is not None and now is not None and now == init:
+        title = f"vLLM's profile run did not lower the device's free memory ({init} GiB before and after)"
+        fix = ("The free-memory reading did not see vLLM's own profiling allocations (vllm#33358: Intel XPU; also "
+               "devices whose memory the driver reports lazily), or another process released exactly as much. Use a "
+               f"vLLM release with that device's fix, run it alone on the device, {skip}")
+    else:
+        title = f"Another process freed GPU memory while vLLM profiled ({init} GiB free at start, {now} after)"
+        fix = ("vLLM sizes the KV cache from the memory it sees used during its profile run, so it stops when free "
+               "memory grows under it. Start it when nothing else on the GPU is starting or exiting (check nvidia-smi; "
+               "a previous vLLM of the same pod or container still releasing memory is the usual cause), give it its "
+               f"own GPU (CUDA_VISIBLE_DEVICES), {skip}")
+    return [
+        Diagnosis(
+            code="memory-profiling-error",
+            severity="error",
+            title=title,
+            evidence=e.text,
+            line=e.line,
+            fix=fix,
+            details={"initial_free_gib": init, "free_after_gib": now},
+        )
+    ]
+
+
+def _quant_mismatch(parsed: ParsedLog) -> list[Diagnosis]:
+    e = _first(parsed.events, "quant_mismatch")
+    if e is None:
+        return []
+    config, arg = e.values.get("config"), e.values.get("arg")
+    return [
+        Diagnosis(
+            code="quantization-mismatch",
+            severity="error",
+            title=f"--quantization {arg} against a {config} checkpoint",
+            evidence=e.text,
+            line=e.line,
+            fix=f"The checkpoint's config.json declares {config} and --quantization asks for {arg}: vLLM will not "
+            "convert one format into another. Drop --quantization (vLLM reads the checkpoint's own method and picks "
+            "the fastest kernel for it by itself), or serve a checkpoint stored in the other format.",
+            remove_flags=["--quantization"],
+            details={"checkpoint": config, "flag": arg},
+        )
+    ]
+
+
+def _quant_unknown(parsed: ParsedLog) -> list[Diagnosis]:
+    e = _first(parsed.events, "quant_unknown")
+    if e is None:
+        return []
+    method = e.values.get("method")
+    known = re.findall(r"'([\w\-]+)'", e.values.get("known", ""))
+    close = [k for k in known if method and (method.lower() in k or k in method.lower())][:4]
+    hint = f" (close: {', '.join(close)})" if close else ""
+    version = parsed.facts.vllm_version
+    return [
+        Diagnosis(
+            code="unknown-quantization",
+            severity="error",
+            title=f"vLLM {version or ''} has no quantization method {method!r}".replace("  ", " "),
+            evidence=e.text[:400],
+            line=e.line,
+            fix=f"--quantization {method} is not one of the {len(known) or 'listed'} methods this vLLM knows{hint}. "
+            "Leave the flag out for a quantized checkpoint (its config.json names the method), check the spelling, "
+            "or upgrade vLLM for a newer format.",
+            details={"method": method, "known": known, "vllm_version": version},
+        )
+    ]
+
+
+def _prompt_too_long(parsed: ParsedLog) -> list[Diagnosis]:
+    """A request (not the start-up) asked for more tokens than --max-model-len: vLLM answers HTTP 400."""
+    e = _first(parsed.events, "prompt_too_long")
+    if e is None:
+        return []
+    v = e.values
+    limit = int(v["max"])
+    asked = int(v["req"]) if v.get("req") else (int(v["prompt2"]) if v.get("prompt2") else None)
+    parts = (f" ({v['prompt']} of prompt + {v['completion']} of max_tokens)"
+             if v.get("prompt") and v.get("completion") else "")
+    return [
+        Diagnosis(
+            code="prompt-too-long",
+            severity="warn",
+            title=f"A request needed {asked} tokens; the server's context is {limit}" if asked
+            else f"A request exceeded the server's {limit}-token context",
+            evidence=e.text[:400],
+            line=e.line,
+            fix=f"vLLM rejects a request whose prompt plus max_tokens exceeds --max-model-len ({limit}){parts}. "
+            "Lower the request's max_tokens or shorten the prompt; or restart with a larger --max-model-len if the "
+            "model supports it and the KV cache holds it (`vllmkit plan MODEL --max-model-len N` says so).",
+            details={"max_model_len": limit, "requested": asked},
+        )
+    ]
+
+
 def _ulimit(parsed: ParsedLog) -> list[Diagnosis]:
     e = _first(parsed.events, "ulimit_low")
     if e is None:
@@ -1007,6 +1209,12 @@ _STARTUP_FAILURE_CODES = {
     "bf16-unsupported-gpu",
     "gpu-too-old",
     "gpu-arch-not-in-build",
+    "gated-model",
+    "model-not-found",
+    "hub-unreachable",
+    "memory-profiling-error",
+    "quantization-mismatch",
+    "unknown-quantization",
 }
 
 
@@ -1046,6 +1254,13 @@ def diagnose_parsed(parsed: ParsedLog, *, planner: PlannerHook | None = None) ->
         _platform,
         _bf16_unsupported,
         _wrong_build,
+        _hub_gated,
+        _model_not_found,
+        _hub_unreachable,
+        _memory_profiling_error,
+        _quant_mismatch,
+        _quant_unknown,
+        _prompt_too_long,
         _generation_config,
         _cuda_graphs,
         _ulimit,

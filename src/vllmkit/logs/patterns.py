@@ -317,6 +317,61 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("no_kernel_image", r"no kernel image is available for execution on the device",
        "CUDA runtime error cudaErrorNoKernelImageForDevice, raised by torch or vLLM's own kernels "
        "('CUDA error: no kernel image is available for execution on the device'; vllm#16901, #18995)", "any"),
+    _p("hub_gated", r"Cannot access gated repo for url (?P<url>https?://\S+?)\.?$",
+       "huggingface_hub/utils/_http.py hf_raise_for_status, GatedRepoError: '%d Client Error. Cannot access gated "
+       "repo for url %s.'", "any"),
+    _p("hub_gated",
+       r"Access to model (?P<repo>[\w.\-]+/[\w.\-]+) is restricted(?P<unlisted> and you are not in the authorized list)?",
+       "the Hub's message that GatedRepoError carries: 'Access to model %s is restricted. You must have access to it "
+       "and be authenticated to access it. Please log in.' / '... is restricted and you are not in the authorized "
+       "list. Visit %s to ask for access.'", "any"),
+    _p("hub_gated", r"Repo model (?P<repo>[\w.\-]+/[\w.\-]+) is gated\. You must be authenticated",
+       "huggingface_hub < 0.23 GatedRepoError: 'Repo model %s is gated. You must be authenticated to access it.'", "any"),
+    _p("model_not_found", r"Invalid repository ID or local directory specified: '(?P<model>[^']*)'",
+       "transformers_utils/config.py get_config (0.7+): \"Invalid repository ID or local directory specified: '%s'. "
+       "Please verify ...\"", "0.7+"),
+    _p("model_not_found", r"Repository Not Found for url: (?P<url>https?://\S+?)\.?$",
+       "huggingface_hub/utils/_http.py hf_raise_for_status, RepositoryNotFoundError: 'Repository Not Found for url: "
+       "%s.'", "any"),
+    _p("model_not_found",
+       r"(?P<model>\S+) is not a local folder and is not a valid model identifier listed on 'https://huggingface\.co/models'",
+       "transformers/utils/hub.py cached_file: \"%s is not a local folder and is not a valid model identifier listed "
+       "on 'https://huggingface.co/models'\"", "any"),
+    _p("hub_unreachable",
+       r"We couldn't connect to '(?P<endpoint>[^']+)' to load (?:the files|this file)|"
+       r"Cannot find the requested files in the disk cache and outgoing traffic has been disabled|"
+       r"Failed to resolve \\?'(?P<host>[\w.\-]*(?:huggingface\.co|hf-mirror\.com|modelscope\.cn))\\?'|"
+       r"HTTPSConnectionPool\(host=\\?'(?P<pool_host>[\w.\-]*(?:huggingface\.co|hf-mirror\.com|modelscope\.cn))"
+       r"\\?', port=\d+\): Max retries exceeded",
+       "transformers/utils/hub.py cached_files: \"We couldn't connect to '%s' to load the files, and couldn't find "
+       "them in the cached files.\"; huggingface_hub/file_download.py LocalEntryNotFoundError: 'Cannot find the "
+       "requested files in the disk cache and outgoing traffic has been disabled ...'; urllib3 connection errors",
+       "any"),
+    _p("memory_profiling_error",
+       r"Error in memory profiling\. Initial free memory (?P<init>[\d.]+)(?: GiB)?, current free memory "
+       r"(?P<now>[\d.]+)",
+       "v1/worker/gpu_worker.py determine_available_memory: 'Error in memory profiling. Initial free memory %s GiB, "
+       "current free memory %s GiB. This happens when other processes sharing the same container release GPU memory "
+       "while vLLM is profiling during initialization. ...' (0.32; 0.8-0.9: '... when the GPU memory was not properly "
+       "cleaned up before initializing the vLLM instance.')", "V1 0.8+"),
+    _p("quant_mismatch",
+       r"Quantization method specified in the model config \((?P<config>[\w\-]+)\) does not match the "
+       r"quantization method specified in the `?quantization`? argument \((?P<arg>[\w\-]+)\)",
+       "config/model.py _verify_quantization: 'Quantization method specified in the model config (%s) does not match "
+       "the quantization method specified in the `quantization` argument (%s).'", "0.2+"),
+    _p("quant_unknown", r"Unknown quantization method: (?P<method>[\w\-]+)\. Must be one of (?P<known>\[.*?\])",
+       "config/model.py _verify_quantization: 'Unknown quantization method: %s. Must be one of %s.'", "0.2+"),
+    _p("prompt_too_long",
+       r"(?:This model's )?maximum context length is (?P<max>\d+) tokens\. However, (?:you requested (?P<req>\d+) "
+       r"tokens(?: \((?P<prompt>\d+) in the messages, (?P<completion>\d+) in the completion\))?|your (?:prompt "
+       r"contains|request has) (?:at least )?(?P<prompt2>\d+) input tokens)",
+       "entrypoints/openai serving (0.4-0.10: 'This model's maximum context length is %d tokens. However, you "
+       "requested %d tokens (%d in the messages, %d in the completion). ...'; renderers/params.py in 0.32: '... "
+       "However, your prompt contains %d input tokens ...'), returned as HTTP 400", "any"),
+    _p("prompt_too_long",
+       r"The decoder prompt \(length (?P<prompt2>\d+)\) is longer than the maximum model length of (?P<max>\d+)",
+       "v1/engine/processor.py _validate_model_input: 'The decoder prompt (length %d) is longer than the maximum "
+       "model length of %d. ...'", "V1 0.8+"),
     _p("no_nvidia_driver",
        r"Found no NVIDIA driver on your system|libcuda\.so(?:\.1)?: cannot open shared object file|"
        r"NVIDIA driver on your system is too old", "torch/cuda/__init__.py _lazy_init", "any"),
@@ -401,6 +456,14 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "torch_arch_unsupported": ("is not compatible with the current PyTorch",),
     "torch_arch_list": ("PyTorch install supports CUDA capabilities",),
     "no_kernel_image": ("no kernel image",),
+    "hub_gated": ("gated", "is restricted"),
+    "model_not_found": ("Invalid repository ID", "Repository Not Found", "is not a valid model identifier"),
+    "hub_unreachable": ("couldn't connect to", "outgoing traffic has been disabled", "Failed to resolve",
+                        "Max retries exceeded"),
+    "memory_profiling_error": ("Error in memory profiling",),
+    "quant_mismatch": ("does not match the quantization method",),
+    "quant_unknown": ("Unknown quantization method",),
+    "prompt_too_long": ("maximum context length is", "is longer than the maximum model length"),
     "no_nvidia_driver": ("NVIDIA driver", "libcuda"),
     "no_platform": ("infer device type", "No platform detected"),
     "amd_hint": ("amdgpu", "ROCm", "rocm", "gfx", "MI3", "MI2", "HIP_VISIBLE", "Instinct"),

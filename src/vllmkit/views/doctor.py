@@ -84,7 +84,10 @@ def _render_log(console: Console, label: str, facts: dict[str, Any], diagnoses: 
         value = facts.get(key)
         if value is not None:
             table.add_row(name, escape(_fmt(value, kind, facts)))
-    console.print(table)
+    if table.row_count:
+        console.print(table)
+    else:  # a pasted error alone: no fact to tabulate, only the header
+        console.print(f"vLLM log: {label}", markup=False, highlight=False)
     if not diagnoses:
         console.print("no problems recognised in the log")
         return

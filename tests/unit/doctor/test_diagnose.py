@@ -55,6 +55,14 @@ EXPECTED_CODES = {
     "diag_gpu_too_old_p100.log": ["gpu-too-old"],
     "diag_torch_arch_sm120.log": ["gpu-arch-not-in-build"],
     "diag_no_kernel_image.log": ["gpu-arch-not-in-build"],
+    "diag_hub_gated.log": ["gated-model"],
+    "diag_hub_gated_unlisted.log": ["gated-model"],
+    "diag_model_not_found.log": ["model-not-found"],
+    "diag_hub_unreachable.log": ["hub-unreachable"],
+    "diag_memory_profiling_error.log": ["memory-profiling-error"],
+    "diag_quantization_mismatch.log": ["quantization-mismatch"],
+    "diag_unknown_quantization.log": ["unknown-quantization"],
+    "diag_prompt_too_long.log": ["prompt-too-long"],
 }
 
 
@@ -268,6 +276,86 @@ def test_a_build_that_dropped_an_old_architecture() -> None:
     report = diagnose_log(log)
     (d,) = [x for x in report.diagnoses if x.code == "gpu-arch-not-in-build"]
     assert "dropped sm_70" in d.fix and d.details["sm"] == 70
+
+
+def test_gated_repo_names_the_page_and_the_token() -> None:
+    d, _ = _only("diag_hub_gated.log", "gated-model")
+    # huggingface_hub's older wording "Repo model meta-llama/Llama-2-7b-hf is gated"
+    assert d.details == {"repo": "meta-llama/Llama-2-7b-hf", "token_without_access": False}
+    assert "https://huggingface.co/meta-llama/Llama-2-7b-hf" in d.fix and "HF_TOKEN" in d.suggested_env
+
+
+def test_gated_repo_with_a_token_that_has_no_access() -> None:
+    d, _ = _only("diag_hub_gated_unlisted.log", "gated-model")
+    # "... is restricted and you are not in the authorized list": a token is there, access is not
+    assert d.details == {"repo": "google/gemma-3-4b-pt", "token_without_access": True}
+    assert d.suggested_env == {} and "ask for it on https://huggingface.co/google/gemma-3-4b-pt" in d.fix
+
+
+def test_model_not_found_quotes_the_id() -> None:
+    d, _ = _only("diag_model_not_found.log", "model-not-found")
+    assert d.details["model"] == "DeepSeek-R1-Distill-Qwen-7B-gptqmodel-4bit-vortex-v2"
+
+
+def test_hub_unreachable_from_a_pasted_repr() -> None:
+    d, _ = _only("diag_hub_unreachable.log", "hub-unreachable")
+    # the source escapes the quotes (\'huggingface.co\'), as a pasted exception repr does
+    assert d.details == {"host": "huggingface.co", "offline_mode": False}
+    assert d.suggested_env == {"HF_HUB_OFFLINE": "1"}
+
+
+@pytest.mark.parametrize(("text", "codes"), [
+    # huggingface_hub/file_download.py's LocalEntryNotFoundError under HF_HUB_OFFLINE=1
+    ("huggingface_hub.errors.LocalEntryNotFoundError: Cannot find the requested files in the disk cache and outgoing "
+     "traffic has been disabled. To enable hf.co look-ups and downloads online, set 'local_files_only' to False.",
+     ["hub-unreachable"]),
+    # a client that cannot reach the vLLM server is not the Hub (requests' message for localhost)
+    ("requests.exceptions.ConnectionError: HTTPConnectionPool(host='localhost', port=8000): Max retries exceeded with "
+     "url: /v1/models (Caused by NewConnectionError('Failed to establish a new connection'))", []),
+])
+def test_hub_unreachable_offline_mode_and_a_local_client(text: str, codes: list[str]) -> None:
+    report = diagnose_log(text + "\n")
+    assert report.codes() == codes
+    if codes:
+        assert report.diagnoses[0].details["offline_mode"] is True
+
+
+def test_memory_profiling_with_unchanged_free_memory() -> None:
+    d, _ = _only("diag_memory_profiling_error.log", "memory-profiling-error")
+    # the XPU log: 30.3 GiB free before and after the profile run
+    assert d.details == {"initial_free_gib": 30.3, "free_after_gib": 30.3}
+    assert "did not lower" in d.title and "--kv-cache-memory-bytes" in d.fix
+
+
+def test_memory_profiling_when_another_process_freed_memory() -> None:
+    line = ("AssertionError: Error in memory profiling. Initial free memory 70.1 GiB, current free memory 72.5 GiB. "
+            "This happens when other processes sharing the same container release GPU memory while vLLM is "
+            "profiling during initialization.")  # the 0.32 wording (v1/worker/gpu_worker.py), numbers made up
+    (d,) = diagnose_log(line + "\n").diagnoses[:1]
+    assert d.code == "memory-profiling-error" and "Another process freed" in d.title
+    assert "CUDA_VISIBLE_DEVICES" in d.fix
+
+
+def test_quantization_mismatch_drops_the_flag() -> None:
+    d, _ = _only("diag_quantization_mismatch.log", "quantization-mismatch")
+    # the log: "model config (marlin) ... `quantization` argument (gptq)", its backticks lost in the source
+    assert d.details == {"checkpoint": "marlin", "flag": "gptq"}
+    assert d.remove_flags == ["--quantization"]
+
+
+def test_unknown_quantization_lists_what_the_release_knows() -> None:
+    d, _ = _only("diag_unknown_quantization.log", "unknown-quantization")
+    # "Unknown quantization method: gptq. Must be one of ['awq', 'squeezellm']." (vLLM before 0.2.6)
+    assert d.details["method"] == "gptq" and d.details["known"] == ["awq", "squeezellm"]
+    assert "2 methods" in d.fix
+
+
+def test_prompt_too_long_is_a_warning_with_the_numbers() -> None:
+    d, report = _only("diag_prompt_too_long.log", "prompt-too-long")
+    # "maximum context length is 8192 tokens. However, you requested 8203 tokens (7691 in the messages, 512 ...)"
+    assert d.severity == "warn" and not report.has_error
+    assert d.details == {"max_model_len": 8192, "requested": 8203}
+    assert "7691 of prompt + 512 of max_tokens" in d.fix
 
 
 def test_trust_remote_code_and_arch() -> None:
