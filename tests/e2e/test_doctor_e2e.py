@@ -113,3 +113,51 @@ def test_port_already_in_use(tiny_model_factory) -> None:
     d = [x for x in report.diagnoses if x.code == "port-in-use"]
     assert d, (report.codes(), log[-2000:])
     assert report.facts.port == port
+
+
+def _refused_at_config(model: Path | str, args: list[str], tmp_path: Path) -> tuple[str, dict]:
+    """A start vLLM refuses while it reads the model's config (before any weight is loaded): its log and what
+    `doctor --log` makes of it."""
+    run = run_vllm_until(model, [*args, *FAST], until="exit", timeout=600)
+    assert run.returncode not in (None, 0), run.log[-3000:]
+    log_file = tmp_path / "vllm.log"
+    log_file.write_text(run.log)
+    code, envelope = doctor(["--log", str(log_file)])
+    assert code == 3, envelope
+    return run.log, envelope["data"]
+
+
+def test_quantization_flag_against_the_checkpoints_method(tiny_model_factory, tmp_path: Path) -> None:
+    # a copy of the tiny model whose config.json declares FP8 (as an FP8 checkpoint's does), started with
+    # --quantization awq: vLLM's ModelConfig refuses the pair before loading anything
+    import shutil
+
+    model = tmp_path / "fp8-model"
+    shutil.copytree(tiny_model_factory("llama"), model)
+    config = json.loads((model / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "fp8", "activation_scheme": "dynamic"}
+    (model / "config.json").write_text(json.dumps(config))
+    log, data = _refused_at_config(model, ["--quantization", "awq"], tmp_path)
+    assert "does not match the quantization method" in log
+    (d,) = [x for x in data["diagnoses"] if x["code"] == "quantization-mismatch"]
+    assert d["details"] == {"checkpoint": "fp8", "flag": "awq"} and d["remove_flags"] == ["--quantization"]
+
+
+def test_a_missing_model_folder(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-folder" / "model"
+    _log, data = _refused_at_config(missing, [], tmp_path)
+    codes = [d["code"] for d in data["diagnoses"]]
+    assert codes[0] == "model-not-found", codes
+
+
+def test_a_hub_id_offline_and_not_cached(tmp_path: Path) -> None:
+    # the harness starts vLLM with HF_HUB_OFFLINE=1 (tests/e2e/vllm_proc.py server_env) and this id was never
+    # downloaded, so the Hub client refuses from its empty cache; HF_HOME points at an empty folder
+    repo = "vllmkit-tests/not-downloaded-model"
+    with start_vllm(repo, FAST, env={"HF_HOME": str(tmp_path / "hf-home")}) as server:
+        server.wait("exit", timeout=600)
+        code, log = server.proc.poll(), server.log_text()
+    assert code not in (None, 0), log[-3000:]
+    report = diagnose_log(log)
+    assert report.codes()[0] == "hub-unreachable", (report.codes(), log[-3000:])
+    assert report.diagnoses[0].details["offline_mode"] is True

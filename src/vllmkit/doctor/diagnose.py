@@ -1016,7 +1016,9 @@ def _hub_gated(parsed: ParsedLog) -> list[Diagnosis]:
 
 def _model_not_found(parsed: ParsedLog) -> list[Diagnosis]:
     e = _first(parsed.events, "model_not_found")
-    if e is None or _first(parsed.events, "hub_gated"):
+    # vLLM wraps any failure to read the config (a gated repository, no route to the Hub, an offline cache miss)
+    # into "Invalid repository ID or local directory specified": the wrapped cause, when the log shows it, wins
+    if e is None or _first(parsed.events, "hub_gated", "hub_unreachable"):
         return []
     model = e.values.get("model") or _repo_from_url(e.values.get("url")) or parsed.facts.model
     return [
@@ -1037,7 +1039,7 @@ def _model_not_found(parsed: ParsedLog) -> list[Diagnosis]:
 
 def _hub_unreachable(parsed: ParsedLog) -> list[Diagnosis]:
     e = _first(parsed.events, "hub_unreachable")
-    if e is None or _first(parsed.events, "hub_gated", "model_not_found"):
+    if e is None or _first(parsed.events, "hub_gated"):
         return []
     offline = "outgoing traffic has been disabled" in e.text
     host = e.values.get("endpoint") or e.values.get("host") or e.values.get("pool_host") or "the Hugging Face Hub"

@@ -2,7 +2,10 @@
 
 vLLM's V1 worker sizes the KV cache as requested - weights - peak activation - non-torch memory, where
 requested = total x gpu_memory_utilization (v1/worker/gpu_worker.py determine_available_memory, the same
-in the 0.10-0.19 wheels these logs come from; its "Free memory on device" summary prints each term). So a
+in the 0.10-0.19 wheels these logs come from; its "Free memory on device" summary prints each term), and
+the V0 worker prints the same four terms ("model weights take ...; non_torch_memory takes ...; PyTorch
+activation peak memory takes ...; the rest of the memory reserved for KV Cache is ...", worker/worker.py
+determine_num_available_blocks in 0.6-0.7). So a
 row that carries all four terms and its utilization must add up to that budget. A row that does not has
 a wrong utilization, total or term, and would score the planner against a run that never happened: round
 29 found llm-d-benchmark's gpt-oss-120b row labelled 0.90 while its terms add up to 0.95 x 79.18 GiB
@@ -33,7 +36,7 @@ def _rows() -> list[tuple[str, dict]]:
 
 
 def _checkable(row: dict) -> bool:
-    return (row.get("engine") == "V1" and (row.get("pp") or 1) == 1
+    return (row.get("engine") in ("V0", "V1") and (row.get("pp") or 1) == 1
             and bool(row.get("gpu_memory_utilization")) and bool(row.get("gpu_total_gib"))
             and all(row.get(k) is not None for k in TERMS))
 
