@@ -102,12 +102,14 @@ WEIGHT_FIT_ROWS = {"vllm-23278-gpt-oss-120b-h100-fail", "myoceane-a100-gpt-oss-2
 # every estimate was set; nothing fitted on them. -9 (round 23) and -10 (round 24) likewise; round 24 read
 # from -10's two back-to-back starts what the constant's compile share is (estimate/memory.py COMPILE_SHARE)
 # and marked the rows whose logs show a warm compile cache (row key compile_cache); -11 was collected after
-# round 24's rules, a blind check of them
+# round 24's rules, a blind check of them; -14 (round 29) was scored blind before round 29's two rules that it
+# showed (hybrid prefix caching off by default before 0.26, Qwen2-VL's dummy video); its rows also gained the
+# enable_prefix_caching / compile_cache values their own quotes print
 HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jsonl", "collected-startup-logs-5.jsonl",
                   "collected-startup-logs-7.jsonl", "collected-startup-logs-8.jsonl",
                   "collected-startup-logs-9.jsonl", "collected-startup-logs-10.jsonl",
                   "collected-startup-logs-11.jsonl", "collected-startup-logs-12.jsonl",
-                  "collected-startup-logs-13.jsonl")
+                  "collected-startup-logs-13.jsonl", "collected-startup-logs-14.jsonl")
 
 
 @dataclass

@@ -96,6 +96,11 @@ class VersionRules:
     # kv_cache_utils.py "Reserve the null block BlockPool permanently holds back"; not in 0.28.0)
     null_block_reserved_in_check: bool = True
     mla_hybrid_block_alignment: int | None = 128
+    # Qwen2-VL / Qwen2.5-VL's largest dummy video (qwen2_vl.py get_num_frames_with_most_features, read in the
+    # 0.8.5, 0.9.2, 0.10.1, 0.11.0, 0.12.0, 0.13.0, 0.14.0, 0.19.0 and 0.32.0 wheels): at most 16 frames through
+    # 0.10, fitted into max_model_len less one largest image; from 0.11 at most 14, fitted into max_model_len
+    qwen2_vl_video_max_frames: int = 14
+    qwen2_vl_video_after_image: bool = False
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -114,9 +119,14 @@ def rules_for(version: str) -> VersionRules:
         sliding_in_flight_uses_concurrent_batches=v >= (0, 29, 0),
         yarn_scales_max_len=v <= (0, 29, 99),
         large_gpu_batch_defaults=v >= (0, 28, 0),
-        # 0.10.x logs "Hybrid or mamba-based model detected: disabling prefix caching"; align mode
-        # landed with vllm PR #30877 (Dec 2025); 0.32 enables it by default. Threshold approximate.
-        hybrid_prefix_caching=v >= (0, 15, 0),
+        # ModelConfig.is_prefix_caching_supported, read in the wheels: "Hybrid models do not support prefix
+        # caching since the feature is still experimental" (False) in 0.15.1, 0.17.0, 0.19.0, 0.23.0, 0.24.0 and
+        # 0.25.0; "Generative hybrid models support prefix caching" (True) in 0.26.0, 0.29.0 and 0.32.0. Before
+        # 0.15, 0.10.x logs "Hybrid or mamba-based model detected: disabling prefix caching". Without prefix
+        # caching the mamba cache mode is "none" (one state block per request; models/config.py
+        # MambaModelConfig). A public 0.23.0 start of Qwen3.5-4B (collected-startup-logs-14) shows it: 235,706
+        # tokens from 10.21 GiB is 11 blocks of 528 per 4,096-token request, one per GDN group.
+        hybrid_prefix_caching=v >= (0, 26, 0),
         # 0.32 ranks FLASH_ATTN_MLA first on sm90 and FLASHINFER_MLA on sm100; earlier releases
         # used FlashMLA (block 64) / CUTLASS MLA (block 128). Threshold approximate.
         mla_backend_generation=2 if v >= (0, 30, 0) else 1,
@@ -150,6 +160,8 @@ def rules_for(version: str) -> VersionRules:
         hybrid_alignment_from_backend=v >= (0, 20, 0),
         null_block_reserved_in_check=v >= (0, 29, 0),
         mla_hybrid_block_alignment=128 if v >= (0, 27, 0) else (None if v >= (0, 20, 0) else 64),
+        qwen2_vl_video_max_frames=14 if v >= (0, 11, 0) else 16,
+        qwen2_vl_video_after_image=v < (0, 11, 0),
         # engine/arg_utils.py --language-model-only (MultiModalConfig.language_model_only): in the 0.17.0
         # wheel, not in 0.16.0
         language_model_only_flag=v >= (0, 17, 0),

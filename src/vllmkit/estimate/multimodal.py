@@ -55,6 +55,34 @@ class EncoderProfile:
         return self.items == 0
 
 
+# qwen2_vl.py _MAX_FRAMES_PER_VIDEO (14 in the 0.14, 0.19 and 0.32 wheels)
+QWEN2_VL_MAX_FRAMES_PER_VIDEO = 14
+
+
+def qwen2_vl_video_tokens(vision: VisionFacts, max_model_len: int, *, max_frames: int = QWEN2_VL_MAX_FRAMES_PER_VIDEO,
+                          after_image: bool = False) -> int:
+    """The largest video item of the Qwen2-VL / Qwen2.5-VL processor, in LM tokens (vllm qwen2_vl.py
+    get_max_video_tokens, read in the 0.14, 0.19 and 0.32 wheels): frames of the largest image size (the video
+    takes the image processor's max_pixels), as many as fit max_model_len counting from one frame
+    (_get_max_video_frames), at most 14 per video, padded to the temporal patch size; each group of
+    temporal_patch_size frames costs one image's tokens. V1 asks for it with one video per prompt
+    (MultiModalBudget: mm_counts = {modality: 1}), so it does not shrink with --limit-mm-per-prompt.
+    Through 0.10 (after_image, max_frames 16) the frames fit max_model_len less one largest image.
+    A public vLLM 0.23.0 start of Qwen2.5-VL-7B at max_model_len 128,000 printed the result: "Encoder cache
+    will be initialized with a budget of 114688 tokens, and profiled with 1 video items" (7 x 16,384)."""
+    per_group = vision.max_tokens_per_item
+    tps = max(vision.temporal_patch_size, 1)
+
+    def tokens(frames: int) -> int:
+        return max((frames + (-frames % tps)) // tps, 1) * per_group
+
+    room = max_model_len - (per_group if after_image else 0)
+    frames = 1
+    while frames < max_frames and tokens(frames + 1) <= room:
+        frames += 1
+    return tokens(max(min(frames, max_frames), 1))
+
+
 def encoder_profile(
     vision: VisionFacts,
     *,
@@ -64,10 +92,13 @@ def encoder_profile(
     limit_per_prompt: int | None = None,
     chunked_prefill: bool = True,
     tp: int = 1,
+    video_tokens_per_item: int = 0,
 ) -> EncoderProfile:
     """What vLLM profiles for the vision tower. limit_per_prompt: --limit-mm-per-prompt for images
-    (None = vLLM's default 999; 0 = text-only, also what --language-model-only does)."""
-    per_item = vision.max_tokens_per_item
+    (None = vLLM's default 999; 0 = text-only, also what --language-model-only does).
+    video_tokens_per_item: the largest video item when the tower takes videos and their limit is not 0;
+    vLLM profiles the modality with the most tokens per item (MultiModalBudget.get_modality_with_max_tokens)."""
+    per_item = max(vision.max_tokens_per_item, video_tokens_per_item)
     limit = 999 if limit_per_prompt is None else limit_per_prompt
     if limit <= 0 or per_item <= 0:
         return EncoderProfile(0, 0, per_item, 0, 0, 0)

@@ -117,8 +117,8 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         enforce_eager=req.enforce_eager,
         prefix_caching=(
             req.enable_prefix_caching if req.enable_prefix_caching is not None
-            # off by default before the V1 engine (V0 EngineArgs.enable_prefix_caching = False) and, until
-            # 0.15, for hybrids
+            # off by default before the V1 engine (V0 EngineArgs.enable_prefix_caching = False) and, before
+            # 0.26, for hybrids (engine/versions.py hybrid_prefix_caching)
             else rules.v1_engine and not (arch.mamba is not None and not rules.hybrid_prefix_caching)
             # attention-free models (pure Mamba / Mamba-2): ModelConfig.is_prefix_caching_supported is False
             and not arch.attention_free
@@ -132,6 +132,8 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         # issue 13: multimodal limits, LoRA, speculative decoding, data / expert parallel
         mm_image_limit=mm_image_limit(req, arch),
         mm_audio_off=modality_off(req, "audio"),
+        mm_video_off=modality_off(req, "video"),
+        mm_image_off=modality_off(req, "image"),
         mm_max_model_len=target,
         lora=(req.max_loras or 1, req.max_lora_rank or 16) if req.enable_lora else None,
         speculative=req.speculative_config or None,

@@ -33,7 +33,7 @@ from vllmkit.estimate.memory import (
     sampler_peak_non_torch_credit,
     unbudgeted_graph_capture,
 )
-from vllmkit.estimate.multimodal import encoder_extra_bytes, encoder_profile
+from vllmkit.estimate.multimodal import encoder_extra_bytes, encoder_profile, qwen2_vl_video_tokens
 from vllmkit.estimate.specs import ModelSpecs, build_specs, pp_layer_ranges
 from vllmkit.estimate.weights import WeightSplit, split_weights
 from vllmkit.units import GIB
@@ -65,6 +65,8 @@ class EngineSettings:
     mm_image_limit: int | None = None
     mm_max_model_len: int | None = None  # context the encoder profile assumes (items per prompt)
     mm_audio_off: bool = False  # an audio limit of 0 (or --language-model-only): the audio tower is not built
+    mm_video_off: bool = False  # a video limit of 0 (or --language-model-only): no video item in the profile
+    mm_image_off: bool = False  # an image limit of 0 (the video then does not leave room for an image)
     lora: tuple[int, int] | None = None  # (max_loras, max_lora_rank) with --enable-lora
     speculative: dict | None = field(default=None, hash=False)  # --speculative-config
     # the draft / EAGLE checkpoint --speculative-config names, when it could be read: (weight bytes, arch)
@@ -425,7 +427,8 @@ def stage_budget(
             bytes=settings.gpu_memory_in_use_bytes, source="given",
             note=f"vLLM {rules.version} counts memory held by other processes as its own non-torch memory")
     if arch.vision is not None and first_stage:
-        enc = encoder_term(arch, settings, activation.bytes, settings.mm_max_model_len or arch.native_max_model_len, tp)
+        enc = encoder_term(arch, settings, activation.bytes, settings.mm_max_model_len or arch.native_max_model_len, tp,
+                           rules)
         if enc is not None:
             extra["encoder"] = enc
     # Where the sampler sets the profile peak, only what is left beside it is charged of the non-torch
@@ -522,9 +525,15 @@ def sampler_path(settings: EngineSettings, rules: VersionRules) -> str:
 
 
 def encoder_term(arch: ModelArch, settings: EngineSettings, lm_activation_bytes: int,
-                 max_model_len: int, tp: int = 1) -> MemoryTerm | None:
+                 max_model_len: int, tp: int = 1, rules: VersionRules | None = None) -> MemoryTerm | None:
     """The vision tower's share of the profile-run peak (estimate/multimodal.py)."""
     assert arch.vision is not None
+    video = 0
+    if arch.vision.family == "qwen2_vl" and not settings.mm_video_off and not settings.v0_engine:
+        video = qwen2_vl_video_tokens(
+            arch.vision, max_model_len,
+            max_frames=rules.qwen2_vl_video_max_frames if rules else 14,
+            after_image=bool(rules and rules.qwen2_vl_video_after_image and not settings.mm_image_off))
     prof = encoder_profile(
         arch.vision,
         max_num_batched_tokens=settings.max_num_batched_tokens,
@@ -532,12 +541,14 @@ def encoder_term(arch: ModelArch, settings: EngineSettings, lm_activation_bytes:
         max_model_len=max_model_len,
         limit_per_prompt=settings.mm_image_limit,
         tp=tp,
+        video_tokens_per_item=video,
     )
     if prof.skipped:
         return MemoryTerm(bytes=0, source="derived", note="multimodal limit 0: encoder not profiled")
+    kind = "video" if video > arch.vision.max_tokens_per_item else "image"
     return MemoryTerm(
         bytes=encoder_extra_bytes(prof, lm_activation_bytes),
         source="estimated",
-        note=(f"vision encoder profiled with {prof.items} item(s) of {prof.tokens_per_item} tokens "
+        note=(f"vision encoder profiled with {prof.items} {kind} item(s) of {prof.tokens_per_item} tokens "
               f"(encoder cache budget {prof.budget_tokens} tokens)"),
     )
