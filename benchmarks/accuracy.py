@@ -104,12 +104,13 @@ WEIGHT_FIT_ROWS = {"vllm-23278-gpt-oss-120b-h100-fail", "myoceane-a100-gpt-oss-2
 # and marked the rows whose logs show a warm compile cache (row key compile_cache); -11 was collected after
 # round 24's rules, a blind check of them; -14 (round 29) was scored blind before round 29's two rules that it
 # showed (hybrid prefix caching off by default before 0.26, Qwen2-VL's dummy video); its rows also gained the
-# enable_prefix_caching / compile_cache values their own quotes print
+# enable_prefix_caching / compile_cache values their own quotes print; -15 (4 logs) was scored blind after them
 HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jsonl", "collected-startup-logs-5.jsonl",
                   "collected-startup-logs-7.jsonl", "collected-startup-logs-8.jsonl",
                   "collected-startup-logs-9.jsonl", "collected-startup-logs-10.jsonl",
                   "collected-startup-logs-11.jsonl", "collected-startup-logs-12.jsonl",
-                  "collected-startup-logs-13.jsonl", "collected-startup-logs-14.jsonl")
+                  "collected-startup-logs-13.jsonl", "collected-startup-logs-14.jsonl",
+                  "collected-startup-logs-15.jsonl")
 
 
 @dataclass

@@ -122,7 +122,7 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
             else rules.v1_engine and not (arch.mamba is not None and not rules.hybrid_prefix_caching)
             # attention-free models (pure Mamba / Mamba-2): ModelConfig.is_prefix_caching_supported is False
             and not arch.attention_free
-        ),
+        ) and not hybrid_prefix_caching_refused(arch, rules),
         kv_cache_memory_bytes=req.kv_cache_memory_bytes,
         compute_capability=cc,
         cpu_amx=cpu_has_amx() if profile.vendor == "cpu" else False,
@@ -169,6 +169,22 @@ def uses_model_runner_v2(req: PlanRequest, arch: ModelArch, rules: VersionRules,
                            quantized=arch.quantization is not None,
                            hybrid=arch.has_recurrent_state, device=device,
                            speculative_method=str((req.speculative_config or {}).get("method") or "") or None)
+
+
+# model classes with SupportsMambaPrefixCaching in the 0.14.0 wheel (bamba, falcon_h1, granitemoehybrid, jamba,
+# mamba, mamba2, nemotron_h, zamba2): before the align mode these keep an explicit --enable-prefix-caching
+MAMBA_PREFIX_CACHING_ARCHITECTURES = frozenset({
+    "BambaForCausalLM", "FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM", "JambaForCausalLM",
+    "MambaForCausalLM", "Mamba2ForCausalLM", "NemotronHForCausalLM", "Zamba2ForCausalLM",
+})
+
+
+def hybrid_prefix_caching_refused(arch: ModelArch, rules: VersionRules) -> bool:
+    """vLLM before 0.15 switches an explicit --enable-prefix-caching off for a hybrid whose model class cannot
+    cache mamba states (models/config.py MambaModelConfig in the 0.13 / 0.14 wheels); a public 0.13 start of a
+    Qwen3-Next checkpoint on 2x L40S (collected-startup-logs-15) asked for it and ran without."""
+    return (arch.mamba is not None and not rules.mamba_align_mode
+            and not MAMBA_PREFIX_CACHING_ARCHITECTURES.intersection(arch.architectures))
 
 
 def modality_off(req: PlanRequest, modality: str) -> bool:
