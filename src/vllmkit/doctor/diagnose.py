@@ -1021,18 +1021,27 @@ def _model_not_found(parsed: ParsedLog) -> list[Diagnosis]:
     if e is None or _first(parsed.events, "hub_gated", "hub_unreachable"):
         return []
     model = e.values.get("model") or _repo_from_url(e.values.get("url")) or parsed.facts.model
+    folder = bool(model) and (model.startswith(("/", "./", "../", "~")) or model.count("/") > 1)
+    if folder:
+        title = f"No folder {model!r} where vLLM runs (read as a Hub id, which it is not)"
+        fix = ("vLLM reads --model as a folder only when it exists; otherwise as a Hugging Face id, which this path "
+               "cannot be. Check the path on the machine (or inside the container: mount the folder, e.g. docker -v "
+               "/data/models:/models, and pass the path as the container sees it).")
+    else:
+        title = f"No model {model!r} on the Hub or on this disk" if model else "The model id or path was not found"
+        fix = ("Check the id's organisation and name against its Hub page (a typo, or a repository that moved), that "
+               "a local path exists where the server runs (inside its container: mount the folder and pass that path), "
+               "and for a private or gated repository the token (HF_TOKEN; the Hub answers 'not found' to requests "
+               "without one). `vllmkit plan ID` checks an id before a start.")
     return [
         Diagnosis(
             code="model-not-found",
             severity="error",
-            title=f"No model {model!r} on the Hub or on this disk" if model else "The model id or path was not found",
+            title=title,
             evidence=e.text,
             line=e.line,
-            fix="Check the id's organisation and name against its Hub page (a typo, or a repository that moved), that "
-            "a local path exists where the server runs (inside its container: mount the folder and pass that path), "
-            "and for a private or gated repository the token (HF_TOKEN; the Hub answers 'not found' to requests "
-            "without one). `vllmkit plan ID` checks an id before a start.",
-            details={"model": model},
+            fix=fix,
+            details={"model": model, "path": folder},
         )
     ]
 

@@ -330,6 +330,10 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("model_not_found", r"Invalid repository ID or local directory specified: '(?P<model>[^']*)'",
        "transformers_utils/config.py get_config (0.7+): \"Invalid repository ID or local directory specified: '%s'. "
        "Please verify ...\"", "0.7+"),
+    _p("model_not_found",
+       r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': '(?P<model>[^']*)'",
+       "huggingface_hub/utils/_validators.py validate_repo_id, HFValidationError: a --model that is neither an "
+       "existing folder nor a repo id (seen from vLLM 0.32's get_model_path on this machine)", "any"),
     _p("model_not_found", r"Repository Not Found for url: (?P<url>https?://\S+?)\.?$",
        "huggingface_hub/utils/_http.py hf_raise_for_status, RepositoryNotFoundError: 'Repository Not Found for url: "
        "%s.'", "any"),
@@ -339,7 +343,8 @@ PATTERNS: tuple[Pattern, ...] = (
        "on 'https://huggingface.co/models'\"", "any"),
     _p("hub_unreachable",
        r"We couldn't connect to '(?P<endpoint>[^']+)' to load (?:the files|this file)|"
-       r"Cannot find the requested files in the disk cache and outgoing traffic has been disabled|"
+       r"Cannot find (?:the requested files in the disk cache|an appropriate cached snapshot folder[^.]*) and "
+       r"outgoing traffic has been disabled|"
        r"Failed to resolve \\?'(?P<host>[\w.\-]*(?:huggingface\.co|hf-mirror\.com|modelscope\.cn))\\?'|"
        r"HTTPSConnectionPool\(host=\\?'(?P<pool_host>[\w.\-]*(?:huggingface\.co|hf-mirror\.com|modelscope\.cn))"
        r"\\?', port=\d+\): Max retries exceeded",
@@ -457,7 +462,8 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "torch_arch_list": ("PyTorch install supports CUDA capabilities",),
     "no_kernel_image": ("no kernel image",),
     "hub_gated": ("gated", "is restricted"),
-    "model_not_found": ("Invalid repository ID", "Repository Not Found", "is not a valid model identifier"),
+    "model_not_found": ("Invalid repository ID", "Repository Not Found", "is not a valid model identifier",
+                        "Repo id must be in the form"),
     "hub_unreachable": ("couldn't connect to", "outgoing traffic has been disabled", "Failed to resolve",
                         "Max retries exceeded"),
     "memory_profiling_error": ("Error in memory profiling",),

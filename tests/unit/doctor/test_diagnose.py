@@ -294,7 +294,7 @@ def test_gated_repo_with_a_token_that_has_no_access() -> None:
 
 def test_model_not_found_quotes_the_id() -> None:
     d, _ = _only("diag_model_not_found.log", "model-not-found")
-    assert d.details["model"] == "DeepSeek-R1-Distill-Qwen-7B-gptqmodel-4bit-vortex-v2"
+    assert d.details == {"model": "DeepSeek-R1-Distill-Qwen-7B-gptqmodel-4bit-vortex-v2", "path": False}
 
 
 def test_hub_unreachable_from_a_pasted_repr() -> None:

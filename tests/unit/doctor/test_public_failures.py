@@ -27,6 +27,8 @@ EXPECTED = {
     "vllm-13882-rtx4060-8gb-qwen25-7b-util070-len4096-fail": "no-kv-memory",  # ... KV Cache is -1.05GiB
     # collected-startup-logs-13 (round 26)
     "langx101-gb10-qwen25-15b-instruct-util004-len4096-eager-v0201dev-cotenant-growth-kv-fail": "no-kv-memory",
+    # collected-startup-logs-14 (round 29): "Available KV cache memory: -14.28 GiB" then the ValueError
+    "wcsdgpu-a100-80gb-qwen25-vl-7b-util022-len128000-v0230-kv-fail": "no-kv-memory",
     # quoted whole
     "vllm-34076-qwen3-coder-30b-fp8-pp2-5070ti-5090d-fail": "kv-cache-too-small",
     "recipes-12-qwen3-coder-480b-fp8-8xh20-dp8-ep-util090-fail": "kv-cache-too-small",
