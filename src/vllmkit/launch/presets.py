@@ -79,8 +79,13 @@ def _prefix_caching_note(plan: PlanResult, req: PlanRequest) -> FeatureNote:
         why = ""
         if source == "vLLM default" and plan.kv_cache.state_only:
             why = " (vLLM does not support it for attention-free models)"
-        elif source == "vLLM default" and plan.model.is_hybrid:
-            why = " (vLLM turns it off for this hybrid model in this version)"
+        elif source == "vLLM default" and plan.model.is_hybrid and rules.mamba_align_mode:
+            # 0.15 - 0.25: off by default for hybrids, the align mode on request (engine/versions.py)
+            why = (" (vLLM's default for hybrid models before 0.26; --enable-prefix-caching turns it on in the mamba "
+                   "'align' mode, two state blocks per request)")
+        elif plan.model.is_hybrid and (source == "vLLM default" or req.enable_prefix_caching is True):
+            # before 0.15: switched off even when asked for (plan/candidates.py hybrid_prefix_caching_refused)
+            why = " (vLLM turns it off for this hybrid model in this version, even when asked for)"
         detail = (
             f"off{why}: every request prefills its whole prompt, even a system prompt shared with the "
             "previous request"

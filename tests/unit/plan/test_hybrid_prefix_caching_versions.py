@@ -50,3 +50,20 @@ def test_the_public_0_23_start_holds_one_state_block_per_group() -> None:
 def test_before_the_align_mode_an_explicit_flag_is_switched_off() -> None:
     assert _blocks_per_request("0.13.0", enable_prefix_caching=True) == pytest.approx(11, abs=0.01)
     assert not rules_for("0.14.0").mamba_align_mode and rules_for("0.15.1").mamba_align_mode
+
+
+@pytest.mark.parametrize(
+    ("version", "flag", "says"),
+    [
+        ("0.23.0", None, "--enable-prefix-caching turns it on in the mamba 'align' mode"),  # default off, on request
+        ("0.13.0", True, "even when asked for"),  # switched off although asked for
+    ],
+)
+def test_the_serving_note_says_why_it_is_off(version: str, flag: bool | None, says: str) -> None:
+    from vllmkit.launch.presets import plan_features
+
+    req = PlanRequest(model="Qwen/Qwen3-Next-80B-A3B-Instruct", source="catalog", gpu="h100", max_model_len=4096,
+                      vllm_version=version, enable_prefix_caching=flag)
+    plan = build_plan(req, ENV)
+    note = plan_features(plan, req, registry=None).prefix_caching
+    assert note.detail.startswith("off (") and says in note.detail
