@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from vllmkit.proc import Runner, Which, make_runner, make_which
 
@@ -68,6 +68,9 @@ class TorchBuild(BaseModel):
     gpu_available: bool | None = None  # torch.cuda.is_available()
     device_count: int | None = None
     error: str | None = None
+    # torch.cuda.get_arch_list(): the architectures this build carries kernels for (sm_XY) or PTX for
+    # (compute_XY); torch returns [] when no GPU is usable
+    arch_list: list[str] = Field(default_factory=list)
 
 
 # Runs in the target interpreter; metadata and file checks only (fast, no vllm import).
@@ -146,6 +149,7 @@ try:
     try:
         out["gpu_available"] = bool(torch.cuda.is_available())
         out["device_count"] = int(torch.cuda.device_count()) if out["gpu_available"] else 0
+        out["arch_list"] = [str(a) for a in torch.cuda.get_arch_list()] if out["gpu_available"] else []
     except Exception as exc:
         out["gpu_error"] = repr(exc)
 except ImportError as exc:
@@ -329,6 +333,7 @@ def detect_torch(env: Mapping[str, str], *, python: str | None = None, run: Runn
         hip=data.get("hip"),
         gpu_available=data.get("gpu_available"),
         device_count=data.get("device_count"),
+        arch_list=[str(a) for a in data.get("arch_list") or [] if isinstance(a, str)][:64],
         error=data.get("error"),
     )
     if build.installed:

@@ -203,3 +203,40 @@ def test_redact() -> None:
     assert redact("hf_abcdefghijklmnopqrstuvwxyz") == "hf_ab…yz"
     assert redact("short") == "…"
     assert redact(None) is None
+
+
+# torch.cuda.get_arch_list() of two real builds: the cu126 wheels print "sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90"
+# (the list torch's own warning quotes for an RTX 5090 in vllm#21633); cu128 adds sm_100 and sm_120
+CU126 = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
+CU128 = [*CU126, "sm_100", "sm_120"]
+
+
+@pytest.mark.parametrize(
+    ("archs", "cc", "runs"),
+    [
+        (CU126, "9.0", True),
+        (CU126, "12.0", False),  # RTX 5090 on a cu126 torch: "no kernel image is available"
+        (CU128, "12.0", True),
+        (CU128, "12.1", True),  # GB10: a sm_120 cubin runs on 12.1 (same major, higher minor)
+        (CU128, "8.9", True),  # Ada runs the sm_86 cubin
+        (["sm_80", "sm_90a"], "10.0", False),  # an arch-specific cubin runs on its own GPU only
+        (["sm_90a"], "9.0", True),
+        (["sm_80", "compute_90"], "12.0", True),  # PTX is compiled just in time for newer GPUs
+        (["sm_75", "sm_80", "sm_86", "sm_90"], "7.0", False),  # a build that dropped Volta
+    ],
+)
+def test_arch_covers(archs: list[str], cc: str, runs: bool) -> None:
+    from vllmkit.doctor.envchecks import arch_covers
+
+    assert arch_covers(archs, cc) is runs
+
+
+def test_a_torch_build_without_the_gpus_architecture(tmp_path: Path) -> None:
+    # the scripted nvidia-smi reports two H100s, compute capability 9.0; the scripted torch probe (the real
+    # torch.cuda.get_arch_list() needs a GPU) a build that stops at sm_86
+    torch = {**TORCH_CUDA_OK, "arch_list": ["sm_70", "sm_75", "sm_80", "sm_86"]}
+    check = _by_name(_run(tmp_path, "nvidia", vllm=VLLM_CUDA, torch=torch))["torch"]
+    assert check.status == "fail" and check.code == "gpu-arch-not-in-build"
+    assert "sm_90" in check.detail and "sm_70 sm_75 sm_80 sm_86" in (check.fix or "")
+    ok = _by_name(_run(tmp_path / "ok", "nvidia", vllm=VLLM_CUDA, torch={**TORCH_CUDA_OK, "arch_list": CU128}))
+    assert ok["torch"].status == "ok"
