@@ -96,14 +96,14 @@ class VersionRules:
     # kv_cache_utils.py "Reserve the null block BlockPool permanently holds back"; not in 0.28.0)
     null_block_reserved_in_check: bool = True
     mla_hybrid_block_alignment: int | None = 128
-    # Qwen2-VL / Qwen2.5-VL's largest dummy video (qwen2_vl.py get_num_frames_with_most_features, read in the
-    # 0.8.5, 0.9.2, 0.10.1, 0.11.0, 0.12.0, 0.13.0, 0.14.0, 0.19.0 and 0.32.0 wheels): at most 16 frames through
-    # 0.10, fitted into max_model_len less one largest image; from 0.11 at most 14, fitted into max_model_len
     # the mamba cache "align" mode (2 state blocks a request under prefix caching) exists from 0.15 (its
     # mamba_cache_mode is absent from models/config.py in the 0.13.0 and 0.14.0 wheels); before, an explicit
     # --enable-prefix-caching on a hybrid whose model class lacks SupportsMambaPrefixCaching is switched off
     # ("Hybrid or mamba-based model detected without support for prefix caching: disabling.")
     mamba_align_mode: bool = True
+    # Qwen2-VL / Qwen2.5-VL's largest dummy video (qwen2_vl.py get_num_frames_with_most_features, read in the
+    # 0.8.5, 0.9.2, 0.10.1, 0.11.0, 0.12.0, 0.13.0, 0.14.0, 0.19.0 and 0.32.0 wheels): at most 16 frames through
+    # 0.10, fitted into max_model_len less one largest image; from 0.11 at most 14, fitted into max_model_len
     qwen2_vl_video_max_frames: int = 14
     qwen2_vl_video_after_image: bool = False
 

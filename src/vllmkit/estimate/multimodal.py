@@ -55,14 +55,14 @@ class EncoderProfile:
         return self.items == 0
 
 
-# qwen2_vl.py _MAX_FRAMES_PER_VIDEO (14 in the 0.14, 0.19 and 0.32 wheels)
+# qwen2_vl.py _MAX_FRAMES_PER_VIDEO (14 from 0.11, read in the 0.11 - 0.14, 0.19 and 0.32 wheels; 16 before)
 QWEN2_VL_MAX_FRAMES_PER_VIDEO = 14
 
 
 def qwen2_vl_video_tokens(vision: VisionFacts, max_model_len: int, *, max_frames: int = QWEN2_VL_MAX_FRAMES_PER_VIDEO,
                           after_image: bool = False) -> int:
     """The largest video item of the Qwen2-VL / Qwen2.5-VL processor, in LM tokens (vllm qwen2_vl.py
-    get_max_video_tokens, read in the 0.14, 0.19 and 0.32 wheels): frames of the largest image size (the video
+    get_max_video_tokens, read in the 0.8.5 - 0.14, 0.19 and 0.32 wheels): frames of the largest image size (the video
     takes the image processor's max_pixels), as many as fit max_model_len counting from one frame
     (_get_max_video_frames), at most 14 per video, padded to the temporal patch size; each group of
     temporal_patch_size frames costs one image's tokens. V1 asks for it with one video per prompt
