@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from vllmkit.doctor.gpubuild import BLACKWELL_BUILD_FIX, all_newer
 from vllmkit.logs import LogEvent, LogFacts, ParsedLog, parse_python_dict, read_log
 from vllmkit.units import GIB
 
@@ -930,9 +931,7 @@ def _bf16_unsupported(parsed: ParsedLog) -> list[Diagnosis]:
 def _wrong_build(parsed: ParsedLog) -> list[Diagnosis]:
     """torch/vLLM wheels without kernels for this GPU's architecture: torch warns 'X with CUDA capability sm_N is
     not compatible with the current PyTorch installation' and the first kernel launch fails with 'no kernel image
-    is available for execution on the device'. Blackwell RTX 50 / RTX PRO 6000 (sm_120) and GB10 (sm_121) need a
-    CUDA 12.8+ torch (PyTorch 2.7 was the first release with CUDA 12.8 wheels and Blackwell support); vllm#21633
-    shows a vLLM image whose torch listed sm_50 ... sm_90 only."""
+    is available for execution on the device' (doctor/gpubuild.py reads the architecture names)."""
     warn = _first(parsed.events, "torch_arch_unsupported")
     shown = warn or _first(parsed.events, "no_kernel_image")
     if shown is None:
@@ -943,12 +942,8 @@ def _wrong_build(parsed: ParsedLog) -> list[Diagnosis]:
     gpu = warn.values.get("gpu") if warn is not None else None
     listed = f"this PyTorch build has kernels for {' '.join(built)}; " if built else ""
     if cap is not None and cap >= 120:
-        how = ("Blackwell consumer and workstation GPUs (sm_120, GB10 sm_121) need a PyTorch built with CUDA 12.8 "
-               "or newer (the cu128+ wheels) and a vLLM built against that PyTorch: reinstall vLLM into a fresh "
-               "environment with its own pinned torch, or use a newer vllm/vllm-openai image, and check "
-               "`python -c \"import torch; print(torch.cuda.get_arch_list())\"` lists sm_120.")
-    elif cap is not None and built and all(a[3:].rstrip("a").isdigit() and int(a[3:].rstrip("a")) > cap
-                                           for a in built):
+        how = BLACKWELL_BUILD_FIX
+    elif cap is not None and all_newer(built, cap):
         how = (f"this build dropped sm_{cap}: install a PyTorch (and a vLLM built against it) whose architecture "
                "list still includes it, or move to a newer GPU.")
     else:

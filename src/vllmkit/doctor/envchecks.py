@@ -11,7 +11,6 @@ import contextlib
 import math
 import os
 import platform as _platform
-import re
 import shutil
 import socket
 import sys
@@ -24,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from vllmkit.doctor.gpubuild import BLACKWELL_BUILD_FIX, arch_covers
 from vllmkit.engine.detect import (
     TorchBuild,
     VllmInstall,
@@ -295,29 +295,6 @@ _ROCM_TORCH_FIX = (
 )
 
 
-_ARCH = re.compile(r"(sm|compute)_(\d+)(\d)(a|f)?")
-
-
-def arch_covers(arch_list: list[str], capability: str) -> bool:
-    """Whether a torch build with these architectures runs on a GPU of this compute capability ("12.0"): a cubin
-    for sm_XY runs on the same major at minor >= Y (CUDA binary compatibility), an arch-specific sm_XYa only on X.Y,
-    and PTX (compute_XY) is compiled just in time for any X.Y at or below the GPU's."""
-    try:
-        major, minor = (int(x) for x in capability.split(".")[:2])
-    except ValueError:
-        return True  # unknown capability: nothing to say
-    for a in arch_list:
-        m = _ARCH.fullmatch(a.strip())
-        if not m:
-            continue
-        kind, big, small, suffix = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
-        if kind == "compute" and (big, small) <= (major, minor):
-            return True
-        if kind == "sm" and big == major and (small == minor if suffix else small <= minor):
-            return True
-    return False
-
-
 def check_torch(torch: TorchBuild, det: GpuDetection, install: VllmInstall | None) -> Check:
     data = torch.model_dump(mode="json")
     has_vllm = bool(install and install.installed)
@@ -364,9 +341,7 @@ def check_torch(torch: TorchBuild, det: GpuDetection, install: VllmInstall | Non
             blackwell = any(c.startswith("12.") for c in uncovered)
             fix = (f"This torch has kernels for {' '.join(torch.arch_list)}, not for {caps}: vLLM stops at the first "
                    "kernel launch ('no kernel image is available for execution on the device'). ")
-            fix += ("RTX 50 / RTX PRO Blackwell and GB10 need a torch built with CUDA 12.8 or newer (cu128+ wheels) and "
-                    "the vLLM built against it: reinstall vLLM in a fresh environment, or use a newer vllm/vllm-openai "
-                    "image." if blackwell else
+            fix += (BLACKWELL_BUILD_FIX if blackwell else
                     "Install a torch (and the vLLM built against it) whose architecture list includes it.")
             return Check(name="torch", status="fail", code="gpu-arch-not-in-build",
                          detail=detail + f" has no kernels for {caps}", fix=fix, data=data)

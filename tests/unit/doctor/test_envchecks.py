@@ -226,7 +226,7 @@ CU128 = [*CU126, "sm_100", "sm_120"]
     ],
 )
 def test_arch_covers(archs: list[str], cc: str, runs: bool) -> None:
-    from vllmkit.doctor.envchecks import arch_covers
+    from vllmkit.doctor.gpubuild import arch_covers
 
     assert arch_covers(archs, cc) is runs
 
