@@ -333,7 +333,7 @@ def detect_torch(env: Mapping[str, str], *, python: str | None = None, run: Runn
         hip=data.get("hip"),
         gpu_available=data.get("gpu_available"),
         device_count=data.get("device_count"),
-        arch_list=[str(a) for a in data.get("arch_list") or [] if isinstance(a, str)][:64],
+        arch_list=[a for a in data.get("arch_list") or [] if isinstance(a, str)][:64],
         error=data.get("error"),
     )
     if build.installed:

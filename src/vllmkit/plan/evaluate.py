@@ -525,15 +525,15 @@ def sampler_path(settings: EngineSettings, rules: VersionRules) -> str:
 
 
 def encoder_term(arch: ModelArch, settings: EngineSettings, lm_activation_bytes: int,
-                 max_model_len: int, tp: int = 1, rules: VersionRules | None = None) -> MemoryTerm | None:
+                 max_model_len: int, tp: int, rules: VersionRules) -> MemoryTerm | None:
     """The vision tower's share of the profile-run peak (estimate/multimodal.py)."""
     assert arch.vision is not None
     video = 0
     if arch.vision.family == "qwen2_vl" and not settings.mm_video_off and not settings.v0_engine:
         video = qwen2_vl_video_tokens(
             arch.vision, max_model_len,
-            max_frames=rules.qwen2_vl_video_max_frames if rules else 14,
-            after_image=bool(rules and rules.qwen2_vl_video_after_image and not settings.mm_image_off))
+            max_frames=rules.qwen2_vl_video_max_frames,
+            after_image=rules.qwen2_vl_video_after_image and not settings.mm_image_off)
     prof = encoder_profile(
         arch.vision,
         max_num_batched_tokens=settings.max_num_batched_tokens,
