@@ -110,7 +110,7 @@ HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.js
                   "collected-startup-logs-9.jsonl", "collected-startup-logs-10.jsonl",
                   "collected-startup-logs-11.jsonl", "collected-startup-logs-12.jsonl",
                   "collected-startup-logs-13.jsonl", "collected-startup-logs-14.jsonl",
-                  "collected-startup-logs-15.jsonl")
+                  "collected-startup-logs-15.jsonl", "collected-startup-logs-16.jsonl")
 
 
 @dataclass
@@ -188,7 +188,7 @@ def skip_reason(row: dict) -> str:
     if not row.get("model_family_key"):
         return "no model named"
     quant = (row.get("quantization") or "").lower()
-    if quant and quant != "fp8" and not catalog_id(row):
+    if quant and quant not in ("fp8", "bitsandbytes") and not catalog_id(row):
         return f"{quant} checkpoint of {row['model_family_key']} not in the bundled catalog"
     return f"model not in the bundled catalog ({row.get('model_catalog_id') or row.get('model_family_key')})"
 
@@ -210,7 +210,7 @@ def evaluate_row(row: dict) -> Row | None:
         model_id = catalog_id(row)  # type: ignore[assignment]
     elif "gptq" in quant and find_entry(key + "-GPTQ-Int4"):
         model_id = key + "-GPTQ-Int4"
-    elif quant and quant != "fp8":
+    elif quant and quant not in ("fp8", "bitsandbytes"):
         # a quantized checkpoint the catalog does not hold: its base would be planned instead, so only the KV
         # maths is replayed (the attention and recurrent-state shapes a weight-only quantization keeps)
         return _kv_only_row(row, key, gpu)
@@ -254,7 +254,8 @@ def _request(row: dict, model_id: str, gpu: dict, version: str) -> PlanRequest:
         gpu_memory_utilization=row.get("gpu_memory_utilization"),
         kv_cache_dtype=row.get("kv_cache_dtype") or "auto",
         dtype=row.get("dtype") if row.get("dtype") in ("float32", "float", "float16", "half", "bfloat16") else "auto",
-        quantization="fp8" if (row.get("quantization") or "").lower() == "fp8" else None,
+        # the online methods vLLM applies to a 16-bit checkpoint at load (a quantized catalog entry ignores them)
+        quantization=q if (q := (row.get("quantization") or "").lower()) in ("fp8", "bitsandbytes") else None,
         enforce_eager=bool(row.get("enforce_eager")),
         max_num_batched_tokens=row.get("max_num_batched_tokens"),
         max_num_seqs=row.get("max_num_seqs"),

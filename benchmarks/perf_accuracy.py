@@ -62,7 +62,8 @@ HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "coll
                   DATA_DIR / "collected-bench-results-6.jsonl", DATA_DIR / "collected-bench-results-7.jsonl",
                   DATA_DIR / "collected-bench-results-8.jsonl", DATA_DIR / "collected-bench-results-9.jsonl",
                   DATA_DIR / "collected-bench-results-10.jsonl",
-                  DATA_DIR / "collected-bench-results-11.jsonl", DATA_DIR / "collected-bench-results-12.jsonl")
+                  DATA_DIR / "collected-bench-results-11.jsonl", DATA_DIR / "collected-bench-results-12.jsonl",
+                  DATA_DIR / "collected-bench-results-13.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
@@ -73,6 +74,8 @@ MODEL_MAP = {
     "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8": ("meta-llama/Llama-3.1-70B-Instruct", "fp8-online"),
     "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8": ("meta-llama/Llama-3.1-8B-Instruct", "fp8-online"),
     "neuralmagic/Llama-3.1-Nemotron-70B-Instruct-HF-FP8-dynamic": ("meta-llama/Llama-3.1-70B-Instruct", "fp8-online"),
+    "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8-dynamic": ("meta-llama/Llama-3.1-70B-Instruct", "fp8-online"),
+    "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8-dynamic": ("meta-llama/Llama-3.1-8B-Instruct", "fp8-online"),
     "Qwen/QwQ-32B-Preview": ("Qwen/Qwen2.5-32B-Instruct", None),
     "nvidia/AceMath-7B-Instruct": ("Qwen/Qwen2.5-7B-Instruct", None),
     "Qwen/Qwen3-235B-A22B-Instruct-2507": ("Qwen/Qwen3-235B-A22B", None),

@@ -25,7 +25,9 @@ token passes every stage.
   2 x active parameters per token x tokens + attention (4 x heads x head_dim per query-key pair).
 - t_allreduce: tensor parallel runs two all-reduces per layer (after attention and after the MLP,
   vLLM RowParallelLinear); each is latency + 2 (tp-1)/tp x message / link bandwidth, message =
-  hidden x tokens x 2 bytes (ring all-reduce bus traffic).
+  hidden x tokens x 2 bytes (ring all-reduce bus traffic). Over PCIe with more than two GPUs (or
+  without peer-to-peer) NCCL's ring carries it: a hop of latency per extra ring step and half the
+  link's one-way rate (`nccl_over_pcie`).
 - t_overhead: scheduler + sampling + launch cost per step, plus a per-sequence term (input preparation,
   sampling, detokenisation scale with the batch).
 
@@ -436,6 +438,23 @@ class StepCost:
         return "compute" if self.compute_s > self.memory_s else "bandwidth"
 
 
+# NCCL carrying the all-reduce over PCIe (more than two PCIe-only GPUs, or no peer-to-peer at all):
+# vLLM's custom all-reduce returns early "because it's not supported on more than two PCIe-only GPUs"
+# (vllm/distributed/device_communicators/custom_all_reduce.py, 0.5 to 0.32) and needs P2P besides, so
+# NCCL's ring runs it: 2 (tp - 1) steps, each a PCIe hop, where two ranks take 2; and its bus bandwidth
+# over PCIe is a fraction of the link's one-way rate. Both values were chosen on the bundled 4- and
+# 8-GPU RTX 4090 runs (iog, collected-bench-results.jsonl) and checked on held-out publishers never
+# used to choose them (Crusoe 8x L40S, CloudRift 4x RTX 5090 / 8x RTX PRO 6000, kubesimplify 4x RTX
+# PRO 6000): their median TPOT / throughput / TTFT errors went 42 / 48 / 45 % -> 14 / 13 / 14 %.
+NCCL_PCIE_HOP_S = 4e-6
+NCCL_PCIE_BUS_FRACTION = 0.5
+
+
+def nccl_over_pcie(model: ModelPerf, gpu: GpuPerf) -> bool:
+    """True when NCCL, not vLLM's custom all-reduce, carries this TP group's all-reduces over PCIe."""
+    return gpu.link_kind == "pcie-host" or (gpu.link_kind == "pcie" and model.tp > 2)
+
+
 def allreduce_seconds(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, tokens: float) -> float:
     if model.tp <= 1:
         return 0.0
@@ -445,6 +464,9 @@ def allreduce_seconds(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, tokens: f
     # without peer-to-peer (link "pcie-host") NCCL stages data in host memory: GPU -> host -> GPU, each
     # byte crosses a PCIe link twice, so the usable link bandwidth is half
     link = gpu.link_bytes_s / (2.0 if gpu.link_kind == "pcie-host" else 1.0)
+    if nccl_over_pcie(model, gpu):
+        latency += NCCL_PCIE_HOP_S * 2 * max(model.tp - 2, 0)
+        link *= NCCL_PCIE_BUS_FRACTION
     return 2 * model.layers * (latency + bus / max(link, 1.0))
 
 

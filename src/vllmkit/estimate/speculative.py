@@ -40,6 +40,9 @@ class SpeculativeTerms:
     weight_bytes: int  # per GPU
     kv_layers: list[LayerKind] = field(default_factory=list)  # extra attention layers in the KV pool
     note: str = ""
+    # a separate draft model's own architecture: its layers join the KV pool with their own heads and head
+    # size, not the target's (kv_layers then lists its layer kinds)
+    kv_arch: ModelArch | None = None
 
 
 def eagle_head_bytes(arch: ModelArch, *, eagle3: bool, draft_vocab: int = 32000, dtype_bytes: int = 2) -> int:
@@ -91,4 +94,4 @@ def speculative_terms(
         return SpeculativeTerms(m, num_speculative_tokens, 0, [], "draft model not resolved: not counted")
     kv_layers = [k for k in draft_arch.layer_kinds if k not in (LayerKind.NONE, LayerKind.MAMBA)]
     return SpeculativeTerms(m, num_speculative_tokens, draft_weight_bytes // tp, kv_layers,
-                            f"draft model: {draft_arch.num_hidden_layers} layers")
+                            f"draft model: {draft_arch.num_hidden_layers} layers", kv_arch=draft_arch)

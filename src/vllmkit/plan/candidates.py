@@ -211,10 +211,12 @@ def mm_image_limit(req: PlanRequest, arch: ModelArch | None = None) -> int | Non
 
 
 def feature_terms(variant: Variant, tp: int, settings: EngineSettings, rules: VersionRules | None = None):
-    """issue 13: LoRA stacks (every stage), the speculative drafter (last stage) and its KV layers."""
+    """issue 13: LoRA stacks (every stage), the speculative drafter (last stage) and its KV layers (with a
+    separate draft model, that model's architecture: its layers keep their own KV heads and head size)."""
     every: dict[str, MemoryTerm] = {}
     last: dict[str, MemoryTerm] = {}
     kv_layers: list = []
+    kv_arch = None
     arch = variant.arch
     if settings.lora is not None:
         from vllmkit.estimate.lora import lora_weight_bytes
@@ -240,7 +242,8 @@ def feature_terms(variant: Variant, tp: int, settings: EngineSettings, rules: Ve
                                   draft_weight_bytes=draft_bytes, draft_arch=draft_arch)
         last["speculative"] = MemoryTerm(bytes=terms.weight_bytes, source="estimated", note=terms.note)
         kv_layers = list(terms.kv_layers)
-    return every, last, kv_layers
+        kv_arch = terms.kv_arch
+    return every, last, kv_layers, kv_arch
 
 
 def speculative_method(spec: dict) -> str:
@@ -262,7 +265,7 @@ def tower_skipped(arch: ModelArch, rules: VersionRules) -> bool:
 
 def prepare_candidate(variant: Variant, tp: int, pp: int, settings: EngineSettings, rules: VersionRules) -> Prepared:
     weight_bytes, weight_source = loaded_weight_bytes(variant, settings, rules.key)
-    every, last, spec_kv = feature_terms(variant, tp, settings, rules)
+    every, last, spec_kv, spec_kv_arch = feature_terms(variant, tp, settings, rules)
     if settings.expert_parallel and settings.data_parallel_size > 1 and variant.arch.moe is not None:
         from vllmkit.estimate.weights import expert_parallel_total
 
@@ -286,7 +289,8 @@ def prepare_candidate(variant: Variant, tp: int, pp: int, settings: EngineSettin
     return prepare(variant.arch, weight_bytes, weight_source, tp=tp, pp=pp, settings=settings, rules=rules,
                    mtp_layers=mtp_layers(variant.arch, variant.meta),
                    mtp_own_embeddings=mtp_own_embeddings(variant.meta),
-                   extra_terms=every, last_stage_terms=last, extra_kv_layers=spec_kv, weight_pad_per_layer=pad)
+                   extra_terms=every, last_stage_terms=last, extra_kv_layers=spec_kv, extra_kv_arch=spec_kv_arch,
+                   weight_pad_per_layer=pad)
 
 
 def fit_context(prep: Prepared, native: int, min_conc: float, min_len: int = 0) -> Evaluation:

@@ -77,7 +77,8 @@ FITTED_EFFICIENCY = Efficiency(
 )
 
 BYTES_PER_WEIGHT = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "gptq-int8": 1.0, "awq": 0.53,
-                    "gptq-int4": 0.53, "int4": 0.53, "mxfp4": 0.53, "nvfp4": 0.56}
+                    "gptq-int4": 0.53, "int4": 0.53, "mxfp4": 0.53, "nvfp4": 0.56,
+                    "bitsandbytes": 0.52}
 
 _FAMILIES = (
     ("sm_7", "volta"), ("sm_75", "turing"), ("sm_80", "ampere"), ("sm_86", "ampere"), ("sm_87", "ampere"),

@@ -5,7 +5,7 @@ small models (<= ~8B) keep BF16 when it fits; MI300-class GPUs prefer FP8. Then 
 
 from __future__ import annotations
 
-_QUALITY = {"bf16": 0, "fp16": 0, "fp8": 1, "int8": 2, "mxfp4": 2, "nvfp4": 3, "awq": 3, "gptq-int4": 3, "gptq-int8": 2}
+_QUALITY = {"bf16": 0, "fp16": 0, "fp8": 1, "int8": 2, "mxfp4": 2, "nvfp4": 3, "awq": 3, "gptq-int4": 3, "gptq-int8": 2, "bitsandbytes": 3}
 SMALL_MODEL_BYTES = 17 * 10**9  # <= ~8B parameters in 16-bit: keep BF16 when it fits
 
 

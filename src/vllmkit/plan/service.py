@@ -25,7 +25,7 @@ from vllmkit.plan.models import PlanRequest, PlanResult
 from vllmkit.plan.performance import PerfOptions, attach_performance, check_request_length, request_tokens
 from vllmkit.plan.result import does_not_fit_error, plan_result
 from vllmkit.plan.validate import validate_parallelism
-from vllmkit.plan.variants import make_variant, online_fp8, served_in_float32, sibling_variants
+from vllmkit.plan.variants import make_variant, online_bnb4, online_fp8, served_in_float32, sibling_variants
 from vllmkit.units import GIB
 
 DEFAULT_MIN_CONCURRENCY = 4.0
@@ -106,6 +106,8 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
     base = make_variant(meta, rules)
     if req.quantization in ("fp8", "ptpc_fp8") and base.arch.quantization is None and base.weight_source == "measured":
         base = online_fp8(base)
+    elif req.quantization == "bitsandbytes" and base.arch.quantization is None and base.weight_source == "measured":
+        base = online_bnb4(base)
     if (req.dtype or "auto").lower() in ("float32", "float") and base.arch.quantization is None and base.label != "fp8":
         base = served_in_float32(base)
     arch = base.arch

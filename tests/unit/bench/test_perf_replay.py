@@ -438,3 +438,15 @@ def test_a_sharegpt_runs_max_tokens_caps_its_completions() -> None:
         uncapped = pa.model_prediction(replace(case, workload=replace(case.workload, output_cap=None)),
                                        pa.FITTED_EFFICIENCY)["output_tok_s"]
         assert abs(capped / measured - 1) < 0.15 and uncapped / measured < 0.7, (rid, capped, uncapped, measured)
+
+
+def test_an_eight_l40s_ring_decodes_at_the_speed_crusoe_measured() -> None:
+    """Crusoe's cookbook (crusoecloud/crusoe-cookbook, vllm-l40s-fp8 results, vLLM 0.5.5): Llama-3.1-70B-Instruct
+    BF16 at TP8 on 8x L40S (PCIe), sonnet 550/150 at 1 req/s: median TPOT 55.61 ms. A held-out run, never
+    used to choose the NCCL-over-PCIe values; with the custom all-reduce's costs the replay said 39.6 ms."""
+    rows = [r for r in pa.load_rows((pa.DATA_DIR / "collected-bench-results-13.jsonl",))
+            if r["id"] == "crusoe-cookbook-8xl40s-llama31-70b-bf16-tp8-vllm055-sonnet550-150-qps1"]
+    case = pa.build_case(rows[0], load_profiles(include_user_config=False))
+    assert case.perf.model.tp == 8 and case.perf.gpu.link_kind == "pcie"
+    pred = pa.model_prediction(case, pa.FITTED_EFFICIENCY)["tpot_ms_median"]
+    assert pred == pytest.approx(55.61, rel=0.10)

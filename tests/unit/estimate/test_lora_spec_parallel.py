@@ -93,6 +93,21 @@ def test_a_draft_model_brings_its_weights_and_kv_layers() -> None:
     assert not any("draft" in w for w in drafted.warnings)
 
 
+def test_a_draft_model_of_another_shape_keeps_its_own_heads_in_the_pool() -> None:
+    """Qwen2.5-0.5B (24 layers of 2 KV heads x 64) drafting for Qwen2.5-1.5B (28 layers of 2 x 128): a token
+    costs 28 x 2 x 128 x 2 x 2 + 24 x 2 x 64 x 2 x 2 = 40,960 B, one uniform-type group. A public vLLM 0.23
+    start of exactly this pair on an RTX 4080 Laptop GPU (men16922/llmso-study, collected-startup-logs-16)
+    printed 140,832 tokens from "Available KV cache memory: 5.37 GiB" (5.37 GiB / 40,960 B = 140,770); sized
+    as target-shaped layers (53,248 B) the pool held 108,272."""
+    spec = {"method": "draft_model", "model": "Qwen/Qwen2.5-0.5B-Instruct", "num_speculative_tokens": 5}
+    req = PlanRequest(model="Qwen/Qwen2.5-1.5B-Instruct", source="catalog", gpu="rtx-4080-laptop", vllm_version="0.23.0",
+                      tensor_parallel_size=1, max_model_len=4096, max_num_seqs=64, gpu_memory_utilization=0.85,
+                      kv_cache_memory_bytes=int(5.37 * GIB), speculative_config=spec)
+    plan = build_plan(req, ENV)
+    assert plan.kv_cache.tokens == int(5.37 * GIB) // (16 * 40_960) * 16
+    assert abs(plan.kv_cache.tokens - 140_832) / 140_832 < 0.001
+
+
 def test_a_draft_model_that_cannot_be_read_is_said_so() -> None:
     spec = {"method": "draft_model", "model": "nobody/no-such-draft", "num_speculative_tokens": 3}
     req = PlanRequest(model="Qwen/Qwen3-8B", source="catalog", gpu="h100", max_model_len=32768, speculative_config=spec)

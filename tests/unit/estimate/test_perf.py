@@ -64,16 +64,44 @@ def test_tensor_parallel_all_reduce_by_hand() -> None:
 
 
 def test_all_reduce_without_peer_to_peer_bounces_through_host_memory() -> None:
-    # TP4, 28 layers, 2048 tokens, hidden 3584 on PCIe (32 GB/s one way): each all-reduce is
-    # 4 x 10 us + 2 x (3/4) x (3584 x 2048 x 2 B) / 32e9; a GeForce Ada card without P2P ("pcie-host")
-    # stages in host memory, so every byte crosses PCIe twice: bus time / (32e9 / 2)
-    m = ModelPerf(tp=4, pp=1, layers=28, hidden_size=3584, dense_bytes=1, active_params=1.0)
+    # TP2, 28 layers, 2048 tokens, hidden 3584 on PCIe (32 GB/s one way): with P2P vLLM's custom all-reduce
+    # runs two PCIe GPUs, each all-reduce 4 x 10 us + 2 x (1/2) x (3584 x 2048 x 2 B) / 32e9; a GeForce Ada
+    # card without P2P ("pcie-host") falls back to NCCL staging in host memory: every byte crosses PCIe
+    # twice (32e9 / 2), and NCCL's bus reaches half of that rate
+    m = ModelPerf(tp=2, pp=1, layers=28, hidden_size=3584, dense_bytes=1, active_params=1.0)
     eff = Efficiency(allreduce_latency_s=10e-6)
-    bus = 2 * 0.75 * 3584 * 2048 * 2
+    bus = 2 * 0.5 * 3584 * 2048 * 2
     p2p = GpuPerf("x", "nvidia", "ada", 1e12, {"bf16": 100.0}, 32e9, "pcie")
     host = GpuPerf("x", "nvidia", "ada", 1e12, {"bf16": 100.0}, 32e9, "pcie-host")
     assert step_cost(m, p2p, eff, decode=2048, context_sum=0).comm_s == pytest.approx(56 * (40e-6 + bus / 32e9))
-    assert step_cost(m, host, eff, decode=2048, context_sum=0).comm_s == pytest.approx(56 * (40e-6 + bus / 16e9))
+    assert step_cost(m, host, eff, decode=2048, context_sum=0).comm_s == pytest.approx(56 * (40e-6 + bus / 8e9))
+
+
+def test_more_than_two_pcie_gpus_all_reduce_through_nccls_ring() -> None:
+    """vLLM's custom all-reduce returns early "because it's not supported on more than two PCIe-only GPUs"
+    (custom_all_reduce.py, the installed vLLM's too), so NCCL's ring carries TP4 / TP8 over PCIe:
+    2 (tp - 1) steps instead of the two of a pair, each a hop of latency, at half the link's rate.
+    NVLink keeps the custom all-reduce: its cost does not grow with the ring."""
+    import importlib.util
+    import os
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("vllm")  # the installed vLLM's source, read as text (not imported)
+    if spec is None or not spec.submodule_search_locations:
+        assert os.environ.get("CI") != "true", "CI installs vLLM (scripts/setup.sh --with-vllm)"
+        pytest.skip("vLLM is not installed here")
+    car = Path(spec.submodule_search_locations[0]) / "distributed/device_communicators/custom_all_reduce.py"
+    assert "more than two PCIe-only GPUs" in car.read_text(encoding="utf-8")
+    eff = Efficiency(allreduce_latency_s=10e-6)
+    pcie = GpuPerf("x", "nvidia", "ada", 1e12, {"bf16": 100.0}, 32e9, "pcie")
+    nvl = GpuPerf("x", "nvidia", "hopper", 1e12, {"bf16": 100.0}, 32e9, "nvlink")
+    for tp in (4, 8):
+        m = ModelPerf(tp=tp, pp=1, layers=28, hidden_size=3584, dense_bytes=1, active_params=1.0)
+        bus = 2 * (tp - 1) / tp * 3584 * 2048 * 2
+        each = 40e-6 + 4e-6 * 2 * (tp - 2) + bus / (0.5 * 32e9)
+        assert step_cost(m, pcie, eff, decode=2048, context_sum=0).comm_s == pytest.approx(56 * each)
+        assert step_cost(m, nvl, eff, decode=2048, context_sum=0).comm_s == pytest.approx(
+            56 * (10e-6 + bus / 32e9))
 
 
 def test_geforce_ada_profiles_have_no_peer_to_peer() -> None:
