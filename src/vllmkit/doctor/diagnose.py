@@ -1137,6 +1137,10 @@ def _quant_unknown(parsed: ParsedLog) -> list[Diagnosis]:
     close = [k for k in known if method and (method.lower() in k or k in method.lower())][:4]
     hint = f" (close: {', '.join(close)})" if close else ""
     version = parsed.facts.vllm_version
+    if method == "bitsandbytes":
+        # QuantizationMethods lists it through 0.27; the 0.28 wheel dropped it (engine/versions.py)
+        hint = " (bitsandbytes was removed in vLLM 0.28.0: serve an AWQ / GPTQ 4-bit checkpoint, use " \
+               "--quantization fp8, or pin vllm==0.27.1)"
     return [
         Diagnosis(
             code="unknown-quantization",

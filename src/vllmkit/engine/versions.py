@@ -52,6 +52,10 @@ class VersionRules:
     mm_tower_skipped_at_zero_limit: bool  # a zero --limit-mm-per-prompt skips loading the tower
     language_model_only_flag: bool  # --language-model-only exists
     mm_tower_skipped_per_model: bool = False  # Qwen2/2.5/3-VL and Llama-4 skip their towers at limit 0
+    # --quantization bitsandbytes picks the bitsandbytes loader itself (else --load-format bitsandbytes is required)
+    bnb_load_format_auto: bool = True
+    # the bitsandbytes method exists (QuantizationMethods lists it through 0.27; the 0.28 wheel dropped it)
+    bitsandbytes_supported: bool = True
     # --kv-cache-dtype auto follows a KV scheme the checkpoint declares (else: the model dtype)
     modelopt_kv_scheme_auto: bool = True  # ModelOpt kv_cache_quant_algo
     ct_kv_scheme_auto: bool = True  # compressed-tensors kv_cache_scheme
@@ -132,6 +136,13 @@ def rules_for(version: str) -> VersionRules:
         # MambaModelConfig). A public 0.23.0 start of Qwen3.5-4B (collected-startup-logs-14) shows it: 235,706
         # tokens from 10.21 GiB is 11 blocks of 528 per 4,096-token request, one per GDN group.
         hybrid_prefix_caching=v >= (0, 26, 0),
+        # EngineArgs.create_load_config sets load_format = "bitsandbytes" for --quantization bitsandbytes from 0.8.2
+        # (read in the 0.8.2, 0.8.4, 0.8.5, 0.9.2 and 0.10.1 wheels); 0.6.6, 0.7.3, 0.8.0 and 0.8.1 raise
+        # "BitsAndBytes quantization and QLoRA adapter only support 'bitsandbytes' load format, but got auto"
+        bnb_load_format_auto=v >= (0, 8, 2),
+        # QuantizationMethods (model_executor/layers/quantization/__init__.py) lists "bitsandbytes" in the 0.26.0 and
+        # 0.27.0 wheels, not in 0.28.0, 0.30.0 or 0.32.0: "Unknown quantization method: bitsandbytes" from 0.28
+        bitsandbytes_supported=v < (0, 28, 0),
         # 0.32 ranks FLASH_ATTN_MLA first on sm90 and FLASHINFER_MLA on sm100; earlier releases
         # used FlashMLA (block 64) / CUTLASS MLA (block 128). Threshold approximate.
         mla_backend_generation=2 if v >= (0, 30, 0) else 1,

@@ -190,6 +190,10 @@ def serve_flags(
         add("--dtype", dtype)
     if s.quantization and _quant_family(s.quantization) != _quant_family(plan.model.quantization):
         add("--quantization", s.quantization)
+        from vllmkit.engine.versions import rules_for
+
+        if s.quantization == "bitsandbytes" and not rules_for(plan.vllm_version).bnb_load_format_auto:
+            add("--load-format", "bitsandbytes")  # before 0.8.2 vLLM refuses the bitsandbytes method without it
     if plan.model.trust_remote_code:
         add("--trust-remote-code")
     if s.enforce_eager:

@@ -102,6 +102,10 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
         raise UsageError(f"--gpu-memory-in-use {req.gpu_memory_in_use / GIB:.2f} GiB is not less than the "
                          f"{profile.memory_bytes / GIB:.2f} GiB of a {profile.display_name}",
                          "give the memory other processes hold on each GPU, e.g. --gpu-memory-in-use 4GiB")
+    if req.quantization == "bitsandbytes" and not rules.bitsandbytes_supported:
+        raise UsageError(f"vLLM {version} has no bitsandbytes quantization (removed in 0.28.0)",
+                         "serve an AWQ or GPTQ 4-bit checkpoint of the model, use --quantization fp8, or plan for "
+                         "vLLM 0.27 or older (--vllm-version 0.27.1)", code="quantization-removed")
     meta = resolve_model(req.model, source=req.source, revision=req.revision, refresh=req.refresh, env=env)
     base = make_variant(meta, rules)
     if req.quantization in ("fp8", "ptpc_fp8") and base.arch.quantization is None and base.weight_source == "measured":
@@ -117,6 +121,10 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
         warnings.append(vw)  # issue 13
     if arch.quantization is not None and (qw := quant_method_warning(arch.quantization.method)):
         warnings.append(qw)
+    elif arch.quantization is not None and arch.quantization.method == "bitsandbytes" and not rules.bitsandbytes_supported:
+        warnings.append(f"a bitsandbytes checkpoint: vLLM {version} has no bitsandbytes quantization (removed in "
+                        "0.28.0) and will refuse to load it; serve it with vLLM 0.27 or older, or use an AWQ / GPTQ "
+                        "checkpoint of the model")
 
     native = arch.native_max_model_len
     auto_fit = req.max_model_len == "auto"

@@ -46,3 +46,56 @@ def test_a_prequantized_checkpoint_is_not_quantized_again() -> None:
     fp8 = _plan(quantization="fp8").memory.weights_bytes
     nf4 = _plan(quantization="bitsandbytes").memory.weights_bytes
     assert nf4 < fp8 < _plan().memory.weights_bytes
+
+
+def test_the_serve_line_names_the_loader_where_vllm_needs_it() -> None:
+    """EngineArgs in the 0.6.6, 0.7.3, 0.8.0 and 0.8.1 wheels raise "BitsAndBytes quantization and QLoRA adapter
+    only support 'bitsandbytes' load format, but got auto"; from 0.8.2 create_load_config sets it itself."""
+    from vllmkit.launch.command import attach_serve_command
+
+    def line(version: str) -> list[str]:
+        req = PlanRequest(model="Qwen/Qwen2.5-3B-Instruct", source="catalog", gpu="rtx-4060", vllm_version=version,
+                          quantization="bitsandbytes")
+        return attach_serve_command(build_plan(req, ENV), req).serve_command
+
+    for old in ("0.6.6", "0.7.3", "0.8.1"):
+        argv = line(old)
+        assert argv[argv.index("--load-format") + 1] == "bitsandbytes"
+    for new in ("0.8.2", "0.19.0", "0.27.1"):
+        assert "--load-format" not in line(new) and "bitsandbytes" in line(new)
+
+
+def test_releases_without_bitsandbytes_refuse_it() -> None:
+    """The 0.28.0 wheel's QuantizationMethods no longer lists "bitsandbytes" (0.27.0's does): the flag is
+    refused before planning (exit 2, a fix), and a bitsandbytes checkpoint gets a warning."""
+    import pytest
+
+    from vllmkit.errors import UsageError
+
+    with pytest.raises(UsageError) as exc:
+        build_plan(PlanRequest(model="Qwen/Qwen2.5-3B-Instruct", source="catalog", gpu="rtx-4060",
+                               vllm_version="0.28.0", quantization="bitsandbytes"), ENV)
+    assert exc.value.code == "quantization-removed" and "0.27" in exc.value.hint
+    ok = build_plan(PlanRequest(model="Qwen/Qwen2.5-3B-Instruct", source="catalog", gpu="rtx-4060",
+                                vllm_version="0.27.1", quantization="bitsandbytes"), ENV)
+    assert ok.memory.weights_bytes < 2.2 * GIB
+
+
+def test_a_bitsandbytes_checkpoint_on_a_release_without_it_is_warned(tmp_path) -> None:
+    import json
+
+    from tests.unit.plan.test_float32_checkpoint import _write_model
+
+    _write_model(tmp_path / "m", "BF16", "bfloat16")
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "bitsandbytes", "load_in_4bit": True,
+                                     "bnb_4bit_quant_type": "nf4"}
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config))
+
+    def warnings(version: str) -> list[str]:
+        req = PlanRequest(model=str(tmp_path / "m"), source="local", gpu="h100", tensor_parallel_size=1,
+                          vllm_version=version)
+        return build_plan(req, ENV).warnings
+
+    assert any("removed in 0.28.0" in w for w in warnings("0.28.0"))
+    assert not any("bitsandbytes" in w for w in warnings("0.27.1"))
