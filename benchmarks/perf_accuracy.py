@@ -63,7 +63,7 @@ HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "coll
                   DATA_DIR / "collected-bench-results-8.jsonl", DATA_DIR / "collected-bench-results-9.jsonl",
                   DATA_DIR / "collected-bench-results-10.jsonl",
                   DATA_DIR / "collected-bench-results-11.jsonl", DATA_DIR / "collected-bench-results-12.jsonl",
-                  DATA_DIR / "collected-bench-results-13.jsonl")
+                  DATA_DIR / "collected-bench-results-13.jsonl", DATA_DIR / "collected-bench-results-14.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
@@ -313,6 +313,12 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     # evicted before it comes round (tsho's 1,000-prompt sweeps against a 175K-token cache)
     still_cached = int(n) * (mean_in + mean_out) <= ev.capacity.tokens
     shared = int(mean_in) if "identical" in dataset or (row.get("prompts_cached_by_earlier_run") and still_cached) else 0
+    # vLLM's random prompts are allowed_tokens[(offset_i + i + arange(input_len)) % n] with the offsets drawn
+    # after the lengths (vllm/benchmarks/datasets: RandomDataset.generate_token_sequence, get_sampling_params):
+    # same seed, longer input_len, so request i of a run begins with request i of a shorter run before it on
+    # the same server, whose blocks the prefix cache still holds (the row names how many tokens)
+    if not shared and row.get("prompts_cached_prefix_tokens") and still_cached:
+        shared = min(int(row["prompts_cached_prefix_tokens"]), int(mean_in))
     workload = Workload(mean_in, mean_out, concurrency=int(conc) if conc else None, request_rate=rate_f,
                         num_requests=int(n), dataset=wl_kind, output_cap=output_cap, warmup_first_prompt=warmup,
                         shared_prefix=shared)

@@ -275,6 +275,28 @@ def test_wrong_key_is_an_auth_error(served, tmp_path: Path) -> None:
     assert "401" in proc.stderr and "hint:" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_a_rerun_that_finds_its_prompts_cached_is_flagged_not_stored(served, tmp_path: Path) -> None:
+    """The same random sweep twice against one server (same --seed): the second finds every prompt's full
+    KV blocks (128 tokens on the CPU build: 256 of each 300-token prompt) in vLLM's prefix cache, which
+    vLLM's own counters report over the point; the first does not. Only the second is flagged and kept
+    out of the calibration store."""
+    server, model = served
+    env = _env(tmp_path)
+    args = ["bench", server.url, "--api-key", KEY, "-c", "2", "-n", "6", "--input-len", "300", "--output-len", "4",
+            "--warmup", "0", "--seed", "7", "--gpu", "cpu", "--model", str(model), "--json"]
+    runs = []
+    for _ in range(2):
+        proc = vllmkit(env, *args)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        runs.append(json.loads(proc.stdout)["data"])
+    first, second = (r["points"][0]["server"]["prefix_cache_hit_rate"] for r in runs)
+    assert first is not None and first < 0.1, first
+    assert second > 0.6, second
+    assert not any("prefix-cache hits" in n for n in runs[0]["notes"]), runs[0]["notes"]
+    assert any("prefix-cache hits" in n and "--seed" in n for n in runs[1]["notes"]), runs[1]["notes"]
+    assert runs[0]["stored"] == 1 and not runs[1]["stored"], (runs[0]["stored"], runs[1]["stored"])
+
+
 def _finished(server: VllmServer) -> float:
     with urllib.request.urlopen(server.url + "/metrics", timeout=30) as resp:
         text = resp.read().decode()

@@ -63,6 +63,8 @@ class PointResult(BaseModel):
     # their TTFT and ITL time the server's front end (or this client) falling behind, not the engine
     burst_requests: int = 0
     partial: bool = False  # stopped early (server died / interrupted)
+    # requests that reused a prompt of the point's own pool (--duration cycles it): prefix-cache hits by design
+    prompt_repeats: int = 0
     duration_s: float = 0.0
     input_tokens: int = 0
     output_tokens: int = 0

@@ -28,7 +28,7 @@ from vllmkit.bench.client import error_message, make_client
 from vllmkit.bench.loadgen import PointRun, ProgressFn, run_point, warmup
 from vllmkit.bench.models import BenchReport, PointResult, Target, Workload
 from vllmkit.bench.stats import Slo
-from vllmkit.bench.store import storable, store_report
+from vllmkit.bench.store import stale_cache_hits, storable, store_report
 from vllmkit.bench.verdict import bottleneck
 from vllmkit.bench.workload import (
     _HARVEST_TEXT,
@@ -375,10 +375,17 @@ async def _sweep(
             )
             current[:] = []
             result.partial = run.server_gone or run.auth_failed is not None
+            result.prompt_repeats = max(len(run.samples) - len(prompts), 0)
             offered = point.concurrency
             aggregate(result, run.samples, duration_s=run.duration_s, slo=opts.slo, server=run.load,
                       verdict=bottleneck(run.load, offered=offered) if not run.server_gone else None)
             report.points.append(result)
+            if (hit := stale_cache_hits(report, result)) is not None:
+                report.notes.append(
+                    f"{result.label}: {hit:.0%} of the prompt tokens were prefix-cache hits: an earlier run sent "
+                    "these prompts to this server (same --seed and lengths, or a shorter --input-len), so their "
+                    "prefill was skipped and TTFT / throughput are optimistic; the point is not stored for "
+                    "calibration. Rerun with another --seed")
             if reporter.point_end:
                 reporter.point_end(result)
             if run.auth_failed is not None:

@@ -26,12 +26,36 @@ def storable(report: BenchReport) -> tuple[bool, str]:
     return True, ""
 
 
+# prompt tokens a random workload's point may find in the prefix cache beyond its own shared --prefix-len
+# (block rounding, a repeated token run) before the point counts as replayed from an earlier run's cache
+STALE_CACHE_HIT_MARGIN = 0.10
+
+
+def stale_cache_hits(report: BenchReport, point: PointResult) -> float | None:
+    """The share of a random point's prompt tokens that were prefix-cache hits beyond its shared prefix, when
+    it is above STALE_CACHE_HIT_MARGIN (None otherwise, and for datasets, whose prompts may repeat).
+    Random prompts differ from point to point, so such hits come from an earlier `bench` (or vLLM
+    benchmark) that sent the same prompts to this server: the same --seed and lengths, or a shorter
+    --input-len whose prompts begin these. Their prefill was skipped: TTFT and throughput are optimistic."""
+    w = report.workload
+    rate = point.server.prefix_cache_hit_rate
+    if w.kind != "random" or rate is None or not w.input_len:
+        return None
+    shared = w.prefix_len / (w.prefix_len + w.input_len)
+    repeated = point.prompt_repeats / max(point.num_requests, 1)  # whole prompts this point sent twice
+    expected = repeated + (1 - repeated) * shared
+    return rate if rate - expected > STALE_CACHE_HIT_MARGIN else None
+
+
 def point_record(report: BenchReport, point: PointResult, recorded_at: str) -> PerfRecord | None:
     """None for points that cannot be a measurement: cut short (server died, Ctrl-C), nothing
-    completed, or rate=inf (neither a concurrency nor a rate to match a plan's workload on)."""
+    completed, rate=inf (neither a concurrency nor a rate to match a plan's workload on), or prompts an
+    earlier run had left in the prefix cache (stale_cache_hits)."""
     t = report.target
     ok = [s for s in point.samples if s.ok]
     if point.partial or not ok or point.duration_s <= 0 or (point.concurrency is None and point.request_rate is None):
+        return None
+    if stale_cache_hits(report, point) is not None:
         return None
     assert t.gpu and t.model and t.vllm_version
     input_len = sum(s.input_tokens or 0 for s in ok) / len(ok)
