@@ -117,6 +117,7 @@ class VisionFacts(BaseModel):
     deepstack_layers: int = 0  # Qwen3-VL: extra merged features per token
     max_tokens_per_item: int  # largest image in LM tokens (processor defaults)
     patches_per_token: int  # ViT sequence positions per LM token (merge**2, SigLIP pooling, ...)
+    patches_per_item: int = 0  # ViT sequence positions of one largest item, where tokens do not map evenly (Pixtral)
     source: str = ""
 
 

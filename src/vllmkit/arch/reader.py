@@ -796,6 +796,22 @@ def _vision_facts(config: dict[str, Any], text_hidden: int) -> VisionFacts | Non
             source="Gemma-4 vision: default_output_length soft tokens per image, pooling kernel squared "
                    "patches each (video frames, 70 tokens each, not counted)",
         )
+    if top == "mistral3" or (top in ("llava", "pixtral") and str(vc.get("model_type") or "") == "pixtral"):
+        # Pixtral ViT (Mistral-3 / Mistral-Small-3.x / Pixtral-12B): image_size 1540 / patch 14 = 110 x 110 patches,
+        # merged 2 x 2 (spatial_merge_size; Pixtral-12B: none) into 55 rows of 55 image tokens + one [IMG_BREAK] /
+        # [IMG_END] per row (vllm pixtral.py get_num_image_tokens: (ncols + 1) * nrows) = 3,080 LM tokens per image
+        image, patch = num("image_size", 1024), num("patch_size", 16)
+        merge = int(config.get("spatial_merge_size") or 1)
+        side = max(image // patch // max(merge, 1), 1)
+        tokens = (side + 1) * side
+        return VisionFacts(
+            family="pixtral", depth=num("num_hidden_layers", 24), hidden_size=num("hidden_size", 1024),
+            intermediate_size=num("intermediate_size", 4096), num_heads=num("num_attention_heads", 16),
+            patch_size=patch, in_channels=num("num_channels", 3), out_hidden_size=text_hidden,
+            max_tokens_per_item=tokens, patches_per_token=max(round((image // patch) ** 2 / tokens), 1),
+            patches_per_item=(image // patch) ** 2,
+            source=f"Pixtral {image}px, patch {patch}, merge {merge}: {side} rows of {side} tokens + a break each",
+        )
     if top == "llama4":
         # 336px tiles of 24x24 patches (+1 class token), pixel shuffle 0.5 -> 144 tokens per tile;
         # max_patches 16 tiles + 1 global view (Llama4Processor defaults, vLLM mllama4.py)

@@ -56,6 +56,8 @@ class VersionRules:
     bnb_load_format_auto: bool = True
     # the bitsandbytes method exists (QuantizationMethods lists it through 0.27; the 0.28 wheel dropped it)
     bitsandbytes_supported: bool = True
+    # Pixtral's vision tower attends through a dense block mask (no xformers) instead of varlen attention
+    pixtral_dense_mask: bool = False
     # --kv-cache-dtype auto follows a KV scheme the checkpoint declares (else: the model dtype)
     modelopt_kv_scheme_auto: bool = True  # ModelOpt kv_cache_quant_algo
     ct_kv_scheme_auto: bool = True  # compressed-tensors kv_cache_scheme
@@ -143,6 +145,12 @@ def rules_for(version: str) -> VersionRules:
         # QuantizationMethods (model_executor/layers/quantization/__init__.py) lists "bitsandbytes" in the 0.26.0 and
         # 0.27.0 wheels, not in 0.28.0, 0.30.0 or 0.32.0: "Unknown quantization method: bitsandbytes" from 0.28
         bitsandbytes_supported=v < (0, 28, 0),
+        # pixtral.py: "vLLM does not install xformers by default", and without it PixtralHFVisionModel / the Mistral-format
+        # VisionTransformer pass transformers' generate_block_attention_mask (patches x patches, model dtype) to SDPA
+        # (read in the 0.19.0, 0.27.1 and 0.28.0 wheels); 0.29.0, 0.30.0 and 0.32.0 attend with MMEncoderAttention
+        # (variable-length flash attention, no mask). A public 0.27.1 H200 start of Ministral-3-14B printed 1.96 GiB
+        # of peak activation where the language model's own forward holds about 1.1
+        pixtral_dense_mask=v < (0, 29, 0),
         # 0.32 ranks FLASH_ATTN_MLA first on sm90 and FLASHINFER_MLA on sm100; earlier releases
         # used FlashMLA (block 64) / CUTLASS MLA (block 128). Threshold approximate.
         mla_backend_generation=2 if v >= (0, 30, 0) else 1,

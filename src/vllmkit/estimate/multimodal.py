@@ -93,6 +93,7 @@ def encoder_profile(
     chunked_prefill: bool = True,
     tp: int = 1,
     video_tokens_per_item: int = 0,
+    dense_mask: bool = False,
 ) -> EncoderProfile:
     """What vLLM profiles for the vision tower. limit_per_prompt: --limit-mm-per-prompt for images
     (None = vLLM's default 999; 0 = text-only, also what --language-model-only does).
@@ -108,13 +109,20 @@ def encoder_profile(
     if not chunked_prefill:
         reqs = min(reqs, max_num_batched_tokens // per_item)
     items = max(1, min(budget // per_item, reqs * per_prompt))
-    patches = items * per_item * vision.patches_per_token
+    if vision.patches_per_item and per_item == vision.max_tokens_per_item:
+        patches = items * vision.patches_per_item
+    else:
+        patches = items * per_item * vision.patches_per_token
+    # dense_mask: the tower attends over all items' patches as one sequence with a (patches x patches) additive
+    # block mask in the model dtype (transformers' generate_block_attention_mask, which vLLM's Pixtral uses without
+    # xformers) -- memory-efficient SDPA never builds the scores, but the mask itself is live for the whole tower
+    mask = patches * patches * ACT_BYTES if dense_mask else 0
     return EncoderProfile(
         budget_tokens=budget,
         items=items,
         tokens_per_item=per_item,
         patches=patches,
-        vit_peak_bytes=patches * vit_bytes_per_patch(vision, tp),
+        vit_peak_bytes=patches * vit_bytes_per_patch(vision, tp) + mask,
         embeddings_bytes=items * per_item * vision.out_hidden_size * (1 + vision.deepstack_layers) * ACT_BYTES,
     )
 

@@ -558,6 +558,7 @@ def encoder_term(arch: ModelArch, settings: EngineSettings, lm_activation_bytes:
         limit_per_prompt=settings.mm_image_limit,
         tp=tp,
         video_tokens_per_item=video,
+        dense_mask=arch.vision.family == "pixtral" and rules.pixtral_dense_mask,
     )
     if prof.skipped:
         return MemoryTerm(bytes=0, source="derived", note="multimodal limit 0: encoder not profiled")
