@@ -46,6 +46,9 @@ EXPECTED = {
     "awssamples-4xl40s-qwen3-coder-next-tp4-len16384-mamba-fail": "mamba-cache-blocks",
     "llmdplanner-4xh100-llama4-scout-tp4-util095-free-mem-fail": "insufficient-free-memory",
     "llmdplanner-2xh100-codellama-34b-hf-tp2-len8192-util095-fail": "insufficient-free-memory",
+    # collected-startup-logs-18 (round 30): LLaVA-1.6-Mistral-7B on a 16 GB card, negative KV budgets
+    "wsl-rtx5080-llava16-mistral7b-bf16-len4096-seqs1-util085-v0110-fail": "no-kv-memory",
+    "wsl-rtx5080-llava16-mistral7b-fp16-eager-len2048-seqs1-util075-v0110-fail": "no-kv-memory",
     # collected-startup-logs-16 (round 30): a WSL2 laptop whose display stack holds 1.2 GiB
     "llmso-rtx4080laptop-qwen25-15b-instruct-len4096-seqs64-util090-v0230-freemem-fail": "insufficient-free-memory",
     "kubesimplify-2xrtxpro6000-qwen3-235b-2507-fp8-tp2-weight-load-oom-fail-v0271": "cuda-oom",
