@@ -42,7 +42,7 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     "kv_cache_memory_bytes": (str | None, typer.Option(None, "--kv-cache-memory-bytes", help="Fix the KV cache per GPU, e.g. 8GiB (bypasses the memory profile).", rich_help_panel=_P)),
     "kv_cache_dtype": (str | None, typer.Option(None, "--kv-cache-dtype", help="auto | bfloat16 | fp8 | fp8_e4m3 | fp8_e5m2.", rich_help_panel=_P)),
     "dtype": (str | None, typer.Option(None, "--dtype", help="Model dtype: auto | bfloat16 | float16 | half | float32 | float (float32 doubles weights and KV).", rich_help_panel=_P)),
-    "quantization": (str | None, typer.Option(None, "--quantization", help="vLLM --quantization (e.g. fp8 for online FP8).", rich_help_panel=_P)),
+    "quantization": (str | None, typer.Option(None, "--quantization", help="vLLM --quantization (fp8: online FP8 of a 16-bit checkpoint; bitsandbytes: in-flight 4-bit NF4, vLLM 0.27 and older).", rich_help_panel=_P)),
     "max_num_seqs": (int | None, typer.Option(None, "--max-num-seqs", help="Most sequences in one batch (default: vLLM's for the GPU).", rich_help_panel=_P)),
     "max_num_batched_tokens": (int | None, typer.Option(None, "--max-num-batched-tokens", help="Token budget of one scheduler step (default: vLLM's for the GPU).", rich_help_panel=_P)),
     "block_size": (int | None, typer.Option(None, "--block-size", help="KV block size in tokens (default: the backend's).", rich_help_panel=_P)),
