@@ -98,14 +98,20 @@ def make_variant(meta: ModelMetadata, rules: VersionRules) -> Variant:
     total, src = _weights(meta, arch)
     return Variant(variant_label(meta, arch), meta, arch, total, src)
 
-def online_fp8(variant: Variant) -> Variant:
-    """--quantization fp8 on a 16-bit checkpoint: vLLM quantizes the linear layers to 1 byte per
-    weight at load; embeddings, lm_head and norms stay 16-bit."""
+def _linear_layers_requantized(variant: Variant, label: str, bytes_per_weight: float) -> Variant:
+    """A 16-bit checkpoint whose linear layers vLLM quantizes at load to `bytes_per_weight`; the embeddings
+    and the LM head (vocabulary x hidden, 16-bit; one matrix when tied) keep their 2 bytes."""
     arch = variant.arch
     embed = arch.vocab_size * arch.hidden_size * 2
     head = 0 if arch.tie_word_embeddings else embed
     body = max(variant.weight_bytes - embed - head, 0)
-    return Variant("fp8", variant.meta, arch, embed + head + body // 2, "derived")
+    return Variant(label, variant.meta, arch, embed + head + int(body / 2 * bytes_per_weight), "derived")
+
+
+def online_fp8(variant: Variant) -> Variant:
+    """--quantization fp8 on a 16-bit checkpoint: vLLM quantizes the linear layers to 1 byte per
+    weight at load; embeddings, lm_head and norms stay 16-bit."""
+    return _linear_layers_requantized(variant, "fp8", 1.0)
 
 
 # --quantization bitsandbytes on a 16-bit checkpoint quantizes every linear layer at load to NF4 with
@@ -119,12 +125,7 @@ BNB_NF4_BYTES_PER_WEIGHT = 0.5 + 1 / 64 + 4 / (64 * 256)
 def online_bnb4(variant: Variant) -> Variant:
     """--quantization bitsandbytes on a 16-bit checkpoint (in-flight 4-bit). A public vLLM 0.18 start of
     Qwen2.5-3B-Instruct printed "Model loading took 2.07 GiB"; this gives 1.91 GiB (16-bit: 5.76)."""
-    arch = variant.arch
-    embed = arch.vocab_size * arch.hidden_size * 2
-    head = 0 if arch.tie_word_embeddings else embed
-    body = max(variant.weight_bytes - embed - head, 0)
-    return Variant("bitsandbytes", variant.meta, arch, embed + head + int(body / 2 * BNB_NF4_BYTES_PER_WEIGHT),
-                   "derived")
+    return _linear_layers_requantized(variant, "bitsandbytes", BNB_NF4_BYTES_PER_WEIGHT)
 
 
 def served_in_float32(variant: Variant) -> Variant:
