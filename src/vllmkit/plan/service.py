@@ -112,7 +112,7 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
         base = online_fp8(base)
     elif req.quantization == "bitsandbytes" and base.arch.quantization is None and base.weight_source == "measured":
         base = online_bnb4(base)
-    if (req.dtype or "auto").lower() in ("float32", "float") and base.arch.quantization is None and base.label != "fp8":
+    if (req.dtype or "auto").lower() in ("float32", "float") and base.arch.quantization is None and base.label not in ("fp8", "bitsandbytes"):
         base = served_in_float32(base)
     arch = base.arch
     validate_parallelism(arch, tp=req.tensor_parallel_size, pp=req.pipeline_parallel_size, gpu_count=req.gpu_count, gpus_per_node=profile.gpus_per_node, device=profile.vendor)

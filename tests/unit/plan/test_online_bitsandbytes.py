@@ -99,3 +99,10 @@ def test_a_bitsandbytes_checkpoint_on_a_release_without_it_is_warned(tmp_path) -
 
     assert any("removed in 0.28.0" in w for w in warnings("0.28.0"))
     assert not any("bitsandbytes" in w for w in warnings("0.27.1"))
+
+
+def test_dtype_float32_does_not_widen_the_nf4_weights() -> None:
+    """--dtype float32 doubles a 16-bit checkpoint's loaded bytes; the in-flight NF4 layers stay 4-bit (only
+    the unquantized embeddings would follow the dtype), so the plan must not double the quantized total."""
+    nf4 = _plan(quantization="bitsandbytes").memory.weights_bytes
+    assert _plan(quantization="bitsandbytes", dtype="float32").memory.weights_bytes < 1.5 * nf4
