@@ -57,3 +57,25 @@ def test_lora_and_ngram_flags_start_vllm_and_match_capacity(tiny_model_factory, 
         with urllib.request.urlopen(request, timeout=120) as resp:
             answer = json.loads(resp.read())
         assert answer["model"] == "tiny" and answer["choices"]
+
+
+def test_draft_model_kv_layers_keep_their_own_shape(tiny_model_factory) -> None:
+    """A separate draft model registers its attention layers in the target's KV pool at its own size
+    (vLLM's draft_model proposer, supported by the CPU runner in 0.32): the target has 2 layers of
+    1 KV head x 64, the drafter 3 layers of 2 KV heads x 64, so one token costs
+    2 x 2 x 1 x 64 x 2 B + 3 x 2 x 2 x 64 x 2 B = 2,048 B, and 1 GiB holds 524,288 tokens (4,096
+    blocks of 128). Before round 30 the plan gave the drafter's layers the target's head shape."""
+    target = tiny_model_factory("llama")
+    draft = tiny_model_factory("llama", num_hidden_layers=3, num_key_value_heads=2, num_attention_heads=4)
+    spec = {"method": "draft_model", "model": str(draft), "num_speculative_tokens": 2}
+    req = PlanRequest(model=str(target), source="local", device="cpu", kv_cache_memory_bytes=GIB,
+                      max_model_len=1024, speculative_config=spec)
+    plan = build_plan(req, {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"})
+    assert plan.kv_cache.tokens == GIB // 2048 == 524_288
+    assert plan.memory.speculative_bytes > 0
+    with start_vllm(target, ["--enforce-eager", "--max-model-len", "1024", "--kv-cache-memory-bytes", str(GIB),
+                             "--speculative-config", json.dumps(spec)]) as server:
+        server.wait("healthy", 600)
+        m = CAPACITY_RE.search(server.log_text())
+        assert m is not None, server.log_text()[-3000:]
+        assert int(m.group(1).replace(",", "")) == plan.kv_cache.tokens
