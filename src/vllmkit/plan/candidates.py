@@ -13,7 +13,15 @@ from vllmkit.errors import UsageError
 from vllmkit.estimate.memory import MemoryTerm
 from vllmkit.estimate.weights import rocm_fp8_padding
 from vllmkit.hardware.host import cpu_has_amx, cpu_has_avx512_bf16
-from vllmkit.plan.evaluate import EngineSettings, Evaluation, Prepared, at_length, prepare, valid_tp_sizes
+from vllmkit.plan.evaluate import (
+    EngineSettings,
+    Evaluation,
+    Prepared,
+    at_length,
+    charges_other_processes,
+    prepare,
+    valid_tp_sizes,
+)
 from vllmkit.plan.models import PlanRequest
 from vllmkit.plan.ranking import precision_allowed, rank
 from vllmkit.plan.variants import (
@@ -439,3 +447,22 @@ def flashinfer_assumption_warning(chosen: Candidate, rules: VersionRules) -> str
     return (f"vLLM {rules.version} samples its profile run with FlashInfer when it is installed (the vllm/vllm-openai "
             f"image) and sorts the logits when it is not (`pip install vllm` without the flashinfer extra); "
             f"this plan assumes FlashInfer. Without it: {then}; pass --no-flashinfer to plan that install")
+
+
+def shared_gpu_warning(chosen: Candidate, rules: VersionRules) -> str | None:
+    """Where the release counts memory other processes hold against its KV budget (charges_other_processes)
+    and the plan was not told of any (--gpu-memory-in-use), how much another process may hold before the start
+    fails. vllm#17431: Qwen3-8B at utilization 0.4 on an A800 failed on 0.8.5's V1 worker with "No available
+    memory for the cache blocks" and started with VLLM_USE_V1=0, whose worker measures from its own baseline."""
+    settings, ev = chosen.settings, chosen.evaluation
+    if settings.device != "cuda" or settings.gpu_memory_in_use_bytes or not charges_other_processes(settings, rules):
+        return None
+    if not ev.fits or settings.kv_cache_memory_bytes is not None:
+        return None
+    kv = ev.budget.kv_cache.bytes
+    one_request = kv * ev.max_model_len // max(ev.capacity.tokens, 1)
+    engine = "V1" if rules.v1_engine and not settings.v0_engine else "V0"
+    return (f"vLLM {rules.version}'s {engine} worker counts memory other processes hold on the GPU against this "
+            f"budget: on a shared GPU, more than {(kv - one_request) / GIB:.2f} GiB held by others at start leaves "
+            f"too little KV cache for a {ev.max_model_len:,}-token request, more than {kv / GIB:.2f} GiB none at "
+            "all; pass --gpu-memory-in-use (what nvidia-smi shows in use) to plan for it")

@@ -233,6 +233,13 @@ def mamba_bound_seqs(arch: ModelArch, settings: EngineSettings, rules: VersionRu
     return settings.max_num_seqs
 
 
+def charges_other_processes(settings: EngineSettings, rules: VersionRules) -> bool:
+    """The worker that runs subtracts the whole device's use, other processes' memory included, from its KV
+    budget: the V0 worker of 0.6.4 and the V1 worker of 0.8.0 - 0.9.0 (engine/versions.py
+    others_charged_to_budget); VLLM_USE_V1=0 on 0.8.x runs the V0 worker, which measures from its baseline."""
+    return rules.others_charged_to_budget and settings.v0_engine == (not rules.v1_engine)
+
+
 def prepare(
     arch: ModelArch,
     weight_total_bytes: int,
@@ -417,7 +424,7 @@ def stage_budget(
     # the worker that runs charges other processes' memory (and, the V0 one, the CUDA context): the V0
     # worker of 0.6.4 and the V1 worker of 0.8.0 - 0.9.0 (engine/versions.py); VLLM_USE_V1=0 on 0.8.x
     # runs the V0 worker, which measures from its baseline
-    device_wide = rules.others_charged_to_budget and settings.v0_engine == (not rules.v1_engine)
+    device_wide = charges_other_processes(settings, rules)
     non_torch = settings.calibrated.get("non_torch") or estimate_non_torch(
         tp, pp, settings.vendor, v0=settings.v0_engine, context_charged=device_wide)
     fusion = allreduce_fusion_non_torch(

@@ -188,3 +188,33 @@ def test_flashinfer_next_to_the_installed_vllm() -> None:
 
     assert installed_vllm_version() is not None
     assert flashinfer_importable() is (importlib.util.find_spec("flashinfer") is not None)
+
+
+def _a800_qwen3_8b(version: str, **kw) -> PlanRequest:
+    return PlanRequest(model="Qwen/Qwen3-8B", source="catalog", gpu="a800-80gb-sxm", vllm_version=version,
+                       gpu_memory_utilization=0.4, tensor_parallel_size=1, max_model_len=25_600, **kw)
+
+
+def test_shared_gpu_warning_where_the_release_charges_other_processes() -> None:
+    """vllm#17431 (collected-startup-logs-20): Qwen3-8B at utilization 0.4 on an A800 failed on 0.8.5's V1 worker
+    ("No available memory for the cache blocks") and started with VLLM_USE_V1=0. The V1 worker of 0.8.5 subtracts
+    the whole device's use (other processes too) from its budget; the V0 worker and 0.9.1+ do not, so only the first
+    plan warns. The thresholds it names are where the plan itself turns: a little less held by others still fits a
+    25,600-token request, a little more does not."""
+    plan = build_plan(_a800_qwen3_8b("0.8.5"), ENV)
+    warning = next(w for w in plan.warnings if "other processes hold" in w)
+    assert "V1 worker" in warning and "--gpu-memory-in-use" in warning
+    limit_gib = float(warning.split("more than ")[1].split(" GiB")[0])
+    none_gib = float(warning.split("more than ")[2].split(" GiB")[0])
+    assert none_gib == pytest.approx(plan.memory.kv_cache_bytes / GIB, abs=0.01)
+    # one 25,600-token request of Qwen3-8B (36 layers x 8 KV heads x 128 x 2 x 2 B = 147,456 B a token) is 3.52 GiB
+    assert none_gib - limit_gib == pytest.approx(25_600 * 147_456 / GIB, abs=0.02)
+    below = build_plan(_a800_qwen3_8b("0.8.5", gpu_memory_in_use=int((limit_gib - 0.1) * GIB)), ENV)
+    assert below.fits and below.settings.max_model_len == 25_600
+    above = build_plan(_a800_qwen3_8b("0.8.5", gpu_memory_in_use=int((limit_gib + 0.1) * GIB)), ENV)
+    assert not above.fits
+    v0 = build_plan(_a800_qwen3_8b("0.8.5"), {**ENV, "VLLM_USE_V1": "0"})
+    assert not any("other processes hold" in w for w in v0.warnings)
+    assert not any("other processes hold" in w for w in build_plan(_a800_qwen3_8b("0.9.1"), ENV).warnings)
+    given = build_plan(_a800_qwen3_8b("0.8.5", gpu_memory_in_use=2 * GIB), ENV)
+    assert not any("other processes hold" in w for w in given.warnings)
