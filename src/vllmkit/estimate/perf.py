@@ -326,6 +326,19 @@ def kernel_compute_factor(model: ModelPerf, eff: Efficiency) -> float:
     return KERNEL_COMPUTE_FACTOR.get(model.weight_kernel, 1.0)
 
 
+def rocm_legacy_applies(gpu: GpuPerf, model: ModelPerf, vllm_version: tuple[int, int, int] | None) -> bool:
+    """Whether `Efficiency.rocm_legacy` slows this run: a 16-bit (or weight-only) model on a ROCm build of vLLM
+    before 0.8. FP8 checkpoints there run their linear layers as hipBLASLt FP8 GEMMs (torch._scaled_mm: ROCm has no
+    CUTLASS, 0.6.3.post1 quantization/utils/w8a8_utils.py apply_fp8_linear) and ran near the unpenalised rates:
+    Oracle's 8x MI300X Llama-3.1-405B FP8 latency batches (collected-bench-results-12), AMD's 0.6.6 dev-docker
+    70B / 405B FP8 tables (-8) and dstack's two 405B FP8 checkpoints on 0.6.3 / 0.6.4 (bundled) -- 18 runs of three
+    publishers, median abs tokens/s error 41 % with the factor, 22 % without. The factor itself is set by dstack's
+    BF16 405B sweeps and agrees with Argonne's BF16 Llama-3-8B runs on 0.6.1 (-7: -27 / +18 / +11 %)."""
+    if gpu.vendor != "amd" or vllm_version is None or vllm_version >= (0, 8, 0):
+        return False
+    return not (model.compute_precision == "fp8" and model.weight_kernel == "dense")
+
+
 def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
                    vllm_version: tuple[int, int, int] | None = None) -> Efficiency:
     bw, comp, over = FAMILY_PRIORS.get(gpu.family, (1.0, 1.0, 1.0))
@@ -333,7 +346,7 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
         comp *= base.ampere_compute
     elif gpu.family == "blackwell-geforce":
         comp *= base.ampere_compute / AMPERE_MAMF_RATIO  # mma.sync GEMMs: the A100's share of the best matmul
-    if gpu.vendor == "amd" and vllm_version is not None and vllm_version < (0, 8, 0):
+    if rocm_legacy_applies(gpu, model, vllm_version):
         bw, comp = bw * base.rocm_legacy, comp * base.rocm_legacy
     seq = base.v0_seq_factor if vllm_version is not None and vllm_version < (0, 8, 0) else 1.0
     precision = model.compute_precision if model.weight_kernel == "dense" else ""

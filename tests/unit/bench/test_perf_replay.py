@@ -450,3 +450,18 @@ def test_an_eight_l40s_ring_decodes_at_the_speed_crusoe_measured() -> None:
     assert case.perf.model.tp == 8 and case.perf.gpu.link_kind == "pcie"
     pred = pa.model_prediction(case, pa.FITTED_EFFICIENCY)["tpot_ms_median"]
     assert pred == pytest.approx(55.61, rel=0.10)
+
+
+def test_fp8_on_rocm_before_0_8_runs_at_the_unpenalised_rates() -> None:
+    """AMD's dev-docker table for vLLM 0.6.6 on 8x MI300X (ROCm/vllm docs/dev-docker/README.md, held out in
+    collected-bench-results-8): amd/Llama-3.1-70B-Instruct-FP8-KV, batch 1, 128 in / 2048 out: 19.09 s; the 405B
+    FP8-KV checkpoint at batch 64: 81.09 s. The ROCm legacy factor was set by BF16 runs; with it these replayed
+    38 % and 68 % slow. FP8 linear layers there are hipBLASLt FP8 GEMMs (estimate/perf.py rocm_legacy_applies)."""
+    rows = {r["id"]: r for r in pa.load_rows((pa.DATA_DIR / "collected-bench-results-8.jsonl",))}
+    profiles = load_profiles(include_user_config=False)
+    for rid, measured in (("rocm-vllm-devdocker-066-mi300x-x8-llama31-70b-fp8-latency-bs1-in128-out2048", 19.0886),
+                          ("rocm-vllm-devdocker-066-mi300x-x8-llama31-405b-fp8-latency-bs64-in128-out2048", 81.0853)):
+        case = pa.build_case(rows[rid], profiles)
+        assert case.perf.gpu.vendor == "amd" and case.perf.model.compute_precision == "fp8"
+        pred = pa.model_prediction(case, pa.FITTED_EFFICIENCY)["e2e_latency_s_mean"]
+        assert pred == pytest.approx(measured, rel=0.12), rid

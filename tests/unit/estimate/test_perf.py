@@ -430,3 +430,21 @@ def test_decode_only_is_the_step_function_to_the_last_bit(tp, pp, moe, window, m
                      graph_max_tokens=256 if dispatch == "graph-limit" else 0, graphless_dispatch_s=1e-5)
     fn = make_step_fn(model, H100, eff)
     assert fn.decode_only(decode)(ctx) == fn(decode, ctx, 0, 0.0)
+
+
+
+def test_rocm_legacy_slows_16_bit_models_on_rocm_before_0_8_only() -> None:
+    """The factor stands for BF16 runs of ROCm vLLM 0.6 (dstack, Argonne); FP8 checkpoints there ran hipBLASLt FP8
+    GEMMs near the unpenalised rates (three publishers), and from 0.8 (V1, AITER) neither is slowed."""
+    from vllmkit.estimate.perf import rocm_legacy_applies
+
+    mi300 = GpuPerf("mi300x", "amd", "cdna3", 5.3e12, {"bf16": 1307.4, "fp8": 2614.9}, 448e9, "xgmi")
+    fp8 = replace(DENSE, compute_precision="fp8")
+    assert rocm_legacy_applies(mi300, DENSE, (0, 6, 3))
+    assert not rocm_legacy_applies(mi300, fp8, (0, 6, 3))
+    assert not rocm_legacy_applies(mi300, DENSE, (0, 8, 0))
+    assert not rocm_legacy_applies(H100, DENSE, (0, 6, 3))
+    base = Efficiency(bandwidth=0.8, compute=0.6, rocm_legacy=0.5)
+    new = efficiency_for(base, mi300, fp8, (0, 11, 0))
+    assert efficiency_for(base, mi300, fp8, (0, 6, 3)).bandwidth == pytest.approx(new.bandwidth)
+    assert efficiency_for(base, mi300, DENSE, (0, 6, 3)).bandwidth == pytest.approx(new.bandwidth * 0.5)
