@@ -79,7 +79,9 @@ SAMPLER_TRITON_BYTES = 14
 # 4-5 s after the weights loaded, where a compile takes 20-50 s) leaves 0.52-0.62 GiB beside the weights
 # where a cold start is planned at 1.35. --enforce-eager compiles nothing either (the V1 engine sets
 # NO_COMPILATION, config/__init__.py in 0.11.0; -O0 from 0.12). The plan assumes a first start
-# (PlanRequest.compile_cache "cold"); "warm" and --enforce-eager leave the share out.
+# (PlanRequest.compile_cache "cold"); "warm" and --enforce-eager leave the share out, and so do first starts of
+# 0.14 - 0.23, whose public logs show no compile memory in the profile peak (engine/versions.py
+# compile_memory_in_profile; the RTX 3090 sweep above is one of them).
 # vLLM 0.18 added 0.12 GiB to the single-GPU "non-torch forward increase memory" (0.13 GiB in 0.17.0,
 # 0.25 in 0.18.0, same Qwen3-14B start on an H100 in the llm-d planner's version sweep; 0.24-0.27 in the
 # 0.19 logs): what is left beside a sampler peak from that release on

@@ -460,12 +460,16 @@ def stage_budget(
     # constant), so there TP / PP > 1 keeps it; the Triton path's TP=2 / TP=4 logs (0.19) agree with the rule.
     uncalibrated = "non_torch" not in settings.calibrated and "activation" not in settings.calibrated
     credit = 0
-    if not settings.v0_engine and uncalibrated and (settings.enforce_eager or settings.compile_cache == "warm"):
+    no_compile_memory = settings.compile_cache == "warm" or not rules.compile_memory_in_profile
+    if not settings.v0_engine and uncalibrated and (settings.enforce_eager or no_compile_memory):
         # nothing is compiled in the profile run (estimate/memory.py COMPILE_SHARE): --enforce-eager turns
         # torch.compile off in the V1 engine (config/__init__.py 0.11.0: NO_COMPILATION; vllm.py 0.12+:
-        # -O0), and a restart loads the compiled graphs from vLLM's cache
+        # -O0), and a restart loads the compiled graphs from vLLM's cache; 0.14 - 0.23 starts show none of
+        # it even when compiling (engine/versions.py compile_memory_in_profile)
         share = compile_share(rules.key)
-        why = "--enforce-eager: no torch.compile" if settings.enforce_eager else "warm compile cache: nothing compiled"
+        why = ("--enforce-eager: no torch.compile" if settings.enforce_eager else
+               "warm compile cache: nothing compiled" if settings.compile_cache == "warm" else
+               f"vLLM {rules.version}'s profile peak holds no compile memory")
         non_torch = MemoryTerm(bytes=non_torch.bytes - share, source=non_torch.source,
                                note=f"{non_torch.note}, less {share / GIB:.2f} GiB of torch.compile's share ({why})")
     elif (sampler in ("sort", "triton", "mrv2") and (tp * pp == 1 or sampler != "sort") and not settings.v0_engine
@@ -481,7 +485,7 @@ def stage_budget(
                 bytes=non_torch.bytes - credit, source=non_torch.source,
                 note=f"{non_torch.note}, less {credit / GIB:.2f} GiB of torch.compile's share "
                      "(the sampler, not the compiling forward pass, sets the profile peak)")
-    if not settings.v0_engine and uncalibrated and not settings.enforce_eager and settings.compile_cache != "warm":
+    if not settings.v0_engine and uncalibrated and not settings.enforce_eager and not no_compile_memory:
         charged = compile_share(rules.key) - credit
         if charged > 0:
             non_torch = MemoryTerm(
