@@ -468,3 +468,22 @@ def test_a_start_that_loaded_its_compiled_graphs_is_planned_as_a_restart(env, tm
     assert as_cold["errors_pct"]["available_kv"] < warm["errors_pct"]["available_kv"]
     assert abs(warm["errors_pct"]["available_kv"]) < abs(as_cold["errors_pct"]["available_kv"])
     assert abs(warm["errors_pct"]["available_kv"]) < 6
+
+
+def test_graphs_outside_the_budget_are_shown_not_compared(env, tmp_path: Path) -> None:
+    """vLLM 0.19 sizes the KV cache before it captures CUDA graphs (engine/versions.py cudagraph_counted): the
+    llm-d planner's CodeLlama-7B log on an H100 (collected-startup-logs-5) splits 12.56 GiB of weights, 0.77 of
+    peak activation and 0.25 of non-torch memory from its 75.23 GiB budget, 61.66 GiB of KV (75.23 - 12.56 -
+    0.77 - 0.25 = 61.65), and then prints 0.84 / 0.89 GiB of graphs. The overhead the KV was sized by is the
+    1.02 GiB without them."""
+    rows = [json.loads(line) for line in (DATA.parent / "collected-startup-logs-5.jsonl").read_text().splitlines()
+            if line.strip()]
+    row = next(r for r in rows if r["id"] == "llmdplanner-h100-codellama-7b-hf-tp1-len8192-util095")
+    log = write_log(tmp_path, row["quote"], "")
+    d = envelope(run("check-log", str(log), "--gpu", "h100", "--json"))["data"]
+    m, p = d["measured"], d["predicted"]
+    assert m["cudagraph"] > 0 and p["cudagraph"] is None and "cudagraph" not in d["errors_pct"]
+    assert m["overhead"] == m["non_torch"] + m["activation"]
+    assert m["overhead"] / GIB == pytest.approx(0.25 + 0.77, abs=0.02)
+    assert any("sizes the KV cache without CUDA-graph memory" in n for n in d["notes"])
+    assert abs(d["errors_pct"]["available_kv"]) < 1.0

@@ -378,7 +378,10 @@ def predicted_quantities(plan: PlanResult) -> Quantities:
     return q
 
 
-def measured_quantities(m: Measurement) -> Quantities:
+def measured_quantities(m: Measurement, *, graphs_in_budget: bool = True) -> Quantities:
+    """graphs_in_budget: whether the release subtracts CUDA-graph memory before sizing the KV cache; where it
+    does not (before 0.20, Model Runner V2 before 0.29) a graph figure the log prints (the capture that follows,
+    or the estimate it suggests enabling) is reported but is not part of the non-KV overhead the KV was sized by."""
     q = Quantities(weights=m.weights_bytes, cpu_non_kv=m.cpu_non_kv_bytes, available_kv=m.available_kv_bytes,
                    kv_tokens=m.kv_tokens, max_concurrency=m.max_concurrency)
     if m.lump:
@@ -387,8 +390,17 @@ def measured_quantities(m: Measurement) -> Quantities:
         return q
     q.non_torch, q.activation, q.cudagraph = m.non_torch_bytes, m.activation_bytes, m.cudagraph_bytes
     if m.non_torch_bytes is not None and m.activation_bytes is not None:
-        q.overhead = m.non_torch_bytes + m.activation_bytes + (m.cudagraph_bytes or 0)
+        graphs = (m.cudagraph_bytes or 0) if graphs_in_budget else 0
+        q.overhead = m.non_torch_bytes + m.activation_bytes + graphs
     return q
+
+
+def graphs_in_budget(plan: PlanResult | None) -> bool:
+    """The plan charges CUDA-graph memory to the KV budget (a GPU plan with graphs and a positive graph term;
+    plan/evaluate.py puts 0 there for the releases that do not count it)."""
+    if plan is None or plan.device == "cpu" or plan.settings.enforce_eager:
+        return True
+    return plan.memory.cudagraph_bytes > 0
 
 
 def error_pct(predicted: float | None, measured: float | None) -> float | None:
@@ -549,7 +561,12 @@ def check_log(path: Path, inputs: CheckLogInputs, env: Mapping[str, str], *, rec
     if plan is not None and plan.graph_capture_oom:
         notes.append(f"predicted: {plan.graph_capture_oom}")
     predicted = predicted_quantities(plan) if plan is not None else Quantities()
-    measured = measured_quantities(m)
+    budgeted = graphs_in_budget(plan)
+    measured = measured_quantities(m, graphs_in_budget=budgeted)
+    if not budgeted and m.cudagraph_bytes:
+        predicted.cudagraph = None  # nothing to compare: the release sizes the KV cache before the graphs
+        notes.append(f"vLLM {plan.vllm_version if plan else '?'} sizes the KV cache without CUDA-graph memory: "
+                     "the log's graph figure is shown, not compared, and not in the non-KV overhead")
     result = CheckLogResult(
         log=str(path),
         model=plan.model.id if plan else (req.model if req else None),
