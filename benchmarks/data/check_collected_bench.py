@@ -173,7 +173,8 @@ STARTUP_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jso
                  "collected-startup-logs-13.jsonl", "collected-startup-logs-14.jsonl",
                  "collected-startup-logs-15.jsonl", "collected-startup-logs-16.jsonl",
                  "collected-startup-logs-17.jsonl", "collected-startup-logs-18.jsonl",
-                 "collected-startup-logs-19.jsonl", "collected-startup-logs-20.jsonl")
+                 "collected-startup-logs-19.jsonl", "collected-startup-logs-20.jsonl",
+                 "collected-startup-logs-21.jsonl")
 
 
 def main() -> int:

@@ -64,6 +64,8 @@ EXPECTED = {
     # start whose excerpt cuts the traceback, its ValueError quoted from the title in the row
     "vllm44376-gh200x2-deepseek-v4-flash-tp2-ep-kvfp8-bs256-len30000-util095-v022-fail": "kv-cache-too-small",
     "vllm17431-a800-qwen3-8b-util040-v085-v1-fail": "no-kv-memory",
+    # collected-startup-logs-21 (round 31): a GB10 start at utilization 0.15, "Available KV cache memory: -1.30 GiB"
+    "gb10-qwen25-14b-instruct-fp8dyn-kvfp8-len32768-util015-v0130nv2601-fail": "no-kv-memory",
 }
 
 NO_ERROR_TEXT = {
