@@ -465,3 +465,17 @@ def test_fp8_on_rocm_before_0_8_runs_at_the_unpenalised_rates() -> None:
         assert case.perf.gpu.vendor == "amd" and case.perf.model.compute_precision == "fp8"
         pred = pa.model_prediction(case, pa.FITTED_EFFICIENCY)["e2e_latency_s_mean"]
         assert pred == pytest.approx(measured, rel=0.12), rid
+
+
+def test_fp8_on_rocm_0_7_replays_as_the_rule_says_blind() -> None:
+    """collected-bench-results-17, collected after the ROCm FP8 rule to test it: AMD's vLLM 0.7.3 dev-docker table
+    (ROCm/vllm docs/dev-docker/README.md @4883d6b7), 8x MI300X, 128 in / 2048 out, batch 1: 17.654 s for
+    amd/Llama-3.1-70B-Instruct-FP8-KV and 46.632 s for the 405B one. The legacy factor would have put them at
+    roughly three times those."""
+    rows = {r["id"]: r for r in pa.load_rows((pa.DATA_DIR / "collected-bench-results-17.jsonl",))}
+    profiles = load_profiles(include_user_config=False)
+    for rid, measured in (("rocm-vllm-devdocker-073-mi300x-x8-llama31-70b-fp8-latency-bs1-in128-out2048", 17.654),
+                          ("rocm-vllm-devdocker-073-mi300x-x8-llama31-405b-fp8-latency-bs1-in128-out2048", 46.632)):
+        case = pa.build_case(rows[rid], profiles)
+        pred = pa.model_prediction(case, pa.FITTED_EFFICIENCY)["e2e_latency_s_mean"]
+        assert pred == pytest.approx(measured, rel=0.12), rid
