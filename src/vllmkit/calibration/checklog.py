@@ -563,9 +563,9 @@ def check_log(path: Path, inputs: CheckLogInputs, env: Mapping[str, str], *, rec
     predicted = predicted_quantities(plan) if plan is not None else Quantities()
     budgeted = graphs_in_budget(plan)
     measured = measured_quantities(m, graphs_in_budget=budgeted)
-    if not budgeted and m.cudagraph_bytes:
+    if plan is not None and not budgeted and m.cudagraph_bytes:
         predicted.cudagraph = None  # nothing to compare: the release sizes the KV cache before the graphs
-        notes.append(f"vLLM {plan.vllm_version if plan else '?'} sizes the KV cache without CUDA-graph memory: "
+        notes.append(f"vLLM {plan.vllm_version} sizes the KV cache without CUDA-graph memory: "
                      "the log's graph figure is shown, not compared, and not in the non-KV overhead")
     result = CheckLogResult(
         log=str(path),

@@ -460,7 +460,7 @@ def shared_gpu_warning(chosen: Candidate, rules: VersionRules) -> str | None:
     if not ev.fits or settings.kv_cache_memory_bytes is not None:
         return None
     kv = ev.budget.kv_cache.bytes
-    one_request = kv * ev.max_model_len // max(ev.capacity.tokens, 1)
+    one_request = ev.capacity.needed_bytes  # what vLLM's check asks for one request at max_model_len
     engine = "V1" if rules.v1_engine and not settings.v0_engine else "V0"
     return (f"vLLM {rules.version}'s {engine} worker counts memory other processes hold on the GPU against this "
             f"budget: on a shared GPU, more than {(kv - one_request) / GIB:.2f} GiB held by others at start leaves "

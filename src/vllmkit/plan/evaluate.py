@@ -421,9 +421,7 @@ def stage_budget(
             kv_cache_memory_bytes=settings.kv_cache_memory_bytes,
             extra=dict(extra_terms or {}),
         )
-    # the worker that runs charges other processes' memory (and, the V0 one, the CUDA context): the V0
-    # worker of 0.6.4 and the V1 worker of 0.8.0 - 0.9.0 (engine/versions.py); VLLM_USE_V1=0 on 0.8.x
-    # runs the V0 worker, which measures from its baseline
+    # the worker that runs charges other processes' memory (and, the V0 one, the CUDA context)
     device_wide = charges_other_processes(settings, rules)
     non_torch = settings.calibrated.get("non_torch") or estimate_non_torch(
         tp, pp, settings.vendor, v0=settings.v0_engine, context_charged=device_wide)
