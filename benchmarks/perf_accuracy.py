@@ -65,12 +65,15 @@ HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "coll
                   DATA_DIR / "collected-bench-results-11.jsonl", DATA_DIR / "collected-bench-results-12.jsonl",
                   DATA_DIR / "collected-bench-results-13.jsonl", DATA_DIR / "collected-bench-results-14.jsonl",
                   DATA_DIR / "collected-bench-results-15.jsonl", DATA_DIR / "collected-bench-results-16.jsonl",
-                  DATA_DIR / "collected-bench-results-17.jsonl")
+                  DATA_DIR / "collected-bench-results-17.jsonl", DATA_DIR / "collected-bench-results-18.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
-# "awq": a 4-bit AWQ checkpoint of it)
+# "awq": a 4-bit AWQ checkpoint of it; "gptq-int4" / "gptq-int8": a 4- / 8-bit GPTQ checkpoint of it)
 MODEL_MAP = {
+    # community GPTQ checkpoints (collected-bench-results-18.jsonl, MI100): the base's shapes, 4-bit weights
+    "kaitchup/Qwen3-32B-autoround-4bit-gptq": ("Qwen/Qwen3-32B", "gptq-int4"),
+    "jart25/Qwen3-Next-80B-A3B-Thinking-Int4-GPTQ": ("Qwen/Qwen3-Next-80B-A3B-Thinking", "gptq-int4"),
     "Qwen/Qwen3-8B-AWQ": ("Qwen/Qwen3-8B", "awq"),
     "Qwen3-8B FP8-static (W8A8, calibrated)": ("Qwen/Qwen3-8B-FP8", None),
     "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8": ("meta-llama/Llama-3.1-70B-Instruct", "fp8-online"),
@@ -202,6 +205,12 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         variant_kind = "fp8-online"  # --quantization fp8 on the 16-bit checkpoint
     if variant_kind is None and precision.startswith("awq") and "awq" not in catalog_id.lower():
         variant_kind = "awq"
+    # weight-only GPTQ checkpoints named by their precision ("int4", "w4a16", "w8a16 (GPTQ 8-bit)"); applied
+    # below only when the catalog entry is 16-bit (Kimi-K2's own INT4 release is in the catalog as it is)
+    if variant_kind is None and (precision in ("int4", "w4a16") or precision.startswith(("int4 ", "gptq-int4"))):
+        variant_kind = "gptq-int4"
+    if variant_kind is None and precision.startswith(("w8a16", "gptq-int8")):
+        variant_kind = "gptq-int8"
     profile = resolve_gpu(gpu_name, profiles=profiles)
     rules = rules_for(_version(row))
     variant: Variant = make_variant(entry_to_metadata(entry), rules)
@@ -209,11 +218,17 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         # only a 16-bit checkpoint is quantized at load; an FP8 one (DeepSeek-R1's own release, whose id
         # says nothing of it) is served as it is: halving it again had read 42 GB per rank, not 84
         variant = online_fp8(variant)
-    elif variant_kind == "awq":
-        arch = variant.arch.model_copy(update={"quantization": QuantFacts(method="awq", bits=4, group_size=128)})
+    elif variant_kind in ("awq", "gptq-int4", "gptq-int8") and variant.label in ("bf16", "fp16"):
+        # 4-bit: half a byte a weight plus a 16-bit scale and a 4-bit zero per group of 128 and the packing's
+        # index (0.53 B, 0.265 of 16-bit); 8-bit: one byte plus the group's 16-bit scale (1.016 B, 0.508 of
+        # 16-bit); embeddings and the LM head stay 16-bit
+        method, bits, share = {"awq": ("awq", 4, 0.265), "gptq-int4": ("gptq", 4, 0.265),
+                               "gptq-int8": ("gptq", 8, 0.508)}[variant_kind]
+        arch = variant.arch.model_copy(update={"quantization": QuantFacts(method=method, bits=bits, group_size=128)})
         embed = arch.vocab_size * arch.hidden_size * 2
         body = variant.weight_bytes - embed * (1 if arch.tie_word_embeddings else 2)
-        variant = Variant("awq", variant.meta, arch, int(embed * (1 if arch.tie_word_embeddings else 2) + body * 0.265),
+        label = "awq" if variant_kind == "awq" else variant_kind
+        variant = Variant(label, variant.meta, arch, int(embed * (1 if arch.tie_word_embeddings else 2) + body * share),
                           "derived")
     tp, pp = int(row.get("tp") or 1), int(row.get("pp") or 1)
     flags = " ".join(str(row.get(k) or "") for k in ("server_cmd", "config_note", "notes"))

@@ -84,7 +84,7 @@ _FAMILIES = (
     ("sm_7", "volta"), ("sm_75", "turing"), ("sm_80", "ampere"), ("sm_86", "ampere"), ("sm_87", "ampere"),
     ("sm_89", "ada"), ("sm_90", "hopper"), ("sm_10", "blackwell"), ("sm_11", "blackwell"),
     ("sm_12", "blackwell"),
-    ("gfx90a", "cdna2"), ("gfx942", "cdna3"), ("gfx950", "cdna4"),
+    ("gfx908", "cdna1"), ("gfx90a", "cdna2"), ("gfx942", "cdna3"), ("gfx950", "cdna4"),
 )
 
 

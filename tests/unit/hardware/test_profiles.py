@@ -138,7 +138,7 @@ def test_profile_values_are_sane(profile: GpuProfile) -> None:
     else:
         assert profile.vendor == "amd"
         assert profile.runtime == "rocm"
-        assert profile.gfx_target in {"gfx90a", "gfx942", "gfx950"}
+        assert profile.gfx_target in {"gfx908", "gfx90a", "gfx942", "gfx950"}
         assert not s.int4_marlin and not profile.marlin_supported  # Marlin is a CUDA kernel
         assert s.fp8 == (profile.gfx_target in {"gfx942", "gfx950"})
         # vLLM platforms/rocm.py: "gfx94" -> float8_e4m3fnuz, gfx950 -> OCP e4m3fn.
@@ -175,6 +175,7 @@ TORCH_REPORTED_GIB = [
     ("mi325x", "255.98"),  # https://github.com/vllm-project/vllm/issues/41962
     ("mi355x", "287.98"),  # vLLM "Free memory on device cuda:0 (84.11/287.98 GiB)"
     ("mi250x", "63.98"),  # torch total_memory=65520MB per GCD
+    ("mi100", "31.98"),  # HIP OOM "total capacity of 31.98 GiB" of a vLLM ROCm worker without hipBLASLt (gfx908)
     ("a40", "44.35"),  # torch total_memory=45416MB
     ("rtx-a6000", "47.54"),  # torch total_memory=48676MB
     ("b300", "267.69"),  # torch OOMs "total capacity of 267.69 GiB" on B300 SXM6 AC
@@ -262,6 +263,8 @@ def test_exact_torch_readings() -> None:
         ("AMD Instinct MI250X", "mi250x"),
         ("mi250", "mi250x"),
         ("AMD Instinct MI210", "mi210"),
+        ("AMD Instinct MI100", "mi100"),
+        ("mi100", "mi100"),
         ("cpu", "cpu"),
     ],
 )
