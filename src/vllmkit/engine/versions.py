@@ -51,6 +51,8 @@ class VersionRules:
     rocm_cudagraph_counted: bool  # ROCm also subtracts the CUDA-graph estimate
     gdn_graph_profile_transient: bool  # the graph estimate of GDN hybrids carries a long-context warm-up
     mla_cache: bool  # DeepSeek-V2/V3 cache the compressed latent (else full per-head K and V)
+    mla_entry_align_256: bool  # V0 on CUDA pads each token's MLA latent to a multiple of 256 bytes
+    mla_matrix_absorption: bool  # MLA layers keep absorbed W_Q_UK / W_UV_O beside the checkpoint's weights
     mm_tower_skipped_at_zero_limit: bool  # a zero --limit-mm-per-prompt skips loading the tower
     language_model_only_flag: bool  # --language-model-only exists
     mm_tower_skipped_per_model: bool = False  # Qwen2/2.5/3-VL and Llama-4 skip their towers at limit 0
@@ -180,6 +182,17 @@ def rules_for(version: str) -> VersionRules:
         # ModelConfig.get_head_size() returns 256 for deepseek_v2 (192 padded); the MLA cache
         # (kv_lora_rank + rope dims, one latent "head") arrived with vLLM 0.7.1.
         mla_cache=v >= (0, 7, 1),
+        # worker/cache_engine.py of 0.7.2 and 0.7.3 (not 0.7.1, not 0.8.0 - 0.9.2): with MLA on CUDA and
+        # VLLM_CUDA_MEM_ALIGN_KV_CACHE (default 1), get_cache_block_size rounds each token's entry up with
+        # align_to_256bytes(entry, model dtype) - DeepSeek-V3's 576-element latent to 640 in bf16 - and
+        # _allocate_kv_cache allocates that stride (vLLM's 0.7.3 8x H200 DeepSeek-R1 log: 294,688 tokens from
+        # 21.43 GiB, 61 layers x 640 x 2 B a token per rank; collected-startup-logs-23)
+        mla_entry_align_256=(0, 7, 2) <= v < (0, 8, 0),
+        # attention/backends/mla/utils.py of 0.7.1 - 0.7.3 (VLLM_MLA_PERFORM_MATRIX_ABSORPTION, default 1):
+        # process_weights_after_loading keeps W_Q_UK and W_UV_O (requantized to FP8 for an FP8 checkpoint) and
+        # W_QR beside q / kv_b / o_proj, which prefill still uses; 0.8.0's mla/common.py has no absorption
+        # (estimate/weights.py mla_absorbed_bytes)
+        mla_matrix_absorption=(0, 7, 1) <= v < (0, 8, 0),
         # models/interfaces.py _mark_tower_model: a tower whose modalities all have limit 0 is not built
         # (StageMissingLayer). In the 0.15.0 wheel (not in 0.14.0), the same code as 0.21 / 0.28, and
         # 64 model files use it there (qwen2_vl, qwen2_5_vl, qwen3_vl(_moe), gemma3_mm, mllama4, ...)

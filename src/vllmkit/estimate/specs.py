@@ -211,9 +211,12 @@ def build_specs(
     mla_backend_generation: int = 2,
     mla_hybrid_alignment: int | None = 128,
     hybrid_alignment_from_backend: bool = True,
+    mla_entry_align_256: bool = False,
 ) -> ModelSpecs:
     """ssm_dtype_override: the platform's forced SSM state dtype (vLLM's CPU platform stores SSM
-    state in float32 when the CPU has AVX512-BF16, platforms/cpu.py check_and_update_config)."""
+    state in float32 when the CPU has AVX512-BF16, platforms/cpu.py check_and_update_config).
+    mla_entry_align_256: vLLM 0.7.2 / 0.7.3 on CUDA allocate each token's MLA latent with a stride rounded up
+    to 256 bytes of the model dtype (engine/versions.py), in the cache dtype's bytes."""
     dtype_bytes = kv_dtype_bytes(kv_cache_dtype, arch)
     token_bytes = attention_token_bytes(arch, tp, dtype_bytes)
     if block_size is None:
@@ -254,11 +257,16 @@ def build_specs(
         if kind is LayerKind.MAMBA:
             specs.append(state_spec)
         else:
+            layer_bytes = attention_token_bytes(arch, tp, dtype_bytes, kind=kind, index=i)
+            if kind is LayerKind.MLA and mla_entry_align_256 and device == "cuda" and arch.mla is not None:
+                per_256 = 256 // max(arch.dtype_bytes, 1)  # elements of the model dtype in 256 bytes
+                elements = layer_bytes // dtype_bytes
+                layer_bytes = cdiv(elements, per_256) * per_256 * dtype_bytes
             specs.append(
                 LayerSpec(
                     _KIND_TO_SPEC[kind],
                     bs,
-                    token_bytes=attention_token_bytes(arch, tp, dtype_bytes, kind=kind, index=i),
+                    token_bytes=layer_bytes,
                     sliding_window=arch.sliding_window if kind is LayerKind.SLIDING else None,
                     chunk_size=arch.attention_chunk_size if kind is LayerKind.CHUNKED else None,
                 )

@@ -251,6 +251,30 @@ def rocm_fp8_padding(arch: ModelArch, tp: int) -> list[int]:
     return out
 
 
+def mla_absorbed_bytes(arch: ModelArch, tp: int, *, fp8: bool, act_bytes: int = 2) -> list[int]:
+    """Bytes one TP rank of each MLA layer gains after loading in vLLM 0.7.1 - 0.7.3 (engine/versions.py
+    mla_matrix_absorption), from MLACommonImpl.process_weights_after_loading (attention/backends/mla/utils.py):
+    W_QR, the rope part of q(_b)_proj copied contiguous in the activation dtype (q_in x heads x rope);
+    W_Q_UK = W_Q absorbed with W_UK (q_in x heads x kv_lora_rank) and W_UV_O = W_UV absorbed with o_proj
+    (heads x kv_lora_rank x hidden), requantized to FP8 (1 byte) for FP8 weights, else in the activation dtype;
+    and for FP8 weights the dequantized kv_b_proj (kv_lora_rank x heads x (nope + v)) that W_UK / W_UV keep
+    alive as views (a 16-bit kv_b_proj is viewed in place). q_in is q_lora_rank, or the hidden size without
+    one. DeepSeek-R1 at TP 8: 78.6 MB a layer, 4.47 GiB over 61 layers - the 4.49 GiB its 0.7.3 log's
+    "Loading model weights took 83.88 GB" is above the checkpoint's share (collected-startup-logs-23)."""
+    m = arch.mla
+    if m is None:
+        return [0] * len(arch.layer_kinds)
+    heads = max(arch.num_attention_heads // tp, 1)
+    nope, v, rope, lora = m.qk_nope_head_dim or 0, m.v_head_dim or 0, m.qk_rope_head_dim, m.kv_lora_rank
+    q_in = m.q_lora_rank or arch.hidden_size
+    absorbed = 1 if fp8 else act_bytes
+    per_layer = (q_in * heads * rope * act_bytes
+                 + q_in * heads * lora * absorbed
+                 + heads * lora * arch.hidden_size * absorbed
+                 + (lora * heads * (nope + v) * act_bytes if fp8 else 0))
+    return [per_layer if kind is LayerKind.MLA else 0 for kind in arch.layer_kinds]
+
+
 def attention_params(arch: ModelArch) -> int:
     """Q, K, V and O projection parameters of all decoder layers (grouped-query attention shapes)."""
     return arch.num_hidden_layers * 2 * arch.hidden_size * arch.head_dim * (arch.num_attention_heads

@@ -8,10 +8,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from vllmkit.arch import ModelArch
-from vllmkit.engine.versions import VersionRules, engine_is_v1, v0_batch_defaults
+from vllmkit.engine.versions import VersionRules, engine_is_v1, parse_version, v0_batch_defaults
 from vllmkit.errors import UsageError
 from vllmkit.estimate.memory import MemoryTerm
-from vllmkit.estimate.weights import rocm_fp8_padding
+from vllmkit.estimate.weights import mla_absorbed_bytes, rocm_fp8_padding
 from vllmkit.hardware.host import cpu_has_amx, cpu_has_avx512_bf16
 from vllmkit.plan.evaluate import (
     EngineSettings,
@@ -294,6 +294,11 @@ def prepare_candidate(variant: Variant, tp: int, pp: int, settings: EngineSettin
     pad = None
     if settings.rocm_fp8_padding and fp8_linears_padded(variant.arch, rules, settings.device):
         pad = rocm_fp8_padding(variant.arch, tp)
+    if rules.mla_matrix_absorption and rules.mla_cache and variant.arch.mla is not None:
+        quant = variant.arch.quantization
+        fp8 = variant.label == "fp8" or (quant is not None and quant.method == "fp8")
+        absorbed = mla_absorbed_bytes(variant.arch, tp, fp8=fp8)
+        pad = [a + b for a, b in zip(pad, absorbed, strict=True)] if pad else absorbed
     return prepare(variant.arch, weight_bytes, weight_source, tp=tp, pp=pp, settings=settings, rules=rules,
                    mtp_layers=mtp_layers(variant.arch, variant.meta),
                    mtp_own_embeddings=mtp_own_embeddings(variant.meta),
@@ -466,3 +471,33 @@ def shared_gpu_warning(chosen: Candidate, rules: VersionRules) -> str | None:
             f"budget: on a shared GPU, more than {(kv - one_request) / GIB:.2f} GiB held by others at start leaves "
             f"too little KV cache for a {ev.max_model_len:,}-token request, more than {kv / GIB:.2f} GiB none at "
             "all; pass --gpu-memory-in-use (what nvidia-smi shows in use) to plan for it")
+
+
+# the first release whose published CUDA builds carry no kernels for compute capability 7.0 (Volta: V100):
+# the fat binaries in vllm/_C.abi3.so of the PyPI wheels hold sm_70 cubins up to 0.19.0 and none from 0.20.0
+# (cubins for 7.5 and newer, PTX for 7.5 / 8.0 / 9.0, which does not compile down to 7.0; the same in
+# _C_stable_libtorch.abi3.so of 0.26.0); the installation guide lists "compute capability 7.5 or higher" from
+# 0.21.0 (docs/getting_started/installation/gpu.cuda.inc.md) where 0.14.0's said 7.0
+VOLTA_DROPPED = (0, 20, 0)
+# the AMD targets vLLM's ROCm installation guide lists (docs/getting_started/installation/gpu.rocm.inc.md):
+# MI200s (gfx90a), MI300 (gfx942), MI350 (gfx950), Radeon RX 7900 / 9000, Ryzen AI MAX / AI 300
+ROCM_LISTED_TARGETS = ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1101", "gfx1200", "gfx1201", "gfx1150", "gfx1151")
+
+
+def platform_warning(profile, rules: VersionRules) -> str | None:
+    """Where the release's published builds do not run on this GPU: a plan for memory still holds, but the
+    start fails at the first custom kernel ('no kernel image is available for execution on the device')."""
+    sm = getattr(profile, "sm", None)
+    if profile.vendor == "nvidia" and sm is not None and sm < 75 and parse_version(rules.version) >= VOLTA_DROPPED:
+        return (f"vLLM {rules.version}'s published wheels and images carry no CUDA kernels for the "
+                f"{profile.display_name} (compute capability {sm / 10:.1f}): from 0.20.0 they are built for 7.5 and "
+                "newer (0.19.0 still held 7.0), so the first custom kernel fails with 'no kernel image is available "
+                "for execution on the device'; serve it with vLLM 0.19 (plan with --vllm-version 0.19.0) or with vLLM "
+                "built from source for it (TORCH_CUDA_ARCH_LIST=7.0)")
+    gfx = getattr(profile, "gfx_target", None)
+    if profile.vendor == "amd" and gfx and gfx not in ROCM_LISTED_TARGETS:
+        return (f"vLLM's ROCm installation guide does not list the {profile.display_name} ({gfx}): its wheels and "
+                f"images are built for MI200 / MI300 / MI350 and Radeon RX 7900 / 9000; serve it with vLLM built from "
+                f"source for it (PYTORCH_ROCM_ARCH={gfx}) or a community image; the speed estimate takes the nearest "
+                "family's efficiencies, not a fit on this GPU")
+    return None

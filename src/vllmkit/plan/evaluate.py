@@ -280,6 +280,7 @@ def prepare(
             mla_backend_generation=rules.mla_backend_generation,
             mla_hybrid_alignment=rules.mla_hybrid_block_alignment,
             hybrid_alignment_from_backend=rules.hybrid_alignment_from_backend,
+            mla_entry_align_256=rules.mla_entry_align_256,
         )
 
     specs = _specs(kv_arch)
@@ -391,12 +392,17 @@ def stage_budget(
     extra_terms: dict[str, MemoryTerm] | None = None,
     weight_padding: int = 0,
 ) -> MemoryBudget:
-    """weight_padding: bytes of weight_bytes that are vLLM's ROCm FP8 row padding (for the note)."""
+    """weight_padding: bytes of weight_bytes vLLM adds at load (for the note): its ROCm FP8 row padding, or in
+    0.7.1 - 0.7.3 the MLA layers' absorbed matrices (estimate/weights.py mla_absorbed_bytes)."""
     source = weights_source if (tp == 1 and pp == 1) else ("derived" if weights_source == "measured" else weights_source)
     note = "repository weight bytes" + (f" split over TP={tp} PP={pp}" if tp * pp > 1 else "")
     if weight_padding:
         source = "derived" if source == "measured" else source
-        note += f", plus {weight_padding / GIB:.2f} GiB of ROCm FP8 row padding (VLLM_ROCM_FP8_PADDING=1)"
+        if rules.mla_matrix_absorption:
+            note += (f", plus {weight_padding / GIB:.2f} GiB of MLA matrices vLLM {rules.version} absorbs after "
+                     "loading (W_Q_UK, W_UV_O beside the checkpoint's; VLLM_MLA_PERFORM_MATRIX_ABSORPTION=1)")
+        else:
+            note += f", plus {weight_padding / GIB:.2f} GiB of ROCm FP8 row padding (VLLM_ROCM_FP8_PADDING=1)"
     weights = MemoryTerm(bytes=weight_bytes, source=source, note=note)
     zero = MemoryTerm(bytes=0, source="derived", note="")
     if settings.device == "cpu":
@@ -530,6 +536,8 @@ def stage_budget(
 
 def sampler_sorts(settings: EngineSettings, rules: VersionRules) -> bool:
     """Whether the profile's dummy sampler takes the sort-based top-k/top-p path (versions.py)."""
+    if settings.v0_engine and settings.device in ("cuda", "rocm"):
+        return True
     if settings.device == "rocm":
         # topk_topp_sampler.py takes the FlashInfer branch only under current_platform.is_cuda()
         return rules.sampler_sorts_by_default or rules.sampler_sorts_without_flashinfer

@@ -19,6 +19,7 @@ from vllmkit.plan.candidates import (
     choose,
     evaluate_candidates,
     flashinfer_assumption_warning,
+    platform_warning,
     shared_gpu_warning,
     speculative_method,
 )
@@ -167,6 +168,8 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
         warnings.append(fw)
     if sw := shared_gpu_warning(chosen, rules):
         warnings.append(sw)
+    if pw := platform_warning(profile, rules):
+        warnings.append(pw)
     result = plan_result(req, chosen, candidates, profile, rules, version, version_src, meta, warnings, kv_dtype)
     if perf is not None:  # --- performance model (issue 11): plan/performance.py ---
         attach_performance(result, chosen, candidates, profile, rules, perf, tp_given=req.tensor_parallel_size)

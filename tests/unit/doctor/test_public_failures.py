@@ -66,6 +66,9 @@ EXPECTED = {
     "vllm17431-a800-qwen3-8b-util040-v085-v1-fail": "no-kv-memory",
     # collected-startup-logs-21 (round 31): a GB10 start at utilization 0.15, "Available KV cache memory: -1.30 GiB"
     "gb10-qwen25-14b-instruct-fp8dyn-kvfp8-len32768-util015-v0130nv2601-fail": "no-kv-memory",
+    # collected-startup-logs-23 (round 32): a 6 GB laptop GPU, "the rest of the memory reserved for KV Cache is
+    # -0.94GiB" and the run's JSON quoting "No available memory for the cache blocks"
+    "rtx3050laptop-6gb-wsl2-qwen25-7b-instruct-1m-bnb4-eager-len4200-util090-v073-v0-fail": "no-kv-memory",
 }
 
 NO_ERROR_TEXT = {

@@ -11,6 +11,10 @@ a wrong utilization, total or term, and would score the planner against a run th
 29 found llm-d-benchmark's gpt-oss-120b row labelled 0.90 while its terms add up to 0.95 x 79.18 GiB
 exactly (at 0.90 they leave -0.63 GiB and the run, reported a success, could not have started).
 
+From 0.20 (CUDA; engine/versions.py cudagraph_counted) the worker also subtracts its estimate of the CUDA-graph
+memory before sizing the KV cache; rows of those releases that print the estimate ("... CUDA graph memory
+estimate ...", `cudagraph_estimate_gib`) add it to the sum.
+
 Pipeline-parallel rows are left out: each stage prints its own terms and the row mixes the stage that
 printed first with the KV line of another (their notes say which).
 """
@@ -21,6 +25,8 @@ import json
 from pathlib import Path
 
 import pytest
+
+from vllmkit.engine.versions import rules_for
 
 DATA = Path(__file__).resolve().parents[3] / "benchmarks" / "data"
 TERMS = ("weights_gib", "peak_activation_gib", "non_torch_gib", "available_kv_gib")
@@ -54,6 +60,9 @@ def test_enough_rows_carry_every_term() -> None:
 def test_terms_add_up_to_the_budget(name: str, row: dict) -> None:
     budget = row["gpu_memory_utilization"] * row["gpu_total_gib"]
     total = sum(row[k] for k in TERMS)
+    version = str(row.get("vllm_version") or "").split("+")[0]
+    if row.get("cudagraph_estimate_gib") is not None and version and rules_for(version).cudagraph_counted:
+        total += row["cudagraph_estimate_gib"]
     # each term is printed to 0.01 GiB, so four of them round by at most 0.02
     assert total == pytest.approx(budget, abs=0.025), (
         f"{name}: {row['id']} terms add up to {total:.2f} GiB, not {row['gpu_memory_utilization']} x "
