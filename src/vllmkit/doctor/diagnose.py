@@ -928,6 +928,15 @@ def _bf16_unsupported(parsed: ParsedLog) -> list[Diagnosis]:
     ]
 
 
+# the first vLLM release whose published CUDA builds hold no sm_70 (Volta) kernels (plan/candidates.py VOLTA_DROPPED)
+VOLTA_DROPPED = (0, 20, 0)
+
+
+def _version_tuple(text: str | None) -> tuple[int, int, int] | None:
+    m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", text or "")
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
+
+
 def _wrong_build(parsed: ParsedLog) -> list[Diagnosis]:
     """torch/vLLM wheels without kernels for this GPU's architecture: torch warns 'X with CUDA capability sm_N is
     not compatible with the current PyTorch installation' and the first kernel launch fails with 'no kernel image
@@ -941,7 +950,14 @@ def _wrong_build(parsed: ParsedLog) -> list[Diagnosis]:
     cap = int(warn.values["cap"]) if warn is not None and warn.values.get("cap", "").isdigit() else None
     gpu = warn.values.get("gpu") if warn is not None else None
     listed = f"this PyTorch build has kernels for {' '.join(built)}; " if built else ""
-    if cap is not None and cap >= 120:
+    version = _version_tuple(parsed.facts.vllm_version)
+    volta = cap == 70 or (cap is None and "v100" in (parsed.facts.gpu_name or gpu or "").lower())
+    if volta and version is not None and version >= VOLTA_DROPPED:
+        # vLLM's PyPI wheels carry sm_70 kernels up to 0.19.0 and none from 0.20.0 (plan/candidates.py)
+        how = (f"vLLM {parsed.facts.vllm_version}'s wheels and images are built for compute capability 7.5 and "
+               "newer (from 0.20.0); on a V100 install vllm==0.19.* (the last release with sm_70 kernels) or build "
+               "vLLM from source with TORCH_CUDA_ARCH_LIST=7.0.")
+    elif cap is not None and cap >= 120:
         how = BLACKWELL_BUILD_FIX
     elif cap is not None and all_newer(built, cap):
         how = (f"this build dropped sm_{cap}: install a PyTorch (and a vLLM built against it) whose architecture "

@@ -484,3 +484,16 @@ def test_a_sampler_warm_up_oom_is_not_called_a_graph_capture_oom(row_id: str) ->
     assert "sampler warm-up" in oom.title
     assert oom.suggested_flags == ["--gpu-memory-utilization", "0.90"]
     assert oom.alternatives and oom.alternatives[0].flags == ["--max-num-seqs", "512"]
+
+
+def test_volta_under_vllm_0_20_or_newer_names_the_last_release_with_its_kernels() -> None:
+    # vLLM's PyPI wheels hold sm_70 cubins up to 0.19.0 and none from 0.20.0 (their _C.abi3.so fat binaries;
+    # plan/candidates.py VOLTA_DROPPED): a V100 under 0.26 fails at the first custom kernel
+    log = ("GPU 0: Tesla V100-SXM2-32GB (UUID: GPU-0a1b2c3d)\n"
+           "INFO 07-25 10:00:00 [api_server.py:1395] vLLM API server version 0.26.0\n"
+           "RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
+    (d,) = [x for x in diagnose_log(log).diagnoses if x.code == "gpu-arch-not-in-build"]
+    assert "vllm==0.19.*" in d.fix and "7.5" in d.fix
+    older = log.replace("version 0.26.0", "version 0.19.0")
+    (d,) = [x for x in diagnose_log(older).diagnoses if x.code == "gpu-arch-not-in-build"]
+    assert "vllm==0.19.*" not in d.fix  # 0.19 has sm_70 kernels: something else removed them
