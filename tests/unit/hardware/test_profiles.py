@@ -175,7 +175,8 @@ TORCH_REPORTED_GIB = [
     ("mi325x", "255.98"),  # https://github.com/vllm-project/vllm/issues/41962
     ("mi355x", "287.98"),  # vLLM "Free memory on device cuda:0 (84.11/287.98 GiB)"
     ("mi250x", "63.98"),  # torch total_memory=65520MB per GCD
-    ("mi100", "31.98"),  # HIP OOM "total capacity of 31.98 GiB" of a vLLM ROCm worker without hipBLASLt (gfx908)
+    ("mi100", "31.98"),
+    ("rtx-4070-laptop", "7.65"),  # vLLM 0.8.2 "total_gpu_memory (7.65GiB)", collected-startup-logs-23  # HIP OOM "total capacity of 31.98 GiB" of a vLLM ROCm worker without hipBLASLt (gfx908)
     ("a40", "44.35"),  # torch total_memory=45416MB
     ("rtx-a6000", "47.54"),  # torch total_memory=48676MB
     ("b300", "267.69"),  # torch OOMs "total capacity of 267.69 GiB" on B300 SXM6 AC
@@ -264,6 +265,8 @@ def test_exact_torch_readings() -> None:
         ("mi250", "mi250x"),
         ("AMD Instinct MI210", "mi210"),
         ("AMD Instinct MI100", "mi100"),
+        ("NVIDIA GeForce RTX 4070 Laptop GPU", "rtx-4070-laptop"),
+        ("NVIDIA GeForce RTX 4070", "rtx-4070"),
         ("mi100", "mi100"),
         ("cpu", "cpu"),
     ],
