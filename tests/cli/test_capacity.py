@@ -219,3 +219,18 @@ def test_capacity_needs_lengths_or_a_preset(env) -> None:
     res = invoke(["capacity", "Qwen/Qwen3-8B", "--gpu", "h100", "--qps", "20", "--input-len", "512"])
     assert res.exit_code == 2 and "--workload" in res.stderr, res.stderr
 
+
+
+def test_capacity_carries_the_replica_plans_warnings(env) -> None:
+    # a V100 fleet sized for a release whose wheels hold no sm_70 kernels (plan/candidates.py platform_warning)
+    # is sized, and says so first, in people's view and in --json's data.warnings
+    args = ["capacity", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "v100-sxm2-32gb", "--qps", "5",
+            "--input-len", "512", "--output-len", "256", "--vllm-version", "0.26.0"]
+    res = invoke([*args, "--json"])
+    assert res.exit_code == 0, res.stderr
+    warnings = json.loads(res.stdout)["data"]["warnings"]
+    assert any("compute capability 7.0" in w for w in warnings), warnings
+    human = invoke(args)
+    assert human.exit_code == 0 and "warning: vLLM 0.26.0's published wheels" in human.stdout
+    older = invoke([*args[:-1], "0.19.0", "--json"])
+    assert not any("compute capability 7.0" in w for w in json.loads(older.stdout)["data"]["warnings"])

@@ -131,6 +131,8 @@ class CapacityResult(BaseModel):
     source: str  # estimated | calibrated
     vllm_version: str
     assumptions: list[str] = Field(default_factory=list)
+    # what the plan of one replica warned of (a GPU the release's builds do not run on, an assumed install, ...)
+    warnings: list[str] = Field(default_factory=list)
     # with --export: {"format": "k8s", "content": the manifests}, so --json carries what people get as text
     export: dict[str, str] | None = None
 
@@ -441,6 +443,7 @@ def plan_capacity(req: CapacityRequest, env: Mapping[str, str] | None = None, *,
         candidates=[r[0] for r in rows],
         source=eff.source,
         vllm_version=base.vllm_version,
+        warnings=list(base.warnings),
         assumptions=[
             "goodput: the highest Poisson request rate one replica serves with p99 TTFT and p99 TPOT within the "
             "SLOs (vLLM's scheduler simulated request by request)",

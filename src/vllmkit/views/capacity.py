@@ -15,6 +15,8 @@ def render(console: Console, res: CapacityResult) -> None:
                   f"{f' ({res.workload} preset)' if res.workload else ''}, vLLM {res.vllm_version}")
     slo = ", ".join(f"{k.replace('_ms', '').replace('_', ' ')} <= {v:g} ms" for k, v in res.slo.items() if v)
     console.print(f"SLOs: {slo or 'none'}; headroom {res.headroom:.0%}; redundancy N+{res.redundancy}", markup=False)
+    for warning in res.warnings:  # before the numbers they qualify, as in `plan`
+        console.print(f"warning: {warning}", markup=False)
     console.print(f"\n[bold]{res.replicas} replicas x {res.gpus_per_replica} GPU = {res.gpus_total} GPUs[/bold] "
                   f"({r.precision}, TP={r.tensor_parallel_size} PP={r.pipeline_parallel_size}, "
                   f"--max-num-seqs {r.max_num_seqs})")
