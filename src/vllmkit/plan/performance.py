@@ -381,6 +381,10 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
         + ([f"CUDA graphs cover steps of up to {eff.graph_max_tokens} tokens (vLLM's default capture sizes); a "
             f"larger step pays {eff.graphless_dispatch_s * 1e3:.2f} ms of host dispatch per decoder layer, as "
             "under --enforce-eager"] if eff.graph_max_tokens and max(pred.max_batch, wl.input_len) > eff.graph_max_tokens else [])
+        + (["4-bit weights on ROCm: vLLM has no Marlin kernels there (awq_marlin / gptq_marlin fall back to its AWQ "
+            "Triton and GPTQ kernels); the estimate takes the CUDA W4A16 rate, and the one public ROCm set (4x MI100, "
+            "collected-bench-results-18) decoded GPTQ 2-5x slower than that"]
+           if gpu.vendor == "amd" and model.weight_kernel == "w4a16" else [])
         + ([f"{gpu.name}: the profile has no datasheet peaks; assumed {gpu.bandwidth_bytes_s / 1e9:.0f} GB/s and "
               f"{max(gpu.tflops.values()):g} TFLOPS (a rough placeholder, not fitted)"] if gpu.vendor == "cpu" else []),
     )
