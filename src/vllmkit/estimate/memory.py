@@ -193,7 +193,8 @@ def _activation_parts(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, 
 
 
 def estimate_activation(arch: ModelArch, *, tp: int, max_num_batched_tokens: int, max_num_seqs: int,
-                        sampler: str = "flashinfer", moe_gather: int = 1, sampler_label: str = "") -> MemoryTerm:
+                        sampler: str = "flashinfer", moe_gather: int = 1, sampler_label: str = "",
+                        hidden_kept: bool = False) -> MemoryTerm:
     """Peak of the profile run: the larger of one forward over max_num_batched_tokens and the
     sampler dummy run over min(max_num_seqs, max_num_batched_tokens) rows (they run one after the
     other). sampler: the dummy sampler's top-k/top-p path, "sort" (SAMPLER_SORT_BYTES per row x vocab
@@ -203,10 +204,16 @@ def estimate_activation(arch: ModelArch, *, tp: int, max_num_batched_tokens: int
     --data-parallel-size: the all-to-all dispatch all-gathers the DP ranks' batches, and the fused-MoE
     workspace is sized for all of them x top-k).
     sampler_label: the kernel's name in the note where it is not the path's own ("FlashInfer" for the
-    "triton"-sized path of vLLM >= 0.21)."""
+    "triton"-sized path of vLLM >= 0.21).
+    hidden_kept: the old engine samples while the forward pass's output hidden states (every batched token, model
+    dtype) are still referenced (worker/model_runner.py execute_model holds hidden_or_intermediate_states through
+    sample()): 32,768 x 8,192 x 2 B = 0.50 GiB beside the 18.59 GiB sort of Llama-3.1-70B at 4,096 sequences, the
+    19.09 GiB its vLLM 0.6.4 log printed (collected-startup-logs-23). V1's fitted rest constants carry it."""
     forward, sampled, rows, gathered = _activation_parts(
         arch, tp=tp, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         sampler=sampler, moe_gather=moe_gather)
+    if hidden_kept and sampled:
+        sampled += max_num_batched_tokens * arch.hidden_size * 2
     note = f"profile run over {max_num_batched_tokens} batched tokens + sampler over {max_num_seqs} sequences"
     if gathered != max_num_batched_tokens:
         note += f"; MoE layers over the {moe_gather} data-parallel ranks' tokens ({gathered})"

@@ -447,6 +447,7 @@ def stage_budget(
         arch, tp=tp, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs,
         sampler=sampler, moe_gather=moe_gather,
         sampler_label="FlashInfer" if sampler == "triton" and rules.sampler_flashinfer_topk else "",
+        hidden_kept=settings.v0_engine and sampler != "none",
     )
     extra = dict(extra_terms or {})
     if device_wide and settings.gpu_memory_in_use_bytes > 0:
