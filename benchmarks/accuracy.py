@@ -114,7 +114,8 @@ HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.js
                   "collected-startup-logs-17.jsonl", "collected-startup-logs-18.jsonl",
                   "collected-startup-logs-19.jsonl", "collected-startup-logs-20.jsonl",
                   "collected-startup-logs-21.jsonl", "collected-startup-logs-22.jsonl",
-                  "collected-startup-logs-23.jsonl")
+                  "collected-startup-logs-23.jsonl",
+                  "collected-startup-logs-24.jsonl")
 
 
 @dataclass

@@ -259,13 +259,33 @@ def rules_for(version: str) -> VersionRules:
     )
 
 
-def engine_is_v1(rules: VersionRules, env: Mapping[str, str] | None = None) -> bool:
+def engine_is_v1(rules: VersionRules, env: Mapping[str, str] | None = None, *, vendor: str | None = None,
+                 compute_capability: float | None = None, pipeline_parallel: int = 1, ray_executor: bool = False) -> bool:
     """Whether the V1 engine runs: the default from 0.8, unless VLLM_USE_V1=0 before 0.10 (V0
-    removed)."""
+    removed), or the platform makes EngineArgs._is_v1_supported_oracle fall back to V0 ("... is not supported by
+    the V1 Engine. Falling back to V0"), which it does where VLLM_USE_V1 is not set:
+    - CUDA GPUs of compute capability below 8.0 (V100, T4, RTX 20xx) from 0.8.0 to 0.10.1 ("Need at least Ampere
+      for now (FA support required)"; gone in 0.10.2's arg_utils.py, vllm#23614);
+    - non-CUDA platforms (ROCm) in 0.8.x ("Non-CUDA is supported on V1, but off by default for now"; gone in 0.9.0);
+    - pipeline parallelism: always in 0.8.0 - 0.8.2 (_warn_or_fallback("PP")), and from 0.8.3 to 0.9.0 unless the
+      executor is Ray ("Pipeline Parallelism without Ray distributed executor"; 0.9.0 also takes mp, 0.9.1 the
+      default): the default executor (none given) falls back. vLLM's own 0.8.x PP logs are V0 ones (vllm#15598 on
+      0.8.0 - 0.8.2, llm-k8s's 2-node Llama-3.3-70B on 0.8.3 in collected-startup-logs-24).
+    Public V0 starts of the platform kinds: a T4 on 0.8.2, an RTX 2060 on 0.8.4, a V100 on 0.8.5 and a Radeon Pro
+    VII on 0.8.5 (collected-startup-logs-15 / -23 / -24)."""
     if not rules.v1_engine:
         return False
-    if env is not None and env.get("VLLM_USE_V1", "").strip() == "0" and rules.key < (0, 10, 0):
+    use_v1 = (env or {}).get("VLLM_USE_V1", "").strip()
+    if use_v1 == "0" and rules.key < (0, 10, 0):
         return False
+    if use_v1 != "1":
+        if vendor == "nvidia" and compute_capability is not None and compute_capability < 8.0 \
+                and rules.key < (0, 10, 2):
+            return False
+        if vendor == "amd" and rules.key < (0, 9, 0):
+            return False
+        if pipeline_parallel > 1 and (rules.key < (0, 8, 3) or (rules.key < (0, 9, 1) and not ray_executor)):
+            return False
     return True
 
 

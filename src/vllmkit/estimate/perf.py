@@ -330,16 +330,21 @@ def kernel_compute_factor(model: ModelPerf, eff: Efficiency) -> float:
 
 
 def rocm_legacy_applies(gpu: GpuPerf, model: ModelPerf, vllm_version: tuple[int, int, int] | None) -> bool:
-    """Whether `Efficiency.rocm_legacy` slows this run: a 16-bit (or weight-only) model on a ROCm build of vLLM
-    before 0.8. FP8 checkpoints there run their linear layers as hipBLASLt FP8 GEMMs (torch._scaled_mm: ROCm has no
+    """Whether `Efficiency.rocm_legacy` slows this run: a 16-bit dense model on a ROCm build of vLLM before 0.8.
+    FP8 checkpoints there run their linear layers as hipBLASLt FP8 GEMMs (torch._scaled_mm: ROCm has no
     CUTLASS, 0.6.3.post1 quantization/utils/w8a8_utils.py apply_fp8_linear) and ran near the unpenalised rates:
     Oracle's 8x MI300X Llama-3.1-405B FP8 latency batches (collected-bench-results-12), AMD's 0.6.6 dev-docker
     70B / 405B FP8 tables (-8) and dstack's two 405B FP8 checkpoints on 0.6.3 / 0.6.4 (bundled) -- 18 runs of three
     publishers, median abs tokens/s error 41 % with the factor, 22 % without. The factor itself is set by dstack's
-    BF16 405B sweeps and agrees with Argonne's BF16 Llama-3-8B runs on 0.6.1 (-7: -27 / +18 / +11 %)."""
+    BF16 405B sweeps and agrees with Argonne's BF16 Llama-3-8B runs on 0.6.1 (-7: -27 / +18 / +11 %).
+    Weight-only 4-bit models are not slowed either (round 32): AWQ on ROCm runs vLLM's Triton awq_gemm for small
+    batches and, from 256 tokens, dequantizes and multiplies in float16 (0.6.1 quantization/awq.py
+    FP16_MATMUL_HEURISTIC_CONDITION); vllm#8646's Qwen2-7B-AWQ throughput and latency runs on one MI300 / MI250 on
+    0.6.1 replayed 25 - 85 % slow with the factor (collected-bench-results-20, scored blind: 78 % median tokens/s
+    error; the rule was then chosen on them, so for it they are not blind)."""
     if gpu.vendor != "amd" or vllm_version is None or vllm_version >= (0, 8, 0):
         return False
-    return not (model.compute_precision == "fp8" and model.weight_kernel == "dense")
+    return model.weight_kernel == "dense" and model.compute_precision != "fp8"
 
 
 def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,

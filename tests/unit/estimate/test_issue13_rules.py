@@ -335,3 +335,29 @@ def test_no_chunked_prefill_limits_items_by_batched_tokens() -> None:
                         limit_per_prompt=1, chunked_prefill=False)
     # budget max(1024, 256) // 256 = 4 items; decoder side min(256, 1024 // 256) * 1 = 4
     assert p.items == 4
+
+
+@pytest.mark.parametrize(("version", "vendor", "cc", "pp", "ray", "v1"), [
+    # compute capability < 8.0 falls back to V0 from 0.8.0 to 0.10.1 (EngineArgs._is_v1_supported_oracle,
+    # "Need at least Ampere for now (FA support required)"; the check is gone in 0.10.2's arg_utils.py)
+    ("0.8.2", "nvidia", 7.5, 1, False, False),   # a T4 (collected-startup-logs-15: V0 lines)
+    ("0.8.5", "nvidia", 7.0, 1, False, False),   # a V100 (collected-startup-logs-24: V0 lines)
+    ("0.10.1", "nvidia", 7.5, 1, False, False),
+    ("0.10.2", "nvidia", 7.5, 1, False, True),
+    ("0.8.5", "nvidia", 8.0, 1, False, True),
+    # ROCm is off V1 by default in 0.8.x ("Non-CUDA is supported on V1, but off by default for now")
+    ("0.8.5", "amd", None, 1, False, False),     # a Radeon Pro VII (collected-startup-logs-23: V0 lines)
+    ("0.9.0", "amd", None, 1, False, True),
+    # pipeline parallelism: V0 in 0.8.0 - 0.8.2; from 0.8.3 V1 only with the Ray executor, from 0.9.1 any
+    ("0.8.2", "nvidia", 8.9, 4, True, False),    # vllm#15598's 0.8.0 - 0.8.2 log: V0
+    ("0.8.3", "nvidia", 8.0, 2, False, False),   # llm-k8s's 2-node Llama-3.3-70B (collected-startup-logs-24): V0
+    ("0.8.3", "nvidia", 8.0, 2, True, True),
+    ("0.9.1", "nvidia", 8.0, 2, False, True),
+])
+def test_v1_oracle_falls_back_to_v0(version, vendor, cc, pp, ray, v1) -> None:
+    rules = rules_for(version)
+    assert engine_is_v1(rules, {}, vendor=vendor, compute_capability=cc, pipeline_parallel=pp, ray_executor=ray) is v1
+    # VLLM_USE_V1=1 keeps V1 where the oracle would only have fallen back by default
+    if not v1 and version != "0.8.3":
+        assert engine_is_v1(rules, {"VLLM_USE_V1": "1"}, vendor=vendor, compute_capability=cc, pipeline_parallel=pp,
+                            ray_executor=ray)

@@ -440,8 +440,10 @@ def test_rocm_legacy_slows_16_bit_models_on_rocm_before_0_8_only() -> None:
 
     mi300 = GpuPerf("mi300x", "amd", "cdna3", 5.3e12, {"bf16": 1307.4, "fp8": 2614.9}, 448e9, "xgmi")
     fp8 = replace(DENSE, compute_precision="fp8")
+    awq = replace(DENSE, compute_precision="fp16", weight_kernel="w4a16")
     assert rocm_legacy_applies(mi300, DENSE, (0, 6, 3))
     assert not rocm_legacy_applies(mi300, fp8, (0, 6, 3))
+    assert not rocm_legacy_applies(mi300, awq, (0, 6, 1))  # vllm#8646's AWQ runs (round 32)
     assert not rocm_legacy_applies(mi300, DENSE, (0, 8, 0))
     assert not rocm_legacy_applies(H100, DENSE, (0, 6, 3))
     base = Efficiency(bandwidth=0.8, compute=0.6, rocm_legacy=0.5)
