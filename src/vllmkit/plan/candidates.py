@@ -8,7 +8,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from vllmkit.arch import ModelArch
-from vllmkit.engine.versions import VersionRules, engine_is_v1, parse_version, v0_batch_defaults
+from vllmkit.engine.versions import (
+    VOLTA_DROPPED,
+    VersionRules,
+    engine_is_v1,
+    parse_version,
+    v0_batch_defaults,
+)
 from vllmkit.errors import UsageError
 from vllmkit.estimate.memory import MemoryTerm
 from vllmkit.estimate.weights import mla_absorbed_bytes, rocm_fp8_padding
@@ -476,12 +482,6 @@ def shared_gpu_warning(chosen: Candidate, rules: VersionRules) -> str | None:
             "all; pass --gpu-memory-in-use (what nvidia-smi shows in use) to plan for it")
 
 
-# the first release whose published CUDA builds carry no kernels for compute capability 7.0 (Volta: V100):
-# the fat binaries in vllm/_C.abi3.so of the PyPI wheels hold sm_70 cubins up to 0.19.0 and none from 0.20.0
-# (cubins for 7.5 and newer, PTX for 7.5 / 8.0 / 9.0, which does not compile down to 7.0; the same in
-# _C_stable_libtorch.abi3.so of 0.26.0); the installation guide lists "compute capability 7.5 or higher" from
-# 0.21.0 (docs/getting_started/installation/gpu.cuda.inc.md) where 0.14.0's said 7.0
-VOLTA_DROPPED = (0, 20, 0)
 # the AMD targets vLLM's ROCm installation guide lists (docs/getting_started/installation/gpu.rocm.inc.md):
 # MI200s (gfx90a), MI300 (gfx942), MI350 (gfx950), Radeon RX 7900 / 9000, Ryzen AI MAX / AI 300
 ROCM_LISTED_TARGETS = ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1101", "gfx1200", "gfx1201", "gfx1150", "gfx1151")
