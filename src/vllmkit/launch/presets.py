@@ -115,8 +115,18 @@ def _chunked_prefill_note(plan: PlanResult) -> FeatureNote:
     budget = plan.settings.max_num_batched_tokens
     mml = plan.settings.max_model_len
     steps = max(1, math.ceil(mml / budget)) if budget > 0 else 1
+    if plan.settings.engine == "v0" and not plan.settings.chunked_prefill:
+        # the old engine without chunked prefill (vLLM < 0.8 turned it on only for contexts over 32K)
+        return FeatureNote(enabled=False, source="the old engine (V0)", detail=(
+            f"off: vLLM {plan.vllm_version} runs this plan on its old engine (V0), whose scheduler prefills each "
+            f"waiting prompt whole, in a step of its own before the running decodes continue; "
+            f"max_num_batched_tokens = {budget:,} (at least max_model_len) bounds such a step, and the profile "
+            "run that sizes the activation memory in this plan uses all of it. --enable-chunked-prefill splits "
+            "prompts (and lowers that peak) at the cost of mixing them with decodes"))
+    engine = "the old engine's (V0) chunked prefill splits" if plan.settings.engine == "v0" else \
+        "the V1 scheduler always splits"
     detail = (
-        f"the V1 scheduler always splits prefills: at most max_num_batched_tokens = {budget:,} tokens "
+        f"{engine} prefills: at most max_num_batched_tokens = {budget:,} tokens "
         f"per step, shared between running decodes and prompt chunks. A {mml:,}-token prompt takes "
         f"{steps} step(s). A larger budget shortens TTFT for long prompts but makes each step longer "
         "(running decodes wait: higher inter-token latency); a smaller one does the opposite. The "

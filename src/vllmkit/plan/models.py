@@ -159,6 +159,10 @@ class SettingsInfo(BaseModel):
     # cache ("warm"), and the model runner the release uses for the model ("v1" | "v2")
     compile_cache: Literal["cold", "warm"] = "cold"
     model_runner: Literal["v1", "v2"] = "v1"
+    # the engine the release runs for this plan (V0 before 0.8, with VLLM_USE_V1=0, or where vLLM's V1 oracle
+    # falls back: engine/versions.py engine_is_v1) and whether its scheduler splits prompts (always on V1)
+    engine: Literal["v0", "v1"] = "v1"
+    chunked_prefill: bool = True
 
 
 class MemoryInfo(BaseModel):

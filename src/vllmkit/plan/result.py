@@ -168,6 +168,8 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
             enable_prefix_caching=settings.prefix_caching,
             compile_cache="warm" if settings.compile_cache == "warm" else "cold",
             model_runner="v2" if settings.model_runner_v2 else "v1",
+            engine="v0" if settings.v0_engine else "v1",
+            chunked_prefill=settings.chunked_prefill,
         ),
         memory=memory,
         kv_cache=kv_info,

@@ -117,3 +117,21 @@ def test_pre_ampere_gpus_fall_back_to_v0_before_0_10_2(model, gpu, version, kwar
     req = PlanRequest(model=model, source="catalog", gpu=gpu, vllm_version=version, **kwargs)
     plan = build_plan(req, ENV)
     assert plan.memory.kv_cache_bytes / GIB == pytest.approx(logged, rel=0.02)
+
+
+def test_the_plan_says_which_engine_and_the_v0_note_says_prompts_run_whole() -> None:
+    """A V100 on 0.8.5 runs V0 without chunked prefill (max_model_len 32,768 is not over 32K): the plan's settings
+    say so, and its chunked-prefill note no longer claims the V1 scheduler's split; on an A100 the same release
+    runs V1, which always splits."""
+    from vllmkit.launch.presets import plan_features
+
+    req = PlanRequest(model="Qwen/Qwen2.5-7B-Instruct", source="catalog", gpu="v100-pcie-32gb",
+                      vllm_version="0.8.5", max_model_len=32768, dtype="float16")
+    v0 = build_plan(req, ENV)
+    assert (v0.settings.engine, v0.settings.chunked_prefill) == ("v0", False)
+    note = plan_features(v0, req, registry=None).chunked_prefill
+    assert note is not None and not note.enabled and "whole" in note.detail and "V1 scheduler" not in note.detail
+    a100 = req.model_copy(update={"gpu": "a100-80gb-sxm"})
+    v1 = build_plan(a100, ENV)
+    assert (v1.settings.engine, v1.settings.chunked_prefill) == ("v1", True)
+    assert "V1 scheduler always splits" in plan_features(v1, a100, registry=None).chunked_prefill.detail
