@@ -229,8 +229,7 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         arch = variant.arch.model_copy(update={"quantization": QuantFacts(method=method, bits=bits, group_size=128)})
         embed = arch.vocab_size * arch.hidden_size * 2
         body = variant.weight_bytes - embed * (1 if arch.tie_word_embeddings else 2)
-        label = "awq" if variant_kind == "awq" else variant_kind
-        variant = Variant(label, variant.meta, arch, int(embed * (1 if arch.tie_word_embeddings else 2) + body * share),
+        variant = Variant(variant_kind, variant.meta, arch, int(embed * (1 if arch.tie_word_embeddings else 2) + body * share),
                           "derived")
     tp, pp = int(row.get("tp") or 1), int(row.get("pp") or 1)
     flags = " ".join(str(row.get(k) or "") for k in ("server_cmd", "config_note", "notes"))

@@ -91,10 +91,10 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
                     env: dict[str, str] | None = None, draft: tuple[int, ModelArch] | None = None) -> EngineSettings:
     mnbt, seqs = batch_defaults(profile, rules, tp * pp)
     target = req.max_model_len if isinstance(req.max_model_len, int) else arch.native_max_model_len
+    cc = float(profile.compute_capability) if profile.compute_capability else None
     # the serve command passes --distributed-executor-backend ray when the replica spans nodes (launch/command.py)
-    v1 = engine_is_v1(rules, env or {}, vendor=profile.vendor,
-                      compute_capability=float(profile.compute_capability) if profile.compute_capability else None,
-                      pipeline_parallel=pp, ray_executor=tp * pp > max(profile.gpus_per_node or 1, 1))
+    v1 = engine_is_v1(rules, env or {}, vendor=profile.vendor, compute_capability=cc, pipeline_parallel=pp,
+                      ray_executor=tp * pp > max(profile.gpus_per_node or 1, 1))
     v0_engine = not v1 and profile.vendor != "cpu"
     chunked = True  # V1 always splits prompts under the token budget and mixes them with decodes
     if v0_engine:
@@ -113,7 +113,6 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         mnbt = arch.mm_prefix_min_batched_tokens
     mnbt = req.max_num_batched_tokens or mnbt
     seqs = scheduler_max_num_seqs(req.max_num_seqs, seqs, mnbt, v1=v1)
-    cc = float(profile.compute_capability) if profile.compute_capability else None
     calibrated, calibration_source = {}, None
     if calibration is not None:
         calibrated, calibration_source = calibration(
