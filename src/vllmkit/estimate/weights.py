@@ -10,6 +10,8 @@ sparse-attention indexers and MoE routers are whole on every rank (replicated_la
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel
 
 from vllmkit.arch.model import LayerKind, ModelArch
@@ -17,6 +19,16 @@ from vllmkit.estimate.specs import pp_layer_ranges
 
 # bytes per parameter for the non-quantized parts of a checkpoint
 _EMBED_BYTES = 2
+
+
+@dataclass(frozen=True)
+class LoadGrowth:
+    """Bytes one rank of each decoder layer gains at load beyond the checkpoint's, and why (for the weights
+    note): vLLM's ROCm FP8 row padding (rocm_fp8_padding), the MLA matrices 0.7.1 - 0.7.3 absorb
+    (mla_absorbed_bytes). The reason travels with the bytes, so a plan that has both names both."""
+
+    per_layer: tuple[int, ...]
+    reason: str
 
 
 class WeightSplit(BaseModel):
@@ -27,7 +39,8 @@ class WeightSplit(BaseModel):
     per_layer_bytes: int
     skipped_bytes: int  # e.g. MTP layers vLLM does not load without speculative decoding
     per_stage_bytes: list[int]  # one rank of each PP stage (after TP split)
-    per_stage_padding: list[int]  # of which vLLM's ROCm FP8 row padding (rocm_fp8_padding)
+    per_stage_padding: list[int]  # of which bytes vLLM adds at load (LoadGrowth)
+    per_stage_growth: list[list[tuple[str, int]]] = []  # that padding by reason, one list per stage
 
     @property
     def max_rank_bytes(self) -> int:
@@ -107,9 +120,9 @@ def replicated_layer_bytes(arch: ModelArch) -> int:
 
 def split_weights(
     arch: ModelArch, total_bytes: int, *, tp: int, pp: int, mtp_layers: int = 0, mtp_own_embeddings: bool = True,
-    pad_per_layer: list[int] | None = None,
+    growth: tuple[LoadGrowth, ...] = (),
 ) -> WeightSplit:
-    """pad_per_layer: bytes one rank of each decoder layer grows by at load (rocm_fp8_padding)."""
+    """growth: what one rank of each decoder layer gains at load, by reason (LoadGrowth)."""
     embed = arch.vocab_size * arch.hidden_size * _EMBED_BYTES
     lm_head = 0 if arch.tie_word_embeddings else embed
     ple = arch.per_layer_embedding_params * _EMBED_BYTES
@@ -143,9 +156,12 @@ def split_weights(
     rope = rope_cache_bytes(arch)
     per_stage: list[int] = []
     per_stage_pad: list[int] = []
+    per_stage_growth: list[list[tuple[str, int]]] = []
     for i, layers in enumerate(stages):
-        pad = sum(pad_per_layer[j] for j in layers) if pad_per_layer else 0
+        grown = [(g.reason, sum(g.per_layer[j] for j in layers)) for g in growth]
+        pad = sum(b for _, b in grown)
         per_stage_pad.append(pad)
+        per_stage_growth.append(grown)
         b = body * len(layers) // max(n + mtp_layers, 1) // tp + len(layers) * replicated_extra + pad
         if i == 0:
             b += (embed + ple) // tp
@@ -162,6 +178,7 @@ def split_weights(
         skipped_bytes=skipped,
         per_stage_bytes=per_stage,
         per_stage_padding=per_stage_pad,
+        per_stage_growth=per_stage_growth,
     )
 
 

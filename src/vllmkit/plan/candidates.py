@@ -17,7 +17,7 @@ from vllmkit.engine.versions import (
 )
 from vllmkit.errors import UsageError
 from vllmkit.estimate.memory import MemoryTerm
-from vllmkit.estimate.weights import mla_absorbed_bytes, rocm_fp8_padding
+from vllmkit.estimate.weights import LoadGrowth, mla_absorbed_bytes, rocm_fp8_padding
 from vllmkit.hardware.host import cpu_has_amx, cpu_has_avx512_bf16
 from vllmkit.plan.evaluate import (
     EngineSettings,
@@ -299,19 +299,21 @@ def prepare_candidate(variant: Variant, tp: int, pp: int, settings: EngineSettin
         # stored in BF16 in the released checkpoints
         weight_bytes = max(weight_bytes - 2 * variant.arch.audio_tower_params, 0)
         weight_source = "estimated"
-    pad = None
+    growth: list[LoadGrowth] = []
     if settings.rocm_fp8_padding and fp8_linears_padded(variant.arch, rules, settings.device):
-        pad = rocm_fp8_padding(variant.arch, tp)
+        growth.append(LoadGrowth(tuple(rocm_fp8_padding(variant.arch, tp)),
+                                 "ROCm FP8 row padding (VLLM_ROCM_FP8_PADDING=1)"))
     if rules.mla_matrix_absorption and rules.mla_cache and variant.arch.mla is not None:
         quant = variant.arch.quantization
         fp8 = variant.label == "fp8" or (quant is not None and quant.method == "fp8")
-        absorbed = mla_absorbed_bytes(variant.arch, tp, fp8=fp8)
-        pad = [a + b for a, b in zip(pad, absorbed, strict=True)] if pad else absorbed
+        growth.append(LoadGrowth(tuple(mla_absorbed_bytes(variant.arch, tp, fp8=fp8)),
+                                 f"MLA matrices vLLM {rules.version} absorbs after loading (W_Q_UK, W_UV_O beside "
+                                 "the checkpoint's; VLLM_MLA_PERFORM_MATRIX_ABSORPTION=1)"))
     return prepare(variant.arch, weight_bytes, weight_source, tp=tp, pp=pp, settings=settings, rules=rules,
                    mtp_layers=mtp_layers(variant.arch, variant.meta),
                    mtp_own_embeddings=mtp_own_embeddings(variant.meta),
                    extra_terms=every, last_stage_terms=last, extra_kv_layers=spec_kv, extra_kv_arch=spec_kv_arch,
-                   weight_pad_per_layer=pad)
+                   weight_growth=tuple(growth))
 
 
 def fit_context(prep: Prepared, native: int, min_conc: float, min_len: int = 0) -> Evaluation:

@@ -35,7 +35,7 @@ from vllmkit.estimate.memory import (
 )
 from vllmkit.estimate.multimodal import encoder_extra_bytes, encoder_profile, qwen2_vl_video_tokens
 from vllmkit.estimate.specs import ModelSpecs, build_specs, pp_layer_ranges
-from vllmkit.estimate.weights import WeightSplit, split_weights
+from vllmkit.estimate.weights import LoadGrowth, WeightSplit, split_weights
 from vllmkit.units import GIB
 
 CPU_RUNTIME_OVERHEAD = int(1.5 * GIB)
@@ -255,7 +255,7 @@ def prepare(
     last_stage_terms: dict[str, MemoryTerm] | None = None,
     extra_kv_layers: list[LayerKind] | None = None,
     extra_kv_arch: ModelArch | None = None,
-    weight_pad_per_layer: list[int] | None = None,
+    weight_growth: tuple[LoadGrowth, ...] = (),
 ) -> Prepared:
     """extra_terms: further per-GPU memory on every stage (LoRA stacks); last_stage_terms: on the
     last PP stage only (speculative-decoding drafter); extra_kv_layers: the drafter's attention
@@ -296,7 +296,7 @@ def prepare(
         kv_layer_count = offset + extra_kv_arch.num_hidden_layers
     groups = group_layers(list(specs.specs))
     split = split_weights(arch, weight_total_bytes, tp=tp, pp=pp, mtp_layers=mtp_layers,
-                          mtp_own_embeddings=mtp_own_embeddings, pad_per_layer=weight_pad_per_layer)
+                          mtp_own_embeddings=mtp_own_embeddings, growth=weight_growth)
     stages = pp_layer_ranges(arch.num_hidden_layers, pp)
     budgets: list[MemoryBudget] = []
     worker_groups: list[list[KVGroup]] = []
@@ -313,7 +313,7 @@ def prepare(
             terms.update(last_stage_terms or {})
         budget = stage_budget(arch, split.per_stage_bytes[s], weights_source, len(layers), tp, pp, settings, rules,
                               first_stage=s == 0, last_stage=last, extra_terms=terms,
-                              weight_padding=split.per_stage_padding[s])
+                              weight_growth=split.per_stage_growth[s])
         budgets.append(budget)
         worker_avail.append(budget.kv_cache.bytes)
     # the stage with the fewest KV blocks (the one vLLM's count follows), else the least KV memory
@@ -390,19 +390,16 @@ def stage_budget(
     first_stage: bool = True,
     last_stage: bool = True,
     extra_terms: dict[str, MemoryTerm] | None = None,
-    weight_padding: int = 0,
+    weight_growth: list[tuple[str, int]] | None = None,
 ) -> MemoryBudget:
-    """weight_padding: bytes of weight_bytes vLLM adds at load (for the note): its ROCm FP8 row padding, or in
-    0.7.1 - 0.7.3 the MLA layers' absorbed matrices (estimate/weights.py mla_absorbed_bytes)."""
+    """weight_growth: (reason, bytes) of weight_bytes vLLM adds at load, for the note (estimate/weights.py
+    LoadGrowth: its ROCm FP8 row padding, the MLA matrices 0.7.1 - 0.7.3 absorb)."""
     source = weights_source if (tp == 1 and pp == 1) else ("derived" if weights_source == "measured" else weights_source)
     note = "repository weight bytes" + (f" split over TP={tp} PP={pp}" if tp * pp > 1 else "")
-    if weight_padding:
-        source = "derived" if source == "measured" else source
-        if rules.mla_matrix_absorption:
-            note += (f", plus {weight_padding / GIB:.2f} GiB of MLA matrices vLLM {rules.version} absorbs after "
-                     "loading (W_Q_UK, W_UV_O beside the checkpoint's; VLLM_MLA_PERFORM_MATRIX_ABSORPTION=1)")
-        else:
-            note += f", plus {weight_padding / GIB:.2f} GiB of ROCm FP8 row padding (VLLM_ROCM_FP8_PADDING=1)"
+    for reason, grown in weight_growth or ():
+        if grown:
+            source = "derived" if source == "measured" else source
+            note += f", plus {grown / GIB:.2f} GiB of {reason}"
     weights = MemoryTerm(bytes=weight_bytes, source=source, note=note)
     zero = MemoryTerm(bytes=0, source="derived", note="")
     if settings.device == "cpu":

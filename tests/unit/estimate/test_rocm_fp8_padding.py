@@ -91,3 +91,22 @@ def _ct(strategy: str) -> dict:
 ])
 def test_which_checkpoints_and_releases_pad(cfg: dict, device: str, version: str, expected: bool) -> None:
     assert fp8_linears_padded(read_arch(cfg), rules_for(version), device) is expected
+
+
+def test_load_growth_keeps_its_reason_per_pp_stage() -> None:
+    """Each reason's bytes are summed over the layers of each PP stage and stay apart: 4 layers over
+    PP=2 (get_pp_indices: layers 0-1 and 2-3), growth A = 10, 20, 30, 40 B a layer and B = 1 B a layer,
+    so stage 0 grows by 30 (A) + 2 (B) and stage 1 by 70 (A) + 2 (B); the stage's weight bytes include
+    both (here the body split is what it is without growth, plus those 32 / 72 B)."""
+    from vllmkit.estimate.weights import LoadGrowth, split_weights
+
+    arch = read_arch({**{k: v for k, v in LLAMA_70B.items() if k != "quantization_config"},
+                      "num_hidden_layers": 4})
+    total = 10 * 1024**3
+    plain = split_weights(arch, total, tp=1, pp=2)
+    grown = split_weights(arch, total, tp=1, pp=2,
+                          growth=(LoadGrowth((10, 20, 30, 40), "A"), LoadGrowth((1, 1, 1, 1), "B")))
+    assert grown.per_stage_growth == [[("A", 30), ("B", 2)], [("A", 70), ("B", 2)]]
+    assert grown.per_stage_padding == [32, 72]
+    assert [g - p for g, p in zip(grown.per_stage_bytes, plain.per_stage_bytes, strict=True)] == [32, 72]
+    assert grown.total_bytes - plain.total_bytes == 104

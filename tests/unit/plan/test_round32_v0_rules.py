@@ -101,6 +101,8 @@ def test_weights_with_the_absorbed_matrices_match_the_logs(model, gpu, version, 
                       pipeline_parallel_size=pp, max_model_len=8192, dtype="float16" if "Coder" in model else "auto")
     plan = build_plan(req, ENV)
     assert plan.memory.weights_bytes / GIB == pytest.approx(logged, rel=0.01)
+    # the weights note names the matrices where, and only where, the version absorbs them
+    assert ("MLA matrices vLLM " + version + " absorbs" in plan.memory.notes["weights"]) is version.startswith("0.7")
 
 
 @pytest.mark.parametrize(("model", "gpu", "version", "kwargs", "logged"), [
