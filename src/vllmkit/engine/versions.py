@@ -265,34 +265,154 @@ def rules_for(version: str) -> VersionRules:
     )
 
 
-def engine_is_v1(rules: VersionRules, env: Mapping[str, str] | None = None, *, vendor: str | None = None,
-                 compute_capability: float | None = None, pipeline_parallel: int = 1, ray_executor: bool = False) -> bool:
-    """Whether the V1 engine runs: the default from 0.8, unless VLLM_USE_V1=0 before 0.10 (V0
-    removed), or the platform makes EngineArgs._is_v1_supported_oracle fall back to V0 ("... is not supported by
-    the V1 Engine. Falling back to V0"), which it does where VLLM_USE_V1 is not set:
-    - CUDA GPUs of compute capability below 8.0 (V100, T4, RTX 20xx) from 0.8.0 to 0.10.1 ("Need at least Ampere
-      for now (FA support required)"; gone in 0.10.2's arg_utils.py, vllm#23614);
-    - non-CUDA platforms (ROCm) in 0.8.x ("Non-CUDA is supported on V1, but off by default for now"; gone in 0.9.0);
-    - pipeline parallelism: always in 0.8.0 - 0.8.2 (_warn_or_fallback("PP")), and from 0.8.3 to 0.9.0 unless the
-      executor is Ray ("Pipeline Parallelism without Ray distributed executor"; 0.9.0 also takes mp, 0.9.1 the
-      default): the default executor (none given) falls back. vLLM's own 0.8.x PP logs are V0 ones (vllm#15598 on
-      0.8.0 - 0.8.2, llm-k8s's 2-node Llama-3.3-70B on 0.8.3 in collected-startup-logs-24).
-    Public V0 starts of the platform kinds: a T4 on 0.8.2, an RTX 2060 on 0.8.4, a V100 on 0.8.5 and a Radeon Pro
-    VII on 0.8.5 (collected-startup-logs-15 / -23 / -24)."""
+@dataclass(frozen=True)
+class EngineAsks:
+    """What a start asks of the engine that vLLM 0.8 - 0.10's V1 oracle (EngineArgs._is_v1_supported_oracle)
+    looks at besides the platform: the KV-cache dtype, a float32 model, the quantization method as vLLM names it,
+    LoRA, the speculative method (or draft model), --cpu-offload-gb, and the model's kind."""
+
+    kv_cache_dtype: str = "auto"
+    float32: bool = False
+    quantization: str | None = None
+    lora: bool = False
+    speculative_method: str | None = None
+    speculative_model: str | None = None
+    cpu_offload: bool = False
+    state_layers: bool = False  # mamba / linear-attention state (HasInnerState)
+    architecture: str | None = None
+
+
+@dataclass(frozen=True)
+class OracleVerdict:
+    """v1: whether the V1 engine runs; fallback: the feature vLLM names when it falls back to V0 ("X is not
+    supported by the V1 Engine. Falling back to V0" / "X is experimental on VLLM_USE_V1=1. Falling back to V0
+    Engine"); refused: the message vLLM raises instead when VLLM_USE_V1=1 forces V1 past a check that does not
+    allow it (_raise_or_fallback: "VLLM_USE_V1=1 is not supported with X.")."""
+
+    v1: bool
+    fallback: str | None = None
+    refused: str | None = None
+
+
+# architectures declared SupportsV0Only (model_executor/models/*.py) that the catalog holds, by the last release
+# that declares them so: jamba.py up to 0.10.0 (not in 0.10.1); granitemoehybrid.py from its first release, 0.9.0,
+# to 0.9.1 (not in 0.9.2, where HasInnerState models fall back by default instead)
+_V0_ONLY_UNTIL = {"JambaForCausalLM": (0, 10, 0), "GraniteMoeHybridForCausalLM": (0, 9, 1)}
+_NGRAM = ("ngram", "[ngram]")
+
+
+def v1_oracle(rules: VersionRules, env: Mapping[str, str] | None = None, *, vendor: str | None = None,
+              compute_capability: float | None = None, pipeline_parallel: int = 1, ray_executor: bool = False,
+              asks: EngineAsks | None = None) -> OracleVerdict:
+    """Whether the V1 engine runs: the default from 0.8, unless VLLM_USE_V1=0 before 0.10 (V0 removed), or
+    EngineArgs._is_v1_supported_oracle (0.8.0 - 0.10.1, read in each release's engine/arg_utils.py) falls back to
+    V0 where VLLM_USE_V1 is not set. Its checks come in two kinds: _raise_or_fallback (the feature is unsupported:
+    V0, or with VLLM_USE_V1=1 a NotImplementedError) and _warn_or_fallback (experimental: V0, or with
+    VLLM_USE_V1=1 V1 with a warning). The ones a plan knows:
+    - CUDA GPUs of compute capability below 8.0 (V100, T4, RTX 20xx), 0.8.0 - 0.10.1 ("Need at least Ampere for
+      now (FA support required)"; gone in 0.10.2's arg_utils.py, vllm#23614). Raise.
+    - a KV-cache dtype other than auto: any in 0.8.0 - 0.8.1; from 0.8.2 an fp8 one only where FlashAttention 3
+      takes FP8 (fa_utils.flash_attn_supports_fp8: FA3 on compute capability 9.x, no VLLM_ATTENTION_BACKEND other
+      than FLASH_ATTN_VLLM_V1, no VLLM_FLASH_ATTN_VERSION=2); from 0.9.0 any on ROCm; in 0.10.x
+      platform.is_kv_cache_dtype_supported, which adds compute capability 10.0 (B200 / GB200). Raise.
+    - --cpu-offload-gb, 0.8.0 - 0.8.2. Raise.
+    - a float32 model (V1_SUPPORTED_DTYPES = bfloat16, float16), 0.8.0 - 0.9.1. Raise.
+    - V1_UNSUPPORTED_QUANT: bitsandbytes 0.8.0 - 0.8.2, gguf 0.8.0 - 0.8.5. Raise.
+    - mamba / hybrid models: not V1-compatible (SupportsV0Only) to 0.9.1, and Jamba to 0.10.0 (raise); from 0.9.2
+      to 0.10.1 the rest fall back by default ("V1 mamba models are unoptimized", has_inner_state: warn).
+    - speculative decoding: 0.8.0 - 0.8.2 only ngram (warn; the rest raise); 0.8.3 - 0.8.4 ngram and eagle, 0.8.5
+      ngram, eagle and eagle3 (warn; the rest raise); 0.9.x ngram, medusa, eagle, eagle3 and deepseek_mtp run on
+      V1 (the rest raise); 0.10.x the method "draft_model" is refused outright (NotImplementedError).
+    - LoRA, 0.8.0 - 0.8.2 ("LORA": warn).
+    - pipeline parallelism: 0.8.0 - 0.8.2 (warn), and from 0.8.3 to 0.9.0 unless the executor is Ray ("Pipeline
+      Parallelism without Ray distributed executor"; 0.9.0 also takes mp, 0.9.1 the default; raise): the default
+      executor (none given) falls back. vLLM's own 0.8.x PP logs are V0 ones (vllm#15598 on 0.8.0 - 0.8.2,
+      llm-k8s's 2-node Llama-3.3-70B on 0.8.3 in collected-startup-logs-24).
+    - non-CUDA platforms (ROCm) in 0.8.x ("Non-CUDA is supported on V1, but off by default for now"; warn).
+    Public V0 starts of these kinds: a T4 on 0.8.2, an RTX 2060 on 0.8.4, a V100 on 0.8.5 and a Radeon Pro VII on
+    0.8.5 (collected-startup-logs-15 / -23 / -24); a GGUF Llama-3.2-3B and a LoRA Qwen2.5-VL-7B on 0.8.2
+    (collected-startup-logs-21, public-startup-logs: "Falling back to V0")."""
     if not rules.v1_engine:
-        return False
-    use_v1 = (env or {}).get("VLLM_USE_V1", "").strip()
+        return OracleVerdict(False)
+    env = env or {}
+    use_v1 = env.get("VLLM_USE_V1", "").strip()
     if use_v1 == "0" and rules.key < (0, 10, 0):
-        return False
-    if use_v1 != "1":
-        if vendor == "nvidia" and compute_capability is not None and compute_capability < 8.0 \
-                and rules.key < (0, 10, 2):
-            return False
-        if vendor == "amd" and rules.key < (0, 9, 0):
-            return False
-        if pipeline_parallel > 1 and (rules.key < (0, 8, 3) or (rules.key < (0, 9, 1) and not ray_executor)):
-            return False
-    return True
+        return OracleVerdict(False, fallback="VLLM_USE_V1=0")
+    if rules.key >= (0, 10, 2):
+        return OracleVerdict(True)
+    forced = use_v1 not in ("", "0")  # envs.VLLM_USE_V1 is bool(int(...)): any other number forces V1
+    a = asks or EngineAsks()
+    v = rules.key
+    checks: list[tuple[str, str]] = []  # (kind, feature) in the oracle's order
+    if vendor == "nvidia" and compute_capability is not None and compute_capability < 8.0:
+        checks.append(("raise", "Compute Capability < 8.0"))
+    if a.kv_cache_dtype not in ("auto", "", None):
+        backend = env.get("VLLM_ATTENTION_BACKEND", "").strip()
+        will_use_fa = vendor == "nvidia" and backend in ("", "FLASH_ATTN_VLLM_V1")
+        fa3_fp8 = (will_use_fa and a.kv_cache_dtype.startswith("fp8") and compute_capability is not None
+                   and int(compute_capability) == 9 and env.get("VLLM_FLASH_ATTN_VERSION", "").strip() != "2")
+        if v < (0, 8, 2):
+            supported = False
+        elif v < (0, 10, 0):
+            supported = (vendor == "amd" and v >= (0, 9, 0)) or fa3_fp8
+        else:
+            supported = vendor == "amd" or (vendor == "nvidia" and compute_capability == 10.0) or fa3_fp8
+        if not supported:
+            checks.append(("raise", "--kv-cache-dtype"))
+    if a.cpu_offload and v < (0, 8, 3):
+        checks.append(("raise", "--cpu-offload-gb"))
+    if a.float32 and v < (0, 9, 2):
+        checks.append(("raise", "--dtype torch.float32"))
+    quant = (a.quantization or "").lower()
+    if (quant == "bitsandbytes" and v < (0, 8, 3)) or (quant == "gguf" and v < (0, 9, 0)):
+        checks.append(("raise", f"--quantization {quant}"))
+    if a.state_layers:
+        until = _V0_ONLY_UNTIL.get(a.architecture or "")
+        if v < (0, 9, 2) or (until is not None and v <= until):
+            checks.append(("raise", f"['{a.architecture or 'a mamba / hybrid model'}']"))
+    method = a.speculative_method or ("ngram" if a.speculative_model in _NGRAM else None)
+    spec_warn = None
+    if a.speculative_method or a.speculative_model:
+        if v >= (0, 10, 0):
+            if method == "draft_model":
+                return OracleVerdict(False, refused="Speculative decoding with draft model is not supported yet "
+                                                    "(NotImplementedError in EngineArgs, 0.10.x)")
+        else:
+            warned = {"ngram"} if v < (0, 8, 3) else {"ngram", "eagle"} if v < (0, 8, 5) \
+                else {"ngram", "eagle", "eagle3"} if v < (0, 9, 0) else set()
+            allowed = warned | ({"ngram", "medusa", "eagle", "eagle3", "deepseek_mtp"} if v >= (0, 9, 0) else set())
+            if method not in allowed:
+                checks.append(("raise", "Speculative Decoding"))
+            elif method in warned:
+                spec_warn = "ngram" if method == "ngram" else "Eagle"
+    if a.state_layers and (0, 9, 2) <= v and not any(kind == "raise" and feature.startswith("[")
+                                                       for kind, feature in checks):
+        checks.append(("warn", "Mamba"))
+    if a.lora and v < (0, 8, 3):
+        checks.append(("warn", "LORA"))
+    if pipeline_parallel > 1:
+        if v < (0, 8, 3):
+            checks.append(("warn", "PP"))
+        elif v < (0, 9, 1) and not ray_executor:
+            checks.append(("raise", "Pipeline Parallelism without Ray distributed executor"))
+    if spec_warn:
+        checks.append(("warn", spec_warn))
+    if vendor == "amd" and v < (0, 9, 0):
+        checks.append(("warn", "cuda" if v < (0, 8, 3) else "rocm"))  # device_type, then device_name
+    for kind, feature in checks:
+        if not forced:
+            return OracleVerdict(False, fallback=feature)
+        if kind == "raise":
+            return OracleVerdict(False, refused=f"VLLM_USE_V1=1 is not supported with {feature}.")
+    return OracleVerdict(True)
+
+
+def engine_is_v1(rules: VersionRules, env: Mapping[str, str] | None = None, *, vendor: str | None = None,
+                 compute_capability: float | None = None, pipeline_parallel: int = 1, ray_executor: bool = False,
+                 asks: EngineAsks | None = None) -> bool:
+    """Whether the V1 engine runs (v1_oracle); False too where vLLM refuses to start."""
+    return v1_oracle(rules, env, vendor=vendor, compute_capability=compute_capability,
+                     pipeline_parallel=pipeline_parallel, ray_executor=ray_executor, asks=asks).v1
 
 
 def v0_batch_defaults(max_model_len: int, *, is_multimodal: bool, sliding_window: bool, device: str,

@@ -10,10 +10,11 @@ from dataclasses import dataclass, replace
 from vllmkit.arch import ModelArch
 from vllmkit.engine.versions import (
     VOLTA_DROPPED,
+    EngineAsks,
     VersionRules,
-    engine_is_v1,
     parse_version,
     v0_batch_defaults,
+    v1_oracle,
 )
 from vllmkit.errors import UsageError
 from vllmkit.estimate.memory import MemoryTerm
@@ -93,8 +94,22 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
     target = req.max_model_len if isinstance(req.max_model_len, int) else arch.native_max_model_len
     cc = float(profile.compute_capability) if profile.compute_capability else None
     # the serve command passes --distributed-executor-backend ray when the replica spans nodes (launch/command.py)
-    v1 = engine_is_v1(rules, env or {}, vendor=profile.vendor, compute_capability=cc, pipeline_parallel=pp,
-                      ray_executor=tp * pp > max(profile.gpus_per_node or 1, 1))
+    spec = req.speculative_config or {}
+    quant = req.quantization or (arch.quantization.method if arch.quantization is not None else None)
+    asks = EngineAsks(kv_cache_dtype=kv_dtype, float32=(req.dtype or "").lower() in ("float32", "float"),
+                      quantization=quant, lora=req.enable_lora,
+                      speculative_method=spec.get("method") if isinstance(spec.get("method"), str) else None,
+                      speculative_model=spec.get("model") if isinstance(spec.get("model"), str) else None,
+                      state_layers=arch.mamba is not None,
+                      architecture=arch.architectures[0] if arch.architectures else None)
+    verdict = v1_oracle(rules, env or {}, vendor=profile.vendor, compute_capability=cc, pipeline_parallel=pp,
+                        ray_executor=tp * pp > max(profile.gpus_per_node or 1, 1), asks=asks)
+    if verdict.refused:
+        raise UsageError(f"vLLM {rules.version} will not start this: {verdict.refused}",
+                         "unset VLLM_USE_V1 (vLLM then falls back to its V0 engine) or leave out the feature it names"
+                         if verdict.refused.startswith("VLLM_USE_V1") else
+                         "use a speculative method the release runs (ngram, eagle, eagle3, medusa, deepseek_mtp)")
+    v1 = verdict.v1
     v0_engine = not v1 and profile.vendor != "cpu"
     chunked = True  # V1 always splits prompts under the token budget and mixes them with decodes
     if v0_engine:
@@ -162,6 +177,7 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         model_runner_v2=uses_model_runner_v2(req, arch, rules, profile.runtime, env),
         rocm_fp8_padding=(env or {}).get("VLLM_ROCM_FP8_PADDING", "1").strip() != "0",
         v0_engine=v0_engine,
+        engine_fallback=verdict.fallback if v0_engine else None,
         chunked_prefill=chunked,
         # the all-reduce + RMSNorm fusion needs FlashInfer, compilation (not --enforce-eager) and a
         # multicast-capable NVLink fabric (NVSwitch); estimate/memory.py allreduce_fusion_non_torch

@@ -34,7 +34,7 @@ from vllmkit.estimate.memory import (
     unbudgeted_graph_capture,
 )
 from vllmkit.estimate.multimodal import encoder_extra_bytes, encoder_profile, qwen2_vl_video_tokens
-from vllmkit.estimate.specs import ModelSpecs, build_specs, pp_layer_ranges
+from vllmkit.estimate.specs import ModelSpecs, build_specs, mamba_state_bytes, pp_layer_ranges
 from vllmkit.estimate.weights import LoadGrowth, WeightSplit, split_weights
 from vllmkit.units import GIB
 
@@ -81,6 +81,7 @@ class EngineSettings:
     rocm_fp8_padding: bool = True  # VLLM_ROCM_FP8_PADDING (default 1)
     allreduce_fusion: bool = False  # FlashInfer + compilation + an NVSwitch fabric: the TP all-reduce fusion can be built
     v0_engine: bool = False  # the old engine profiles (release before 0.8, or VLLM_USE_V1=0 before 0.10)
+    engine_fallback: str | None = None  # the feature vLLM 0.8 - 0.10's V1 oracle fell back to V0 for (v1_oracle)
     # the old engine's default: on only for long contexts (engine/versions.py v0_batch_defaults); without
     # it prompts run in steps of their own, decodes waiting (estimate/scheduler_sim.py mixed_batches)
     chunked_prefill: bool = True
@@ -262,9 +263,15 @@ def prepare(
     layers, which join the KV pool on the last stage, shaped like the target's (MTP, EAGLE) or, given
     extra_kv_arch (a separate draft model), like that model's own."""
     kv_arch = arch
+    if settings.v0_engine and arch.mamba is not None:
+        # the V0 engine's cache blocks hold the attention layers only (worker/cache_engine.py: "Models like Jamba,
+        # have mixed typed layers": get_num_layers_by_block_type(..., attention)); the recurrent state lives in
+        # the model's own MambaCacheManager (v0_state_cache_bytes), not in the block pool
+        kv_arch = arch.model_copy(update={"mamba": None, "layer_kinds": [
+            LayerKind.NONE if k is LayerKind.MAMBA else k for k in arch.layer_kinds]})
     if extra_kv_layers and extra_kv_arch is None:
-        kv_arch = arch.model_copy(update={"layer_kinds": [*arch.layer_kinds, *extra_kv_layers],
-                                          "num_hidden_layers": arch.num_hidden_layers + len(extra_kv_layers)})
+        kv_arch = kv_arch.model_copy(update={"layer_kinds": [*kv_arch.layer_kinds, *extra_kv_layers],
+                                             "num_hidden_layers": arch.num_hidden_layers + len(extra_kv_layers)})
 
     def _specs(model: ModelArch) -> ModelSpecs:
         return build_specs(
@@ -313,7 +320,8 @@ def prepare(
             terms.update(last_stage_terms or {})
         budget = stage_budget(arch, split.per_stage_bytes[s], weights_source, len(layers), tp, pp, settings, rules,
                               first_stage=s == 0, last_stage=last, extra_terms=terms,
-                              weight_growth=split.per_stage_growth[s])
+                              weight_growth=split.per_stage_growth[s],
+                              state_layers_on_stage=sum(1 for i in layers if arch.layer_kinds[i] is LayerKind.MAMBA))
         budgets.append(budget)
         worker_avail.append(budget.kv_cache.bytes)
     # the stage with the fewest KV blocks (the one vLLM's count follows), else the least KV memory
@@ -377,6 +385,26 @@ def at_length(prep: Prepared, max_model_len: int, auto_fit: bool = False) -> Eva
     )
 
 
+def v0_state_cache_rows(max_num_seqs: int, enforce_eager: bool, version: tuple[int, int, int] = (0, 10, 1)) -> int:
+    """Sequences the V0 MambaCacheManager holds state for: max_num_seqs, padded to the CUDA-graph batch size above
+    it (VllmConfig.pad_for_cudagraph over V0's capture sizes 1, 2, 4 and the multiples of 8) unless --enforce-eager
+    (models/mamba_cache.py of 0.7.3, 0.8.5 and 0.10.1); 0.6.4's jamba.py pads with _get_graph_batch_size whether
+    or not the model runs eagerly."""
+    if (enforce_eager and version >= (0, 7, 0)) or max_num_seqs <= 2:
+        return max_num_seqs
+    return 4 if max_num_seqs <= 4 else -(-max_num_seqs // 8) * 8
+
+
+def v0_state_cache_bytes(arch: ModelArch, tp: int, state_layers: int, max_num_seqs: int, enforce_eager: bool,
+                         version: tuple[int, int, int] = (0, 10, 1)) -> int:
+    """The V0 engine's recurrent-state cache on one rank: a conv and an SSM state per mamba layer and sequence,
+    allocated by the model on its first forward pass - the profile run - so vLLM's V0 profile counts it in the
+    activation peak and sizes the attention-only KV cache from what is left."""
+    assert arch.mamba is not None
+    return state_layers * v0_state_cache_rows(max_num_seqs, enforce_eager, version) * mamba_state_bytes(
+        arch.mamba, tp, arch.dtype_bytes)
+
+
 def stage_budget(
     arch: ModelArch,
     weight_bytes: int,
@@ -391,6 +419,7 @@ def stage_budget(
     last_stage: bool = True,
     extra_terms: dict[str, MemoryTerm] | None = None,
     weight_growth: list[tuple[str, int]] | None = None,
+    state_layers_on_stage: int = 0,
 ) -> MemoryBudget:
     """weight_growth: (reason, bytes) of weight_bytes vLLM adds at load, for the note (estimate/weights.py
     LoadGrowth: its ROCm FP8 row padding, the MLA matrices 0.7.1 - 0.7.3 absorb)."""
@@ -446,6 +475,14 @@ def stage_budget(
         sampler_label="FlashInfer" if sampler == "triton" and rules.sampler_flashinfer_topk else "",
         hidden_kept=settings.v0_engine and sampler != "none",
     )
+    if settings.v0_engine and arch.mamba is not None and state_layers_on_stage and "activation" not in settings.calibrated:
+        state = v0_state_cache_bytes(arch, tp, state_layers_on_stage, settings.max_num_seqs, settings.enforce_eager,
+                                     rules.key)
+        activation = MemoryTerm(
+            bytes=activation.bytes + state, source="estimated",
+            note=f"{activation.note} + {state / GIB:.2f} GiB of recurrent state the V0 engine's MambaCacheManager "
+                 f"allocates in the profile run ({state_layers_on_stage} layers x "
+                 f"{v0_state_cache_rows(settings.max_num_seqs, settings.enforce_eager, rules.key)} sequences)")
     extra = dict(extra_terms or {})
     if device_wide and settings.gpu_memory_in_use_bytes > 0:
         extra["other_processes"] = MemoryTerm(

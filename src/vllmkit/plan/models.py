@@ -160,8 +160,11 @@ class SettingsInfo(BaseModel):
     compile_cache: Literal["cold", "warm"] = "cold"
     model_runner: Literal["v1", "v2"] = "v1"
     # the engine the release runs for this plan (V0 before 0.8, with VLLM_USE_V1=0, or where vLLM's V1 oracle
-    # falls back: engine/versions.py engine_is_v1) and whether its scheduler splits prompts (always on V1)
+    # falls back: engine/versions.py v1_oracle) and whether its scheduler splits prompts (always on V1)
     engine: Literal["v0", "v1"] = "v1"
+    # the feature the V1 oracle names when it falls back to V0 ("X is not supported by the V1 Engine. Falling
+    # back to V0"), e.g. "--kv-cache-dtype", "LORA", "Compute Capability < 8.0"; None on V1 or a pre-0.8 release
+    engine_fallback: str | None = None
     chunked_prefill: bool = True
 
 

@@ -169,6 +169,7 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
             compile_cache="warm" if settings.compile_cache == "warm" else "cold",
             model_runner="v2" if settings.model_runner_v2 else "v1",
             engine="v0" if settings.v0_engine else "v1",
+            engine_fallback=settings.engine_fallback,
             chunked_prefill=settings.chunked_prefill,
         ),
         memory=memory,
@@ -181,7 +182,8 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
         alternatives=[alternative(c, chosen) for c in candidates if c.listed or c is chosen],
         reasons=_reasons(chosen, profile, candidates),
         calibration=settings.calibration_source,
-        warnings=warnings + _kv_dtype_note(kv_dtype, arch) + ([ev.graph_capture_oom] if ev.graph_capture_oom else [])
+        warnings=warnings + _engine_fallback_note(settings, rules) + _kv_dtype_note(kv_dtype, arch)
+        + ([ev.graph_capture_oom] if ev.graph_capture_oom else [])
         + _mamba_seqs_note(ev, settings),
     )
     _data_parallel_option(result, req, chosen, candidates)  # issue 13
@@ -230,6 +232,16 @@ def _data_parallel_option(result: PlanResult, req: PlanRequest, chosen: Candidat
         line += (f"; TP={le.tp} instead gives one replica with {le.capacity.tokens:,} KV tokens "
                  f"(context up to {le.max_model_len:,}) for long requests")
     result.reasons.append(line)
+
+def _engine_fallback_note(settings: EngineSettings, rules: VersionRules) -> list[str]:
+    """Where vLLM 0.8 - 0.10's V1 oracle falls back to the old engine for something the plan asks (engine/versions.py
+    v1_oracle), the plan says so: its memory and scheduler are V0's."""
+    feature = settings.engine_fallback
+    if not feature or feature == "VLLM_USE_V1=0":
+        return []
+    return [f"vLLM {rules.version} falls back to its old V0 engine for {feature} (its V1 oracle: \"... Falling "
+            "back to V0\"); the memory profile and the scheduler planned here are V0's"]
+
 
 def _kv_dtype_note(kv_dtype: str, arch: ModelArch) -> list[str]:
     """The checkpoint declares a quantized KV cache: "auto" then means fp8, not the model dtype."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from vllmkit.arch import LayerKind, read_arch
-from vllmkit.engine.versions import engine_is_v1, rules_for, v0_batch_defaults, version_warning
+from vllmkit.engine.versions import engine_is_v1, rules_for, v0_batch_defaults, v1_oracle, version_warning
 from vllmkit.estimate.memory import default_capture_sizes, rocm_hipgraph_pinned
 from vllmkit.estimate.multimodal import encoder_extra_bytes, encoder_profile, vit_bytes_per_patch
 from vllmkit.hub.catalog import find_entry
@@ -357,7 +357,12 @@ def test_no_chunked_prefill_limits_items_by_batched_tokens() -> None:
 def test_v1_oracle_falls_back_to_v0(version, vendor, cc, pp, ray, v1) -> None:
     rules = rules_for(version)
     assert engine_is_v1(rules, {}, vendor=vendor, compute_capability=cc, pipeline_parallel=pp, ray_executor=ray) is v1
-    # VLLM_USE_V1=1 keeps V1 where the oracle would only have fallen back by default
-    if not v1 and version != "0.8.3":
-        assert engine_is_v1(rules, {"VLLM_USE_V1": "1"}, vendor=vendor, compute_capability=cc, pipeline_parallel=pp,
-                            ray_executor=ray)
+    # VLLM_USE_V1=1 keeps V1 where the check is experimental (_warn_or_fallback: ROCm in 0.8.x, PP in 0.8.0 -
+    # 0.8.2); where it is unsupported (_raise_or_fallback: compute capability < 8.0, PP without Ray from 0.8.3)
+    # vLLM raises "VLLM_USE_V1=1 is not supported with ..." instead of starting
+    if not v1:
+        forced = v1_oracle(rules, {"VLLM_USE_V1": "1"}, vendor=vendor, compute_capability=cc, pipeline_parallel=pp,
+                           ray_executor=ray)
+        experimental = vendor == "amd" or (version == "0.8.2" and pp > 1)
+        assert forced.v1 is experimental
+        assert (forced.refused is None) is experimental
