@@ -69,6 +69,10 @@ VERSION_ASSUMED = {
     # the aws-samples directory README pins vLLM 0.24.0 for these deployments (row vllm_version_note)
     "awssamples-4xl40s-qwen3-coder-next-tp4-len16384-mamba-fail": "0.24.0",
     "awssamples-4xl40s-qwen36-35b-a3b-tp4-len262144": "0.24.0",
+    # a ROCm main build of 2024-08-29 (rocm-blogs vllm-optimize; row vllm_version_note): after 0.5.5 (2024-08-23),
+    # before 0.6.0 (2024-09-04). Scored blind first with the 0.11.0 fallback (-0.92 % KV on both)
+    "mi300x-llama3-8b-instruct-bf16-kvauto-len8192-util090-v0-2024-08-29-rocm62": "0.5.5",
+    "mi300x-llama3-8b-instruct-bf16-kvfp8-len8192-util090-v0-2024-08-29-rocm62": "0.5.5",
 }
 
 
@@ -115,7 +119,8 @@ HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.js
                   "collected-startup-logs-19.jsonl", "collected-startup-logs-20.jsonl",
                   "collected-startup-logs-21.jsonl", "collected-startup-logs-22.jsonl",
                   "collected-startup-logs-23.jsonl",
-                  "collected-startup-logs-24.jsonl")
+                  "collected-startup-logs-24.jsonl", "collected-startup-logs-25.jsonl",
+                  "collected-startup-logs-26.jsonl")
 
 
 @dataclass

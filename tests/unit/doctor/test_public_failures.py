@@ -86,6 +86,8 @@ NO_ERROR_TEXT = {
     "blog-5070ti-qwen3-30b-a3b-nvfp4-fail": "a table cell (no space)",
     "aiinfralab-rtx5090-qwen3-4b-instruct-2507-len262144-util092-v0290-kv-fail": "a paraphrase ('roughly 36 GiB' "
     "needed, 'about 18.96 GiB' available)",
+    "l20x2-qwen3-32b-bf16-tp2-len16384-util090-v084-v1-oom-after-kv-sizing-fail": "the OOM in the reporter's words "
+    "('end with cuda oom'); the worker's traceback is cut before its exception",
 }
 
 

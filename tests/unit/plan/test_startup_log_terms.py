@@ -47,7 +47,16 @@ def _checkable(row: dict) -> bool:
             and all(row.get(k) is not None for k in TERMS))
 
 
-CHECKABLE = [(name, row) for name, row in _rows() if _checkable(row)]
+# rows whose printed terms do not add up, and why (each is checked to fail the identity, so the list cannot go stale)
+IDENTITY_EXCEPTIONS = {
+    # vLLM 0.30's closing summary ("Actual usage is 3.24 GiB for consumed memory (weights + non-torch), 0.46 GiB
+    # for peak activation, and 0.15 GiB for CUDAGraph memory ... --kv-cache-memory=8993561908 (8.38 GiB) to fit into
+    # requested memory ... Current kv cache memory in use is 8.67 GiB"): a warm restart whose KV cache was sized
+    # 0.29 GiB above what the budget holds with the terms measured at the end, as vLLM itself says
+    "t4-qwen25-1p5b-instruct-fp16-len4096-util085-noprefix-v0300-warm":
+        "the 0.30 summary's terms are measured after start-up; vLLM says the KV cache exceeds the budget by 0.29 GiB",
+}
+CHECKABLE = [(name, row) for name, row in _rows() if _checkable(row) and row["id"] not in IDENTITY_EXCEPTIONS]
 
 
 def test_enough_rows_carry_every_term() -> None:
@@ -56,17 +65,30 @@ def test_enough_rows_carry_every_term() -> None:
     assert len(CHECKABLE) >= 50
 
 
-@pytest.mark.parametrize(("name", "row"), CHECKABLE, ids=[row["id"] for _, row in CHECKABLE])
-def test_terms_add_up_to_the_budget(name: str, row: dict) -> None:
+def _identity(row: dict) -> tuple[float, float]:
     budget = row["gpu_memory_utilization"] * row["gpu_total_gib"]
     total = sum(row[k] for k in TERMS)
     version = str(row.get("vllm_version") or "").split("+")[0]
     if row.get("cudagraph_estimate_gib") is not None and version and rules_for(version).cudagraph_counted:
         total += row["cudagraph_estimate_gib"]
+    return total, budget
+
+
+@pytest.mark.parametrize(("name", "row"), CHECKABLE, ids=[row["id"] for _, row in CHECKABLE])
+def test_terms_add_up_to_the_budget(name: str, row: dict) -> None:
+    total, budget = _identity(row)
     # each term is printed to 0.01 GiB, so four of them round by at most 0.02
     assert total == pytest.approx(budget, abs=0.025), (
         f"{name}: {row['id']} terms add up to {total:.2f} GiB, not {row['gpu_memory_utilization']} x "
         f"{row['gpu_total_gib']} = {budget:.2f} GiB")
+
+
+@pytest.mark.parametrize("row_id", sorted(IDENTITY_EXCEPTIONS))
+def test_the_exceptions_really_break_the_identity(row_id: str) -> None:
+    row = next(r for _, r in _rows() if r["id"] == row_id)
+    assert _checkable(row)
+    total, budget = _identity(row)
+    assert abs(total - budget) > 0.025
 
 
 def test_the_gpt_oss_120b_row_uses_the_budget_its_terms_imply() -> None:
