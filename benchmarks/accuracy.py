@@ -76,6 +76,13 @@ VERSION_ASSUMED = {
 }
 
 
+# failed starts whose failure is not about memory (their KV sizing completed): not a start/fail verdict
+NON_MEMORY_FAILURES = {
+    # "Available KV cache memory: 41.03 GiB" and then "TypeError: type 'array.array' is not subscriptable"
+    "h100-qwen36-27b-fp8-len4096-seqs32-util088-eager-v0271-fail-after-kv": "a TypeError after the KV sizing",
+}
+
+
 # the catalog checkpoint a row ran, where the row names it only in prose
 CATALOG_ID = {
     # "Qwen/Qwen3-14B NVFP4 (RedHatAI prequantized per post)" / the 30B-A3B sibling
@@ -120,7 +127,7 @@ HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.js
                   "collected-startup-logs-21.jsonl", "collected-startup-logs-22.jsonl",
                   "collected-startup-logs-23.jsonl",
                   "collected-startup-logs-24.jsonl", "collected-startup-logs-25.jsonl",
-                  "collected-startup-logs-26.jsonl")
+                  "collected-startup-logs-26.jsonl", "collected-startup-logs-27.jsonl")
 
 
 @dataclass
@@ -238,7 +245,7 @@ def evaluate_row(row: dict) -> Row | None:
     # a start predicted to fail KV sizing, refused at start, or to run out of memory capturing
     # CUDA graphs after KV sizing (releases that do not budget graphs) counts as "will not start"
     out.fits_pred = plan.fits and plan.graph_capture_oom is None
-    if row.get("startup_ok") is not None:
+    if row.get("startup_ok") is not None and row["id"] not in NON_MEMORY_FAILURES:
         out.started = bool(row["startup_ok"])
     out.weights_pred = plan.memory.weights_bytes / GIB
     out.weights_meas = _weights_measured(row)

@@ -18,6 +18,10 @@ from vllmkit.doctor.diagnose import diagnose_log
 DATA = Path(__file__).resolve().parents[3] / "benchmarks" / "data"
 
 EXPECTED = {
+    # round 33 (collected-startup-logs-27): a start that failed after sizing its KV cache, not for memory
+    # ("TypeError: type 'array.array' is not subscriptable"), and one refused for free memory at start
+    "h100-qwen36-27b-fp8-len4096-seqs32-util088-eager-v0271-fail-after-kv": "startup-failed",
+    "rtx4080-llava15-7b-awq-fp16-len4096-util085-v0102-fail-free-memory": "insufficient-free-memory",
     # split or reworded "To serve at least one request ..." quotes (round 26: joined, "(" optional)
     "flosa-vllm-bench-l4-qwen25-7b-awq-util035-len32768-v0280-kv-fail": "kv-cache-too-small",
     "sparkdocker-396-2xdgxspark-minimax-m27-awq-tp2-util08-fail": "kv-cache-too-small",
