@@ -280,6 +280,7 @@ class EngineAsks:
     cpu_offload: bool = False
     state_layers: bool = False  # mamba / linear-attention state (HasInnerState)
     architecture: str | None = None
+    mla: bool = False  # multi-head latent attention (0.10.2 decides FP8 KV support by the MLA backend)
 
 
 @dataclass(frozen=True)
@@ -304,17 +305,19 @@ _NGRAM = ("ngram", "[ngram]")
 def v1_oracle(rules: VersionRules, env: Mapping[str, str] | None = None, *, vendor: str | None = None,
               compute_capability: float | None = None, pipeline_parallel: int = 1, ray_executor: bool = False,
               asks: EngineAsks | None = None) -> OracleVerdict:
-    """Whether the V1 engine runs: the default from 0.8, unless VLLM_USE_V1=0 before 0.10 (V0 removed), or
-    EngineArgs._is_v1_supported_oracle (0.8.0 - 0.10.1, read in each release's engine/arg_utils.py) falls back to
-    V0 where VLLM_USE_V1 is not set. Its checks come in two kinds: _raise_or_fallback (the feature is unsupported:
+    """Whether the V1 engine runs: the default from 0.8, unless VLLM_USE_V1=0 (through 0.10.2: 0.11.0's
+    vllm/engine/llm_engine.py is V1's, V0 is gone), or EngineArgs._is_v1_supported_oracle (0.8.0 - 0.10.2, read in
+    each release's engine/arg_utils.py) falls back to V0 where VLLM_USE_V1 is not set. Its checks come in two kinds: _raise_or_fallback (the feature is unsupported:
     V0, or with VLLM_USE_V1=1 a NotImplementedError) and _warn_or_fallback (experimental: V0, or with
     VLLM_USE_V1=1 V1 with a warning). The ones a plan knows:
     - CUDA GPUs of compute capability below 8.0 (V100, T4, RTX 20xx), 0.8.0 - 0.10.1 ("Need at least Ampere for
       now (FA support required)"; gone in 0.10.2's arg_utils.py, vllm#23614). Raise.
     - a KV-cache dtype other than auto: any in 0.8.0 - 0.8.1; from 0.8.2 an fp8 one only where FlashAttention 3
       takes FP8 (fa_utils.flash_attn_supports_fp8: FA3 on compute capability 9.x, no VLLM_ATTENTION_BACKEND other
-      than FLASH_ATTN_VLLM_V1, no VLLM_FLASH_ATTN_VERSION=2); from 0.9.0 any on ROCm; in 0.10.x
-      platform.is_kv_cache_dtype_supported, which adds compute capability 10.0 (B200 / GB200). Raise.
+      than FLASH_ATTN_VLLM_V1, no VLLM_FLASH_ATTN_VERSION=2); from 0.9.0 any on ROCm; in 0.10.0 - 0.10.1
+      platform.is_kv_cache_dtype_supported, which adds compute capability 10.0 (B200 / GB200); in 0.10.2 it also
+      takes MLA models (FlashMLA / CUTLASS MLA by default) and VLLM_ATTENTION_BACKEND=FLASHINFER, or TRITON_ATTN_VLLM_V1
+      on capability 8.9+. Raise. (The only check of 0.10.2's oracle a plan meets.)
     - --cpu-offload-gb, 0.8.0 - 0.8.2. Raise.
     - a float32 model (V1_SUPPORTED_DTYPES = bfloat16, float16), 0.8.0 - 0.9.1. Raise.
     - V1_UNSUPPORTED_QUANT: bitsandbytes 0.8.0 - 0.8.2, gguf 0.8.0 - 0.8.5. Raise.
@@ -336,15 +339,15 @@ def v1_oracle(rules: VersionRules, env: Mapping[str, str] | None = None, *, vend
         return OracleVerdict(False)
     env = env or {}
     use_v1 = env.get("VLLM_USE_V1", "").strip()
-    if use_v1 == "0" and rules.key < (0, 10, 0):
+    if rules.key >= (0, 11, 0):
+        return OracleVerdict(True)  # 0.11.0's vllm/engine/llm_engine.py is V1's LLMEngine: V0 is gone
+    if use_v1 == "0":
         return OracleVerdict(False, fallback="VLLM_USE_V1=0")
-    if rules.key >= (0, 10, 2):
-        return OracleVerdict(True)
     forced = use_v1 not in ("", "0")  # envs.VLLM_USE_V1 is bool(int(...)): any other number forces V1
     a = asks or EngineAsks()
     v = rules.key
     checks: list[tuple[str, str]] = []  # (kind, feature) in the oracle's order
-    if vendor == "nvidia" and compute_capability is not None and compute_capability < 8.0:
+    if vendor == "nvidia" and compute_capability is not None and compute_capability < 8.0 and v < (0, 10, 2):
         checks.append(("raise", "Compute Capability < 8.0"))
     if a.kv_cache_dtype not in ("auto", "", None):
         backend = env.get("VLLM_ATTENTION_BACKEND", "").strip()
@@ -355,8 +358,18 @@ def v1_oracle(rules: VersionRules, env: Mapping[str, str] | None = None, *, vend
             supported = False
         elif v < (0, 10, 0):
             supported = (vendor == "amd" and v >= (0, 9, 0)) or fa3_fp8
-        else:
+        elif v < (0, 10, 2):
             supported = vendor == "amd" or (vendor == "nvidia" and compute_capability == 10.0) or fa3_fp8
+        elif vendor != "nvidia":
+            supported = True
+        elif a.mla:
+            # 0.10.2 CudaPlatform.is_kv_cache_dtype_supported: MLA defaults to FlashMLA / CUTLASS MLA, both FP8
+            supported = backend in ("", "FLASHMLA", "CUTLASS_MLA") or not a.kv_cache_dtype.startswith("fp8")
+        else:
+            supported = (compute_capability == 10.0 or backend == "FLASHINFER"
+                         or (backend == "TRITON_ATTN_VLLM_V1" and (compute_capability or 0) >= 8.9)
+                         or (backend in ("", "FLASH_ATTN_VLLM_V1")
+                             and (fa3_fp8 or not a.kv_cache_dtype.startswith("fp8"))))
         if not supported:
             checks.append(("raise", "--kv-cache-dtype"))
     if a.cpu_offload and v < (0, 8, 3):
@@ -366,13 +379,13 @@ def v1_oracle(rules: VersionRules, env: Mapping[str, str] | None = None, *, vend
     quant = (a.quantization or "").lower()
     if (quant == "bitsandbytes" and v < (0, 8, 3)) or (quant == "gguf" and v < (0, 9, 0)):
         checks.append(("raise", f"--quantization {quant}"))
-    if a.state_layers:
+    if a.state_layers and v < (0, 10, 2):
         until = _V0_ONLY_UNTIL.get(a.architecture or "")
         if v < (0, 9, 2) or (until is not None and v <= until):
             checks.append(("raise", f"['{a.architecture or 'a mamba / hybrid model'}']"))
     method = a.speculative_method or ("ngram" if a.speculative_model in _NGRAM else None)
     spec_warn = None
-    if a.speculative_method or a.speculative_model:
+    if (a.speculative_method or a.speculative_model) and v < (0, 10, 2):
         if v >= (0, 10, 0):
             if method == "draft_model":
                 return OracleVerdict(False, refused="Speculative decoding with draft model is not supported yet "
@@ -385,7 +398,7 @@ def v1_oracle(rules: VersionRules, env: Mapping[str, str] | None = None, *, vend
                 checks.append(("raise", "Speculative Decoding"))
             elif method in warned:
                 spec_warn = "ngram" if method == "ngram" else "Eagle"
-    if a.state_layers and (0, 9, 2) <= v and not any(kind == "raise" and feature.startswith("[")
+    if a.state_layers and (0, 9, 2) <= v < (0, 10, 2) and not any(kind == "raise" and feature.startswith("[")
                                                        for kind, feature in checks):
         checks.append(("warn", "Mamba"))
     if a.lora and v < (0, 8, 3):

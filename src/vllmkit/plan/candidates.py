@@ -101,7 +101,8 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
                       speculative_method=spec.get("method") if isinstance(spec.get("method"), str) else None,
                       speculative_model=spec.get("model") if isinstance(spec.get("model"), str) else None,
                       state_layers=arch.mamba is not None,
-                      architecture=arch.architectures[0] if arch.architectures else None)
+                      architecture=arch.architectures[0] if arch.architectures else None,
+                      mla=arch.mla is not None and rules.mla_cache)
     verdict = v1_oracle(rules, env or {}, vendor=profile.vendor, compute_capability=cc, pipeline_parallel=pp,
                         ray_executor=tp * pp > max(profile.gpus_per_node or 1, 1), asks=asks)
     if verdict.refused:

@@ -1,8 +1,9 @@
 """vLLM 0.8.0 - 0.10.1's V1 oracle beyond the platform: the features it falls back to V0 for, by release.
 
 Each expectation is read from EngineArgs._is_v1_supported_oracle in the released wheels' engine/arg_utils.py
-(0.8.0, 0.8.1, 0.8.2, 0.8.3, 0.8.4, 0.8.5, 0.9.0, 0.9.1, 0.9.2, 0.10.0, 0.10.1), fa_utils.flash_attn_supports_fp8
-(FA3 and compute capability 9) and platforms/cuda.py is_kv_cache_dtype_supported (0.10.x: also capability 10.0),
+(0.8.0, 0.8.1, 0.8.2, 0.8.3, 0.8.4, 0.8.5, 0.9.0, 0.9.1, 0.9.2, 0.10.0, 0.10.1, 0.10.2; 0.11.0 has no V0),
+fa_utils.flash_attn_supports_fp8 (FA3 and compute capability 9) and platforms/cuda.py is_kv_cache_dtype_supported
+(0.10.x: also capability 10.0; 0.10.2: MLA backends, FlashInfer, Triton on 8.9+),
 and model_executor/models/*.py (SupportsV0Only). _raise_or_fallback checks raise "VLLM_USE_V1=1 is not supported
 with X." when VLLM_USE_V1=1 forces the engine; _warn_or_fallback checks let it run V1. Two public 0.8.2 logs print
 the V0 engine for these features: a GGUF Llama-3.2-3B (collected-startup-logs-21) and a Qwen2.5-VL-7B with a LoRA
@@ -32,7 +33,10 @@ A100, H100, B200, RTX5090, L40S = 8.0, 9.0, 10.0, 12.0, 8.9
     ("0.9.2", B200, "fp8", False),     # 0.9.x: FA3 is not used on Blackwell ("defaulting to FA version 2")
     ("0.10.0", B200, "fp8", True),     # 0.10.x: is_device_capability(100)
     ("0.10.1", RTX5090, "fp8", False),  # capability 12.0 is neither 9.x nor 10.0
-    ("0.10.2", A100, "fp8", True),     # the oracle's checks are gone
+    ("0.10.2", A100, "fp8", False),    # 0.10.2 keeps the check: FA2 on Ampere takes no FP8 KV
+    ("0.10.2", H100, "fp8", True),
+    ("0.10.2", B200, "fp8", True),
+    ("0.11.0", A100, "fp8", True),     # no V0 to fall back to
     ("0.9.2", H100, "auto", True),
 ])
 def test_kv_cache_dtype(version: str, cc: float, kv: str, v1: bool) -> None:
@@ -54,6 +58,18 @@ def test_kv_cache_dtype_on_hopper_needs_flash_attention_3() -> None:
                          asks=asks).v1
     # ROCm takes any KV dtype from 0.9.0 ("if current_platform.is_rocm(): supported = True")
     assert v1_oracle(rules, {}, vendor="amd", asks=asks).v1
+    # 0.10.2: MLA models default to FlashMLA / CUTLASS MLA, which take FP8; other models may name FlashInfer, or
+    # the Triton backend on capability 8.9+
+    r102 = rules_for("0.10.2")
+    assert v1_oracle(r102, {}, vendor="nvidia", compute_capability=A100, asks=EngineAsks(kv_cache_dtype="fp8", mla=True)).v1
+    assert not v1_oracle(r102, {"VLLM_ATTENTION_BACKEND": "TRITON_MLA"}, vendor="nvidia", compute_capability=A100,
+                         asks=EngineAsks(kv_cache_dtype="fp8", mla=True)).v1
+    assert v1_oracle(r102, {"VLLM_ATTENTION_BACKEND": "FLASHINFER"}, vendor="nvidia", compute_capability=A100,
+                     asks=asks).v1
+    assert v1_oracle(r102, {"VLLM_ATTENTION_BACKEND": "TRITON_ATTN_VLLM_V1"}, vendor="nvidia",
+                     compute_capability=L40S, asks=asks).v1
+    assert not v1_oracle(r102, {"VLLM_ATTENTION_BACKEND": "TRITON_ATTN_VLLM_V1"}, vendor="nvidia",
+                         compute_capability=A100, asks=asks).v1
 
 
 @pytest.mark.parametrize(("version", "asks", "fallback"), [

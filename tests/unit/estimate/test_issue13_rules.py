@@ -95,7 +95,10 @@ def test_engine_selection() -> None:
     assert not engine_is_v1(rules_for("0.7.3"), {})
     assert engine_is_v1(rules_for("0.8.0"), {})
     assert not engine_is_v1(rules_for("0.9.2"), {"VLLM_USE_V1": "0"})  # V0 still selectable
-    assert engine_is_v1(rules_for("0.10.0"), {"VLLM_USE_V1": "0"})  # V0 removed
+    # V0 stays selectable through 0.10.2 (its worker/ and V0 LLMEngine are in the wheel); 0.11.0's
+    # vllm/engine/llm_engine.py is V1's LLMEngine
+    assert not engine_is_v1(rules_for("0.10.2"), {"VLLM_USE_V1": "0"})
+    assert engine_is_v1(rules_for("0.11.0"), {"VLLM_USE_V1": "0"})  # V0 removed
 
 
 def test_v0_plan_has_no_cuda_graph_term_and_sizes_profile_from_max_model_len() -> None:
