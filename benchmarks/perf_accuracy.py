@@ -247,10 +247,13 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     util = re.search(r"--gpu-memory-utilization[ =](0?\.\d+|1(?:\.0+)?)\b", flags)
     eager = bool(re.search(r"--enforce-eager\b", str(row.get("server_cmd") or "")))
     pc = row.get("enable_prefix_caching")
+    # the server's --max-model-len sets the old engine's batch defaults (chunked prefill only above 32K)
+    mml = _flag(str(row.get("server_cmd") or ""), "--max-model-len")
     req = PlanRequest(model=catalog_id, gpu=gpu_name, tensor_parallel_size=tp, pipeline_parallel_size=pp,
                       kv_cache_dtype=row.get("kv_cache_dtype") or "auto",
                       gpu_memory_utilization=float(util.group(1)) if util else None,
-                      enable_prefix_caching=pc if isinstance(pc, bool) else None)
+                      enable_prefix_caching=pc if isinstance(pc, bool) else None,
+                      max_model_len=int(mml) if mml and mml.isdigit() else None)
     if req.kv_cache_dtype in ("auto", None, ""):
         req.kv_cache_dtype = "auto"
     # the old engine by choice where V1 was the default (0.8 - 0.9: VLLM_USE_V1=0 before the server command)
