@@ -382,7 +382,7 @@ def v1_oracle(rules: VersionRules, env: Mapping[str, str] | None = None, *, vend
     if a.state_layers and v < (0, 10, 2):
         until = _V0_ONLY_UNTIL.get(a.architecture or "")
         if v < (0, 9, 2) or (until is not None and v <= until):
-            checks.append(("raise", f"['{a.architecture or 'a mamba / hybrid model'}']"))
+            checks.append(("raise", f"['{a.architecture}']" if a.architecture else "a mamba / hybrid model"))
     method = a.speculative_method or ("ngram" if a.speculative_model in _NGRAM else None)
     spec_warn = None
     if (a.speculative_method or a.speculative_model) and v < (0, 10, 2):
