@@ -55,3 +55,24 @@ def test_compile_cache_warm_plans_a_restart_and_a_bad_value_is_refused() -> None
     assert warm["kv_cache_bytes"] - cold["kv_cache_bytes"] == cold["non_torch_bytes"] - warm["non_torch_bytes"]
     bad = invoke(["plan", *base[:-1], "--compile-cache", "hot"], env=ENV)
     assert bad.exit_code == 2 and "unknown --compile-cache 'hot'" in bad.stderr and "Traceback" not in bad.output
+
+
+def test_the_v1_oracle_fallback_is_named_and_forcing_v1_past_it_is_a_usage_error() -> None:
+    # vLLM 0.9.2 on an A100 with an FP8 KV cache: FlashAttention 2 takes no FP8, so EngineArgs' V1 oracle falls back
+    # to V0 ("--kv-cache-dtype is not supported by the V1 Engine. Falling back to V0"); with VLLM_USE_V1=1 it raises
+    common = ["plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "a100-80gb-sxm", "--vllm-version", "0.9.2",
+              "--kv-cache-dtype", "fp8", "--max-model-len", "8192", "--source", "catalog"]
+    result = invoke([*common, "--json"], env=ENV)
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 0
+    assert (doc["data"]["settings"]["engine"], doc["data"]["settings"]["engine_fallback"]) == ("v0", "--kv-cache-dtype")
+    assert any("falls back to its old V0 engine for --kv-cache-dtype" in w for w in doc["data"]["warnings"])
+    forced = invoke([*common, "--json"], env={**ENV, "VLLM_USE_V1": "1"})
+    err = json.loads(forced.stdout)
+    assert forced.exit_code == 2 and err["status"] == "error"
+    assert "VLLM_USE_V1=1 is not supported with --kv-cache-dtype" in err["errors"][0]["message"]
+    text = invoke(common, env={**ENV, "VLLM_USE_V1": "1"})
+    assert text.exit_code == 2 and "Traceback" not in text.stdout + text.stderr
+    # on Hopper FA3 takes FP8: V1, no fallback named
+    hopper = json.loads(invoke([*common[:3], "h100", *common[4:], "--json"], env=ENV).stdout)["data"]["settings"]
+    assert (hopper["engine"], hopper["engine_fallback"]) == ("v1", None)
