@@ -257,6 +257,20 @@ def evaluate_row(row: dict) -> Row | None:
     return out
 
 
+def _flashinfer(row: dict) -> bool | None:
+    """Whether FlashInfer was installed: the row's key, else what the quoted log says of it at sampler start-up
+    (vLLM 0.8 - 0.11's topk_topp_sampler.py: "FlashInfer is not available. Falling back to the PyTorch-native
+    implementation of top-p & top-k sampling" / "Using FlashInfer for top-p & top-k sampling")."""
+    if row.get("flashinfer_installed") is not None:
+        return bool(row["flashinfer_installed"])
+    quote = str(row.get("quote") or "")
+    if "FlashInfer is not available" in quote:
+        return False
+    if "Using FlashInfer for top-p & top-k sampling" in quote:
+        return True
+    return None
+
+
 def _request(row: dict, model_id: str, gpu: dict, version: str) -> PlanRequest:
     """The plan request a log's own settings make (its GPU, release, parallelism, flags)."""
     return PlanRequest(
@@ -280,7 +294,7 @@ def _request(row: dict, model_id: str, gpu: dict, version: str) -> PlanRequest:
         enable_expert_parallel=bool(row.get("expert_parallel")),
         data_parallel_size=row.get("data_parallel_size"),
         speculative_config=row.get("speculative_config"),
-        flashinfer_installed=row.get("flashinfer_installed"),
+        flashinfer_installed=_flashinfer(row),
         enable_lora=bool(row.get("enable_lora")),
         max_loras=row.get("max_loras"),
         max_lora_rank=row.get("max_lora_rank"),
