@@ -58,6 +58,10 @@ class VersionRules:
     gdn_graph_profile_transient: bool  # the graph estimate of GDN hybrids carries a long-context warm-up
     mla_cache: bool  # DeepSeek-V2/V3 cache the compressed latent (else full per-head K and V)
     mla_entry_align_256: bool  # V0 on CUDA pads each token's MLA latent to a multiple of 256 bytes
+    # NemotronH takes its SSM state dtype from the HF config's mamba_ssm_cache_dtype (float32 in NVIDIA's configs)
+    # from 0.13 (model_executor/models/config.py NemotronHForCausalLMConfig, absent from 0.12.0's); before, "auto":
+    # the model dtype (mamba_utils.py _mamba_state_dtype)
+    nemotron_h_ssm_from_config: bool
     mla_matrix_absorption: bool  # MLA layers keep absorbed W_Q_UK / W_UV_O beside the checkpoint's weights
     mm_tower_skipped_at_zero_limit: bool  # a zero --limit-mm-per-prompt skips loading the tower
     language_model_only_flag: bool  # --language-model-only exists
@@ -194,6 +198,7 @@ def rules_for(version: str) -> VersionRules:
         # _allocate_kv_cache allocates that stride (vLLM's 0.7.3 8x H200 DeepSeek-R1 log: 294,688 tokens from
         # 21.43 GiB, 61 layers x 640 x 2 B a token per rank; collected-startup-logs-23)
         mla_entry_align_256=(0, 7, 2) <= v < (0, 8, 0),
+        nemotron_h_ssm_from_config=v >= (0, 13, 0),
         # attention/backends/mla/utils.py of 0.7.1 - 0.7.3 (VLLM_MLA_PERFORM_MATRIX_ABSORPTION, default 1):
         # process_weights_after_loading keeps W_Q_UK and W_UV_O (requantized to FP8 for an FP8 checkpoint) and
         # W_QR beside q / kv_b / o_proj, which prefill still uses; 0.8.0's mla/common.py has no absorption

@@ -262,6 +262,11 @@ def prepare(
     last PP stage only (speculative-decoding drafter); extra_kv_layers: the drafter's attention
     layers, which join the KV pool on the last stage, shaped like the target's (MTP, EAGLE) or, given
     extra_kv_arch (a separate draft model), like that model's own."""
+    if (arch.mamba is not None and arch.model_type == "nemotron_h" and not rules.nemotron_h_ssm_from_config
+            and arch.mamba.ssm_dtype != "auto"):
+        # before 0.13 vLLM keeps NemotronH's SSM state in the model dtype unless --mamba-ssm-cache-dtype says
+        # otherwise (engine/versions.py nemotron_h_ssm_from_config); the reader gives the config's float32
+        arch = arch.model_copy(update={"mamba": arch.mamba.model_copy(update={"ssm_dtype": "auto"})})
     kv_arch = arch
     if settings.v0_engine and arch.mamba is not None:
         # the V0 engine's cache blocks hold the attention layers only (worker/cache_engine.py: "Models like Jamba,

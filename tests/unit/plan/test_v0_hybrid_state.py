@@ -75,3 +75,21 @@ def test_granite_4_hybrid_on_0_10_1_plans_attention_only_blocks_and_charges_the_
     # the states (9.2 GiB here: 36 x 256 x (conv + 64 heads x 64 x 128 x 2 B) per rank) push the V0 activation
     # term far above V1's
     assert plan.memory.activation_bytes - v1.memory.activation_bytes > 8 * GIB
+
+
+@pytest.mark.parametrize(("version", "ssm_bytes"), [("0.12.0", 2), ("0.13.0", 4)])
+def test_nemotron_h_ssm_state_dtype_by_release(version: str, ssm_bytes: int) -> None:
+    """NemotronH's SSM state dtype: the model dtype ("auto", mamba_utils.py _mamba_state_dtype) through 0.12.0;
+    from 0.13 the HF config's mamba_ssm_cache_dtype, float32 in NVIDIA's configs (models/config.py
+    NemotronHForCausalLMConfig, not in 0.12.0's wheel). NVIDIA-Nemotron-Nano-9B-v2 at TP 1: a conv state of
+    (128 x 80 + 2 x 8 x 128) x (4 - 1) = 36,864 values in bf16 and an SSM state of 128 x 80 x 128 = 1,310,720
+    values, 2,695,168 B with a bf16 SSM state and 5,316,608 B with fp32; the page is that, padded up to the
+    attention block's size."""
+    req = PlanRequest(model="nvidia/NVIDIA-Nemotron-Nano-9B-v2", source="catalog", gpu="h100", vllm_version=version,
+                      max_model_len=8192)
+    plan = build_plan(req, ENV)
+    state = 36_864 * 2 + 1_310_720 * ssm_bytes
+    pages = {g.page_bytes for g in plan.kv_cache.groups if g.kind == "mamba"}
+    assert len(pages) == 1
+    (page,) = pages
+    assert state <= page < state * 1.05
