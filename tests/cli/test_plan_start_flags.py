@@ -76,3 +76,20 @@ def test_the_v1_oracle_fallback_is_named_and_forcing_v1_past_it_is_a_usage_error
     # on Hopper FA3 takes FP8: V1, no fallback named
     hopper = json.loads(invoke([*common[:3], "h100", *common[4:], "--json"], env=ENV).stdout)["data"]["settings"]
     assert (hopper["engine"], hopper["engine_fallback"]) == ("v1", None)
+
+
+def test_mamba_ssm_cache_dtype_sizes_the_state_and_reaches_the_serve_line() -> None:
+    # NVIDIA-Nemotron-Nano-9B-v2 on 0.12.0 keeps its SSM state in bf16 ("auto"); --mamba-ssm-cache-dtype float32
+    # doubles it: 1,310,720 SSM values x 4 B + 36,864 conv values x 2 B = 5,316,608 B a mamba page, padded up to
+    # the attention block (tests/unit/plan/test_v0_hybrid_state.py works the bf16 page: 2,695,168 B)
+    common = ["plan", "nvidia/NVIDIA-Nemotron-Nano-9B-v2", "--gpu", "h100", "--vllm-version", "0.12.0",
+              "--max-model-len", "8192", "--source", "catalog"]
+    doc = json.loads(invoke([*common, "--mamba-ssm-cache-dtype", "float32", "--json"], env=ENV).stdout)["data"]
+    pages = {g["page_bytes"] for g in doc["kv_cache"]["groups"] if g["kind"] == "mamba"}
+    assert len(pages) == 1 and 5_316_608 <= pages.pop() < 5_316_608 * 1.05
+    assert doc["serve_command"][-2:] == ["--mamba-ssm-cache-dtype", "float32"]
+    bad = invoke([*common, "--mamba-ssm-cache-dtype", "fp8", "--json"], env=ENV)
+    assert bad.exit_code == 2 and "--mamba-ssm-cache-dtype" in json.loads(bad.stdout)["errors"][0]["message"]
+    # the flag is new in 0.10.1 (engine/arg_utils.py); an older release would refuse it
+    old = invoke([*common[:5], "0.10.0", *common[6:], "--mamba-ssm-cache-dtype", "float32", "--json"], env=ENV)
+    assert old.exit_code == 2 and "0.10.1" in json.loads(old.stdout)["errors"][0]["message"]

@@ -64,6 +64,7 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     "speculative_config": (str | None, typer.Option(None, "--speculative-config", help='Speculative decoding, JSON: \'{"method": "ngram", "num_speculative_tokens": 3}\' (ngram, eagle, eagle3, mtp, draft_model).', rich_help_panel=_FP)),
     "data_parallel_size": (int | None, typer.Option(None, "--data-parallel-size", "-dp", help="Replicas of the planned TP x PP group.", rich_help_panel=_FP)),
     "enable_expert_parallel": (bool | None, typer.Option(None, "--enable-expert-parallel", help="Spread MoE experts over TP x DP ranks.", show_default=False, rich_help_panel=_FP)),
+    "mamba_ssm_cache_dtype": (str | None, typer.Option(None, "--mamba-ssm-cache-dtype", help="SSM state dtype of mamba / hybrid models: auto | float32 | float16 | bfloat16 (vLLM 0.10.1+).", rich_help_panel=_FP)),
 }
 
 
@@ -194,9 +195,15 @@ def check_positive(value: float, flag: str, hint: str) -> None:
         raise UsageError(f"{flag} must be a positive number", hint)
 
 
+MAMBA_SSM_DTYPES = ("auto", "float32", "float16", "bfloat16")  # vllm/config/cache.py MambaDType
+
+
 def check_flags(flags: PlanFlags) -> None:
     """Range checks shared by every planning command (usage errors, exit 2)."""
     check_kv_cache_dtype(flags.kv_cache_dtype)
+    if flags.mamba_ssm_cache_dtype is not None and flags.mamba_ssm_cache_dtype not in MAMBA_SSM_DTYPES:
+        raise UsageError(f"unknown --mamba-ssm-cache-dtype {flags.mamba_ssm_cache_dtype!r}",
+                         "use one of: " + ", ".join(MAMBA_SSM_DTYPES))
     check_dtype(flags.dtype)
     if flags.device not in (None, "cuda", "rocm", "cpu"):
         raise UsageError(f"unknown --device {flags.device!r}", "use cuda, rocm or cpu")

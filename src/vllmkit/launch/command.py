@@ -250,6 +250,8 @@ def _feature_flags(req: PlanRequest, add, vllm_version: str | None = None) -> No
         add("--data-parallel-size", req.data_parallel_size)
     if req.enable_expert_parallel:
         add("--enable-expert-parallel")
+    if req.mamba_ssm_cache_dtype is not None:
+        add("--mamba-ssm-cache-dtype", req.mamba_ssm_cache_dtype)
 
 
 def serve_env(plan: PlanResult, *, visible_devices: list[int] | None = None) -> dict[str, str]:

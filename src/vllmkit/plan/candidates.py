@@ -105,6 +105,10 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
                       mla=arch.mla is not None and rules.mla_cache)
     verdict = v1_oracle(rules, env or {}, vendor=profile.vendor, compute_capability=cc, pipeline_parallel=pp,
                         ray_executor=tp * pp > max(profile.gpus_per_node or 1, 1), asks=asks)
+    if req.mamba_ssm_cache_dtype is not None and rules.key < (0, 10, 1):
+        # engine/arg_utils.py: --mamba-ssm-cache-dtype first appears in 0.10.1 (absent from 0.10.0's)
+        raise UsageError(f"vLLM {rules.version} has no --mamba-ssm-cache-dtype (added in 0.10.1)",
+                         "leave it out, or plan for --vllm-version 0.10.1 or newer")
     if verdict.refused:
         raise UsageError(f"vLLM {rules.version} will not start this: {verdict.refused}",
                          "unset VLLM_USE_V1 (vLLM then falls back to its V0 engine) or leave out the feature it names"
@@ -179,6 +183,7 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         rocm_fp8_padding=(env or {}).get("VLLM_ROCM_FP8_PADDING", "1").strip() != "0",
         v0_engine=v0_engine,
         engine_fallback=verdict.fallback if v0_engine else None,
+        mamba_ssm_cache_dtype=req.mamba_ssm_cache_dtype,
         chunked_prefill=chunked,
         # the all-reduce + RMSNorm fusion needs FlashInfer, compilation (not --enforce-eager) and a
         # multicast-capable NVLink fabric (NVSwitch); estimate/memory.py allreduce_fusion_non_torch

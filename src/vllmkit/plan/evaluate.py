@@ -82,6 +82,7 @@ class EngineSettings:
     allreduce_fusion: bool = False  # FlashInfer + compilation + an NVSwitch fabric: the TP all-reduce fusion can be built
     v0_engine: bool = False  # the old engine profiles (release before 0.8, or VLLM_USE_V1=0 before 0.10)
     engine_fallback: str | None = None  # the feature vLLM 0.8 - 0.10's V1 oracle fell back to V0 for (v1_oracle)
+    mamba_ssm_cache_dtype: str | None = None  # --mamba-ssm-cache-dtype given (None / "auto": vLLM's choice)
     # the old engine's default: on only for long contexts (engine/versions.py v0_batch_defaults); without
     # it prompts run in steps of their own, decodes waiting (estimate/scheduler_sim.py mixed_batches)
     chunked_prefill: bool = True
@@ -262,7 +263,10 @@ def prepare(
     last PP stage only (speculative-decoding drafter); extra_kv_layers: the drafter's attention
     layers, which join the KV pool on the last stage, shaped like the target's (MTP, EAGLE) or, given
     extra_kv_arch (a separate draft model), like that model's own."""
-    if (arch.mamba is not None and arch.model_type == "nemotron_h" and not rules.nemotron_h_ssm_from_config
+    if arch.mamba is not None and settings.mamba_ssm_cache_dtype not in (None, "auto"):
+        # --mamba-ssm-cache-dtype (cache_config.mamba_ssm_cache_dtype): the SSM (temporal) state's dtype
+        arch = arch.model_copy(update={"mamba": arch.mamba.model_copy(update={"ssm_dtype": settings.mamba_ssm_cache_dtype})})
+    elif (arch.mamba is not None and arch.model_type == "nemotron_h" and not rules.nemotron_h_ssm_from_config
             and arch.mamba.ssm_dtype != "auto"):
         # before 0.13 vLLM keeps NemotronH's SSM state in the model dtype unless --mamba-ssm-cache-dtype says
         # otherwise (engine/versions.py nemotron_h_ssm_from_config); the reader gives the config's float32

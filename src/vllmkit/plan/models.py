@@ -56,6 +56,8 @@ class PlanRequest(BaseModel):
     # --- issue 13 round 2: start/fail verdicts (engine/versions.py says where each matters) -----
     gpu_memory_in_use: int | None = None  # bytes other processes hold on each GPU at start
     flashinfer_installed: bool | None = None  # None: unknown (FlashInfer decides the sampler path)
+    # --mamba-ssm-cache-dtype (vLLM >= 0.10.1): the SSM state's dtype of mamba / hybrid models; None / "auto": vLLM's
+    mamba_ssm_cache_dtype: str | None = None
     # "cold": a first start, torch.compile compiles the model inside the memory profile (the default);
     # "warm": a restart that loads vLLM's compile cache (estimate/memory.py COMPILE_SHARE)
     compile_cache: Literal["cold", "warm"] = "cold"
@@ -104,6 +106,7 @@ class PlanOverrides(BaseModel):
     gpu_memory_in_use: int | None = None
     flashinfer_installed: bool | None = None
     compile_cache: Literal["cold", "warm"] | None = None
+    mamba_ssm_cache_dtype: str | None = None
 
     def given(self) -> dict[str, object]:
         return self.model_dump(exclude_none=True)
