@@ -181,7 +181,8 @@ STARTUP_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jso
                  "collected-startup-logs-21.jsonl", "collected-startup-logs-22.jsonl",
                  "collected-startup-logs-23.jsonl",
                  "collected-startup-logs-24.jsonl", "collected-startup-logs-25.jsonl",
-                 "collected-startup-logs-26.jsonl", "collected-startup-logs-27.jsonl")
+                 "collected-startup-logs-26.jsonl", "collected-startup-logs-27.jsonl",
+                 "collected-startup-logs-28.jsonl")
 
 
 def main() -> int:
