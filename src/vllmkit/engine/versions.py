@@ -348,7 +348,7 @@ def v1_oracle(rules: VersionRules, env: Mapping[str, str] | None = None, *, vend
         return OracleVerdict(True)  # 0.11.0's vllm/engine/llm_engine.py is V1's LLMEngine: V0 is gone
     if use_v1 == "0":
         return OracleVerdict(False, fallback="VLLM_USE_V1=0")
-    forced = use_v1 not in ("", "0")  # envs.VLLM_USE_V1 is bool(int(...)): any other number forces V1
+    forced = use_v1 != ""  # envs.VLLM_USE_V1 is bool(int(...)): any number but 0 (returned above) forces V1
     a = asks or EngineAsks()
     v = rules.key
     checks: list[tuple[str, str]] = []  # (kind, feature) in the oracle's order
@@ -387,7 +387,11 @@ def v1_oracle(rules: VersionRules, env: Mapping[str, str] | None = None, *, vend
     if a.state_layers and v < (0, 10, 2):
         until = _V0_ONLY_UNTIL.get(a.architecture or "")
         if v < (0, 9, 2) or (until is not None and v <= until):
+            # not model_config.is_v1_compatible (SupportsV0Only)
             checks.append(("raise", f"['{a.architecture}']" if a.architecture else "a mamba / hybrid model"))
+        else:
+            # 0.9.2 - 0.10.1, right after that check: "V1 mamba models are unoptimized" (has_inner_state)
+            checks.append(("warn", "Mamba"))
     method = a.speculative_method or ("ngram" if a.speculative_model in _NGRAM else None)
     spec_warn = None
     if (a.speculative_method or a.speculative_model) and v < (0, 10, 2):
@@ -403,9 +407,6 @@ def v1_oracle(rules: VersionRules, env: Mapping[str, str] | None = None, *, vend
                 checks.append(("raise", "Speculative Decoding"))
             elif method in warned:
                 spec_warn = "ngram" if method == "ngram" else "Eagle"
-    if a.state_layers and (0, 9, 2) <= v < (0, 10, 2) and not any(kind == "raise" and feature.startswith("[")
-                                                       for kind, feature in checks):
-        checks.append(("warn", "Mamba"))
     if a.lora and v < (0, 8, 3):
         checks.append(("warn", "LORA"))
     if pipeline_parallel > 1:

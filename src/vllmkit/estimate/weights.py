@@ -39,8 +39,12 @@ class WeightSplit(BaseModel):
     per_layer_bytes: int
     skipped_bytes: int  # e.g. MTP layers vLLM does not load without speculative decoding
     per_stage_bytes: list[int]  # one rank of each PP stage (after TP split)
-    per_stage_padding: list[int]  # of which bytes vLLM adds at load (LoadGrowth)
-    per_stage_growth: list[list[tuple[str, int]]] = []  # that padding by reason, one list per stage
+    per_stage_growth: list[list[tuple[str, int]]] = []  # of which bytes vLLM adds at load, by reason (LoadGrowth)
+
+    @property
+    def per_stage_padding(self) -> list[int]:
+        """Bytes vLLM adds at load, all reasons together, one entry per stage."""
+        return [sum(b for _, b in grown) for grown in self.per_stage_growth]
 
     @property
     def max_rank_bytes(self) -> int:
@@ -177,7 +181,6 @@ def split_weights(
         per_layer_bytes=per_layer,
         skipped_bytes=skipped,
         per_stage_bytes=per_stage,
-        per_stage_padding=per_stage_pad,
         per_stage_growth=per_stage_growth,
     )
 

@@ -233,6 +233,7 @@ def _data_parallel_option(result: PlanResult, req: PlanRequest, chosen: Candidat
                  f"(context up to {le.max_model_len:,}) for long requests")
     result.reasons.append(line)
 
+
 def _engine_fallback_note(settings: EngineSettings, rules: VersionRules) -> list[str]:
     """Where vLLM 0.8 - 0.10's V1 oracle falls back to the old engine for something the plan asks (engine/versions.py
     v1_oracle), the plan says so: its memory and scheduler are V0's."""
