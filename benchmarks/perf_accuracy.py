@@ -159,6 +159,11 @@ def source_key(row: dict[str, Any]) -> str:
     return (m.group(1) if m else src).lower()
 
 
+def _dashed(text: str) -> str:
+    """vLLM's argparse takes --gpu_memory_utilization as --gpu-memory-utilization: read both spellings."""
+    return re.sub(r"--([a-z0-9]+(?:_[a-z0-9]+)+)", lambda f: "--" + f.group(1).replace("_", "-"), text)
+
+
 def _flag(text: str, name: str) -> str | None:
     m = re.search(rf"{re.escape(name)}[ =]([^\s;,']+)", text or "")
     return m.group(1) if m else None
@@ -237,8 +242,7 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     # dstack's comparison CSVs record the server settings as columns, which the rows' notes copy as
     # "server settings: max-num-batched-tokens 512, max-num-seqs 512, ..." (no leading dashes): read
     # them as the flags they are ("default" means not passed)
-    # vLLM's argparse takes --gpu_memory_utilization as --gpu-memory-utilization: read both spellings
-    flags = re.sub(r"--([a-z0-9]+(?:_[a-z0-9]+)+)", lambda f: "--" + f.group(1).replace("_", "-"), flags)
+    flags = _dashed(flags)
     m = re.search(r"server settings:([^|]*)", flags)
     if m:
         for name, value in re.findall(r"([a-z][a-z-]+) (\d+|TRUE|FALSE)\b", m.group(1)):
@@ -248,7 +252,7 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     eager = bool(re.search(r"--enforce-eager\b", str(row.get("server_cmd") or "")))
     pc = row.get("enable_prefix_caching")
     # the server's --max-model-len sets the old engine's batch defaults (chunked prefill only above 32K)
-    mml = _flag(str(row.get("server_cmd") or ""), "--max-model-len")
+    mml = _flag(_dashed(str(row.get("server_cmd") or "")), "--max-model-len")
     req = PlanRequest(model=catalog_id, gpu=gpu_name, tensor_parallel_size=tp, pipeline_parallel_size=pp,
                       kv_cache_dtype=row.get("kv_cache_dtype") or "auto",
                       gpu_memory_utilization=float(util.group(1)) if util else None,
