@@ -128,7 +128,8 @@ HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.js
                   "collected-startup-logs-23.jsonl",
                   "collected-startup-logs-24.jsonl", "collected-startup-logs-25.jsonl",
                   "collected-startup-logs-26.jsonl", "collected-startup-logs-27.jsonl",
-                  "collected-startup-logs-28.jsonl")
+                  "collected-startup-logs-28.jsonl",
+                  "collected-startup-logs-29.jsonl", "collected-startup-logs-30.jsonl")
 
 
 @dataclass
@@ -235,6 +236,10 @@ def evaluate_row(row: dict) -> Row | None:
     entry = find_entry(model_id)
     if entry is None:
         return None
+    if not quant and model_id == key and _sixteen_bit_export(row, entry.variant):
+        # a 16-bit export of a quantized catalog model (e.g. unsloth/gpt-oss-20b-BF16 of the MXFP4 original):
+        # the catalog's weights are not the ones it ran, so only the KV maths is replayed
+        return _kv_only_row(row, key, gpu)
     version = _version(row)
     req = _request(row, model_id, gpu, version)
     in_use = memory_in_use_from_log(req, row)
@@ -308,6 +313,18 @@ def _request(row: dict, model_id: str, gpu: dict, version: str) -> PlanRequest:
     )
 
 
+QUANTIZED_VARIANTS = frozenset({"fp8", "awq", "int8", "gptq-int4", "nvfp4", "mxfp4", "int4"})
+
+
+def _sixteen_bit_export(row: dict, variant: str | None) -> bool:
+    """The row ran a checkpoint of its own (its `model` is a repository the catalog does not hold) in 16 bits
+    (its dtype bfloat16 / float16, no quantization) of a model the catalog holds only quantized."""
+    named = str(row.get("model") or "").split(" ")[0]
+    if "/" not in named or find_entry(named) is not None or variant not in QUANTIZED_VARIANTS:
+        return False
+    return str(row.get("dtype") or "").lower() in ("bfloat16", "float16", "bf16", "fp16", "half")
+
+
 def _kv_only_row(row: dict, base: str, gpu: dict) -> Row | None:
     """Tokens from the log's own KV budget for a weight-quantized checkpoint of a catalog model (AWQ, GPTQ,
     compressed-tensors int4): weights, budget and verdict are not scored, since the base's weights would be."""
@@ -315,14 +332,15 @@ def _kv_only_row(row: dict, base: str, gpu: dict) -> Row | None:
         return None
     if not (row.get("kv_cache_tokens") or row.get("kv_cache_tokens_derived")):
         return None
-    if row.get("speculative_config_note") and not row.get("speculative_config"):
+    note = str(row.get("speculative_config_note") or "")
+    if note and not row.get("speculative_config") and not re.search(r"=None|none passed|no speculative", note, re.I):
         return None  # a drafter whose layers join the KV pool, with its config not in the log
     version = _version(row)
     req = _request(row, base, gpu, version)
     out = Row(id=row["id"], model=base, engine=str(row.get("engine") or ""), source=_source_key(row))
     out.tokens_meas = row.get("kv_cache_tokens") or row.get("kv_cache_tokens_derived")
     out.tokens_pred = tokens_from_measured_kv(req, row)
-    out.note = f"vLLM {version}, TP={req.tensor_parallel_size}, {gpu['gpu']}; KV maths only ({row.get('quantization')} checkpoint)"
+    out.note = f"vLLM {version}, TP={req.tensor_parallel_size}, {gpu['gpu']}; KV maths only ({row.get('quantization') or row.get('dtype')} checkpoint)"
     return out
 
 

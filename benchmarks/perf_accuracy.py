@@ -68,7 +68,8 @@ HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "coll
                   DATA_DIR / "collected-bench-results-17.jsonl", DATA_DIR / "collected-bench-results-18.jsonl",
                   DATA_DIR / "collected-bench-results-19.jsonl",
                   DATA_DIR / "collected-bench-results-20.jsonl", DATA_DIR / "collected-bench-results-21.jsonl",
-                  DATA_DIR / "collected-bench-results-22.jsonl")
+                  DATA_DIR / "collected-bench-results-22.jsonl",
+                  DATA_DIR / "collected-bench-results-23.jsonl", DATA_DIR / "collected-bench-results-24.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
@@ -187,8 +188,20 @@ class Case:
     ttft_unphysical: str = ""
 
 
+# vLLM version assumed where a run does not print it but its date places it: jagrutsharma's DGX Spark runs
+# (collected-bench-results-24.jsonl) served from the vllm-openai cu130-nightly image on 2026-07-17 .. 30, when
+# the data's dated logs show 0.24.0 - 0.26.1rc1 as the newest builds (a nightly of mid-July: 0.25)
+VERSION_ASSUMED = {rid: "0.25.0" for rid in (
+    "jagrutsharma-1xgb10-dgxspark-qwen25-3b-instruct-bf16-rand1024-256-c4-n200",
+    "jagrutsharma-1xgb10-dgxspark-qwen25-3b-instruct-fp8dyn-rand1024-256-c4-n200",
+    "jagrutsharma-1xgb10-dgxspark-qwen25-3b-instruct-fp8dyn-prefixrep2048-128-out128-prefixcache-on-c4-n200",
+    "jagrutsharma-1xgb10-dgxspark-qwen25-3b-instruct-fp8dyn-prefixrep2048-128-out128-prefixcache-off-c4-n200",
+    "jagrutsharma-1xgb10-dgxspark-qwen25-3b-instruct-fp8dyn-nochunkedprefill-rand4096-256-c16-n200",
+)}
+
+
 def _version(row: dict[str, Any]) -> str:
-    v = row.get("vllm_version") or DEFAULT_VERSION
+    v = row.get("vllm_version") or VERSION_ASSUMED.get(row["id"]) or DEFAULT_VERSION
     m = re.match(r"(\d+\.\d+(?:\.\d+)?)", v)
     return m.group(1) if m else DEFAULT_VERSION
 
@@ -273,9 +286,10 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         seqs = int(_flag(flags, "--max-num-seqs") or seqs)
     if _flag(flags, "--max-num-batched-tokens"):
         mnbt = int(_flag(flags, "--max-num-batched-tokens") or mnbt)
-    if "--enable-chunked-prefill=False" in flags:
+    if "--enable-chunked-prefill=False" in flags or re.search(r"--no-enable-chunked-prefill\b", flags):
         chunked = False
-        mnbt = max(variant.arch.native_max_model_len, mnbt)
+        # EngineArgs: max_num_batched_tokens = max(max_model_len, the default) without chunked prefill
+        mnbt = max(int(mml) if mml and mml.isdigit() else variant.arch.native_max_model_len, mnbt)
     elif re.search(r"--enable-chunked-prefill(=True)?(\s|$)", flags):
         if not chunked and not _flag(flags, "--max-num-batched-tokens"):
             mnbt = 512  # the V0 engine's budget with chunked prefill turned on (engine/arg_utils.py 0.6)
@@ -345,6 +359,12 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     # the same server, whose blocks the prefix cache still holds (the row names how many tokens)
     if not shared and row.get("prompts_cached_prefix_tokens") and still_cached:
         shared = min(int(row["prompts_cached_prefix_tokens"]), int(mean_in))
+    # vLLM's prefix_repetition dataset: groups of prompts that share a --prefix-repetition-prefix-len prefix
+    # (vllm/benchmarks/datasets.py PrefixRepetitionRandomDataset); with the prefix cache on, every prompt after
+    # its group's first finds that prefix cached
+    plen = _flag(tool, "--prefix-repetition-prefix-len")
+    if not shared and "prefix_repetition" in dataset and plen and row.get("enable_prefix_caching") is not False:
+        shared = min(int(plen), int(mean_in))
     workload = Workload(mean_in, mean_out, concurrency=int(conc) if conc else None, request_rate=rate_f,
                         num_requests=int(n), dataset=wl_kind, output_cap=output_cap, warmup_first_prompt=warmup,
                         shared_prefix=shared)

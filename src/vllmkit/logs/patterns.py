@@ -238,6 +238,13 @@ PATTERNS: tuple[Pattern, ...] = (
        rf"?(?P<funit>[GMK]i?B) is free)?",
        "torch: 'CUDA out of memory. Tried to allocate %s. GPU %d has a total capacity of %s of which %s is free.'",
        "any"),
+    # the same message quoted without its head ("... Tried to allocate 136.00 MiB. GPU 0 has a total capacity of
+    # 22.36 GiB of which 120.88 MiB is free", vllm#57475): torch prints this sentence only when it runs out of memory
+    _p("oom",
+       rf"Tried to allocate (?P<alloc>{FLT}) ?(?P<unit>[GMK]i?B)\. GPU (?P<gpu>\d+) has a total capacity of "
+       rf"(?P<total>{FLT}) ?(?P<tunit>[GMK]i?B)(?: of which (?P<free>{FLT}) ?(?P<funit>[GMK]i?B) is free)?",
+       "torch: '... Tried to allocate %s. GPU %d has a total capacity of %s of which %s is free.' (head cut)",
+       "any"),
     _p("oom", r"torch\.(?:cuda\.)?OutOfMemoryError|OutOfMemoryError: (?:CUDA|HIP)|(?:CUDA|HIP) error: out of memory",
        "torch: torch.OutOfMemoryError / 'CUDA error: out of memory'", "any"),
     _p("oom_other_process", rf"Process (?P<pid>\d+) has (?P<used>{FLT}) ?(?P<unit>[GMK]i?B) memory in use",
@@ -443,7 +450,7 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "mamba_blocks": ("Mamba cache blocks",),
     "no_kv_memory": ("No available memory for the cache blocks",),
     "insufficient_free": ("Free memory on device", "Available memory on node"),
-    "oom": ("out of memory", "OutOfMemoryError"),
+    "oom": ("out of memory", "OutOfMemoryError", "has a total capacity of"),
     "oom_other_process": ("memory in use",),
     "oom_load": ("Failed to load model",),
     "tp_not_divisible": ("divisible",),

@@ -73,6 +73,15 @@ EXPECTED = {
     # collected-startup-logs-23 (round 32): a 6 GB laptop GPU, "the rest of the memory reserved for KV Cache is
     # -0.94GiB" and the run's JSON quoting "No available memory for the cache blocks"
     "rtx3050laptop-6gb-wsl2-qwen25-7b-instruct-1m-bnb4-eager-len4200-util090-v073-v0-fail": "no-kv-memory",
+    # collected-startup-logs-29 / -30 (round 34): "Available KV cache memory: -2.14 GiB" then the ValueError; a second
+    # service on the same GPU leaving 1.87 GiB where 3.0 were needed; the same service refused for free memory; and
+    # vllm#57475's capture OOM quoted without the message's head ("Tried to allocate 136.00 MiB. GPU 0 has a total
+    # capacity of 22.36 GiB of which 120.88 MiB is free")
+    "rtx3050-6gb-wsl-qwen25-vl-3b-instruct-awq-fp16-len4096-util070-v0230-fail-negative-kv": "no-kv-memory",
+    "rtx3090-qwen25-14b-instruct-awq-fp16-len16384-seqs8-util090-v0151-cotenant-kv-fail": "kv-cache-too-small",
+    "rtx3090-qwen25-14b-instruct-awq-fp16-len16384-seqs8-util090-v0151-free-memory-refusal-fail":
+        "insufficient-free-memory",
+    "rtx5090laptop-qwen38-27b-nvfp4-kvnvfp4-len124000-seqs1-util098-v0291dev-capture-oom-fail": "cuda-oom",
 }
 
 NO_ERROR_TEXT = {
