@@ -298,6 +298,7 @@ class OracleVerdict:
     v1: bool
     fallback: str | None = None
     refused: str | None = None
+    hint: str | None = None  # with `refused`: what lets the start through
 
 
 # architectures declared SupportsV0Only (model_executor/models/*.py) that the catalog holds, by the last release
@@ -398,7 +399,9 @@ def v1_oracle(rules: VersionRules, env: Mapping[str, str] | None = None, *, vend
         if v >= (0, 10, 0):
             if method == "draft_model":
                 return OracleVerdict(False, refused="Speculative decoding with draft model is not supported yet "
-                                                    "(NotImplementedError in EngineArgs, 0.10.x)")
+                                                    "(NotImplementedError in EngineArgs, 0.10.x)",
+                                     hint="use a speculative method the release runs (ngram, eagle, eagle3, medusa, "
+                                          "deepseek_mtp)")
         else:
             warned = {"ngram"} if v < (0, 8, 3) else {"ngram", "eagle"} if v < (0, 8, 5) \
                 else {"ngram", "eagle", "eagle3"} if v < (0, 9, 0) else set()
@@ -422,7 +425,9 @@ def v1_oracle(rules: VersionRules, env: Mapping[str, str] | None = None, *, vend
         if not forced:
             return OracleVerdict(False, fallback=feature)
         if kind == "raise":
-            return OracleVerdict(False, refused=f"VLLM_USE_V1=1 is not supported with {feature}.")
+            return OracleVerdict(False, refused=f"VLLM_USE_V1=1 is not supported with {feature}.",
+                                 hint="unset VLLM_USE_V1 (vLLM then falls back to its V0 engine) or leave out the "
+                                      "feature it names")
     return OracleVerdict(True)
 
 

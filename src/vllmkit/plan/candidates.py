@@ -110,10 +110,7 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         raise UsageError(f"vLLM {rules.version} has no --mamba-ssm-cache-dtype (added in 0.10.1)",
                          "leave it out, or plan for --vllm-version 0.10.1 or newer")
     if verdict.refused:
-        raise UsageError(f"vLLM {rules.version} will not start this: {verdict.refused}",
-                         "unset VLLM_USE_V1 (vLLM then falls back to its V0 engine) or leave out the feature it names"
-                         if verdict.refused.startswith("VLLM_USE_V1") else
-                         "use a speculative method the release runs (ngram, eagle, eagle3, medusa, deepseek_mtp)")
+        raise UsageError(f"vLLM {rules.version} will not start this: {verdict.refused}", verdict.hint)
     v1 = verdict.v1
     v0_engine = not v1 and profile.vendor != "cpu"
     chunked = True  # V1 always splits prompts under the token budget and mixes them with decodes
