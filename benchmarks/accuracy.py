@@ -129,7 +129,8 @@ HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.js
                   "collected-startup-logs-24.jsonl", "collected-startup-logs-25.jsonl",
                   "collected-startup-logs-26.jsonl", "collected-startup-logs-27.jsonl",
                   "collected-startup-logs-28.jsonl",
-                  "collected-startup-logs-29.jsonl", "collected-startup-logs-30.jsonl")
+                  "collected-startup-logs-29.jsonl", "collected-startup-logs-30.jsonl",
+                  "collected-startup-logs-31.jsonl")
 
 
 @dataclass

@@ -184,8 +184,9 @@ def _gpu(m: Measurement, parsed: ParsedLog) -> None:
         version = _version_key(facts.vllm_version)
         kv = m.available_kv_bytes
         requested = m.requested_bytes
-        if version is not None and version < (0, 27, 0) and not facts.enforce_eager and kv and requested:
-            # before 0.27 the printed peak is the torch peak alone (gpu_worker.py peak_activation_memory) and
+        if version is not None and version < (0, 26, 1) and not facts.enforce_eager and kv and requested:
+            # before 0.27 (through 0.26.0: the 0.26.1rc1 dev builds of main print 0.27's summary, as a public
+            # 0.26.1rc1.dev156 log adds up) the printed peak is the torch peak alone (gpu_worker.py peak_activation_memory) and
             # available = requested - consumed - peak - the applied graph estimate, so the line itself says
             # how much graph memory the budget carried: none on Model Runner V2 (engine/versions.py), whose
             # printed CUDAGraph figure is then the capture made after the KV sizing

@@ -197,3 +197,14 @@ def test_the_summary_line_split_by_release_and_model_runner() -> None:
         "Available KV cache memory: 4.92 GiB", "Available KV cache memory: 4.42 GiB")
     m = run(v26)
     assert m.cudagraph_bytes == g(21.64) - g(15.54) - g(1.18) - g(4.42) and m.activation_bytes == g(1.18)
+
+
+def test_a_dev_build_after_0_26_0_prints_the_0_27_summary() -> None:
+    """vLLM has no 0.26.1 release: a 0.26.1rc1.devN build is main after 0.26.0 and prints 0.27's summary, the
+    estimate inside the peak. The public 0.26.1rc1.dev156 A100 start (collected-startup-logs-27) adds up that way:
+    71.33 GiB requested = 57.26 consumed + the printed peak + 13.84 KV, with its 0.15 GiB estimate in the peak."""
+    text = (Path(__file__).resolve().parents[2] / "data" / "logs" / "v1_0.27_rtx4090_cold_compile.log").read_text()
+    dev = text.replace("[model_runner.py:329]", "[gpu_model_runner.py:4364]").replace(
+        "version 0.27.1", "version 0.26.1rc1.dev156+g0eec856cc")
+    m = run(dev)
+    assert m.cudagraph_bytes == g(0.56) and m.activation_bytes == g(1.18) - g(0.56)
