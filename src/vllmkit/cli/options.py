@@ -65,6 +65,7 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     "data_parallel_size": (int | None, typer.Option(None, "--data-parallel-size", "-dp", help="Replicas of the planned TP x PP group.", rich_help_panel=_FP)),
     "enable_expert_parallel": (bool | None, typer.Option(None, "--enable-expert-parallel", help="Spread MoE experts over TP x DP ranks.", show_default=False, rich_help_panel=_FP)),
     "mamba_ssm_cache_dtype": (str | None, typer.Option(None, "--mamba-ssm-cache-dtype", help="SSM state dtype of mamba / hybrid models: auto | float32 | float16 | bfloat16 (vLLM 0.10.1+).", rich_help_panel=_FP)),
+    "enable_extensible_kv_cache": (bool | None, typer.Option(None, "--enable-extensible-kv-cache/--no-enable-extensible-kv-cache", help="vLLM 0.34+: size the KV cache from memory measured after warm-up (default on CUDA / ROCm); off: the profiling estimate and a 0.92 utilization.", show_default=False, rich_help_panel=_FP)),
 }
 
 

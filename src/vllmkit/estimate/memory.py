@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from vllmkit.arch.model import ModelArch
 
 MIB = 1 << 20
+GIB = 1 << 30
 NON_TORCH_BASE = 1152 * MIB  # CUDA context, cuBLAS workspaces, allocator slack; fitted on public V1 logs (benchmarks/accuracy.py)
 NON_TORCH_NCCL = 256 * MIB  # NCCL / custom all-reduce buffers when TP > 1
 NON_TORCH_ROCM_EXTRA = 256 * MIB  # HIP runtime / hipBLASLt workspaces
@@ -344,7 +345,81 @@ def graph_capture_headroom(budget: MemoryBudget, in_use_by_others_bytes: int = 0
 
 # the further non-KV terms a budget may carry (MemoryBudget.extra keys), as a plan's memory table names them
 EXTRA_TERM_LABELS = {"encoder": "encoder profile", "lora": "LoRA stacks", "speculative": "drafter",
-                     "other_processes": "other processes"}
+                     "other_processes": "other processes", "headroom": "kept free"}
+
+# vLLM 0.34's extensible KV cache (engine/versions.py extensible_kv_cache), read in the 0.34.0 wheel: the cache is
+# sized after warm-up and CUDA-graph capture from the memory then in use (v1/worker/extensible_kv_cache.py
+# measure_kv_cache_bytes):
+#   non_kv_used = init_free - free - committed   (weights, non-torch growth, graph pools, persistent buffers)
+#   available   = min(requested - non_kv_used, init_free - non_kv_used - margin) - max(P, G)
+#   margin      = max(KV_CACHE_MARGIN_FLOOR_BYTES, KV_CACHE_MARGIN_FRACTION x P)
+# with P the largest transient allocation peak (the profile run's, or the sizing warm-up's full-budget step) and
+# G torch's reserved-memory growth over a sizing step (taken as P: no public log of 0.34 gives G). requested is
+# total x the utilization, which defaults to 1.0 here, and init_free is what the device has free when the worker
+# starts: total - the CUDA context - other processes.
+EXTENSIBLE_MARGIN_FLOOR = 1 * GIB  # KV_CACHE_MARGIN_FLOOR_BYTES (CUDA)
+EXTENSIBLE_MARGIN_FLOOR_ROCM = 3 * GIB  # ... on ROCm
+EXTENSIBLE_MARGIN_FRACTION = 0.75  # KV_CACHE_MARGIN_FRACTION
+# the CUDA context the device holds before the worker's first snapshot: public logs' "Free memory on device
+# (F/T GiB) on startup" leave 0.41 - 0.61 GiB on A100 / H100 / H200 / B300 / RTX 5090 / RTX PRO 6000 (0.51 on 71
+# H100 / H200 starts), 0.33 on an MI300X; smaller cards hold less (T4 0.10, L4 0.19), which the plan leaves as margin
+CUDA_CONTEXT_AT_START = 512 * MIB
+ROCM_CONTEXT_AT_START = int(0.33 * 1024) * MIB
+
+
+def extensible_kv_budget(
+    *,
+    total_bytes: int,
+    utilization: float,
+    weights: MemoryTerm,
+    non_torch: MemoryTerm,
+    activation: MemoryTerm,
+    cudagraph: MemoryTerm,
+    vendor: str,
+    in_use_by_others_bytes: int = 0,
+    extra: dict[str, MemoryTerm] | None = None,
+) -> MemoryBudget:
+    """The KV budget of vLLM 0.34's extensible KV cache (the formula above). extra: the further non-KV terms; the
+    encoder profile is a transient of the profile run (it joins P), the others (LoRA stacks, a drafter) stay
+    allocated (they join non_kv_used). The kept-free part (CUDA context, other processes, the margin) becomes the
+    budget's "headroom" term when it, and not the requested share, bounds the cache."""
+    extra = dict(extra or {})
+    extra.pop("other_processes", None)  # not charged to a budget here: it lowers init_free instead
+    requested = requested_bytes(total_bytes, utilization)
+    transient = activation.bytes + (extra["encoder"].bytes if "encoder" in extra else 0)
+    used = weights.bytes + non_torch.bytes + cudagraph.bytes + sum(t.bytes for k, t in extra.items() if k != "encoder")
+    context = ROCM_CONTEXT_AT_START if vendor == "amd" else CUDA_CONTEXT_AT_START
+    floor = EXTENSIBLE_MARGIN_FLOOR_ROCM if vendor == "amd" else EXTENSIBLE_MARGIN_FLOOR
+    margin = max(floor, int(EXTENSIBLE_MARGIN_FRACTION * transient))
+    init_free = total_bytes - context - in_use_by_others_bytes
+    by_request = requested - used
+    by_free = init_free - used - margin
+    if by_free < by_request:
+        others = f" + {in_use_by_others_bytes / GIB:.2f} GiB other processes" if in_use_by_others_bytes else ""
+        extra["headroom"] = MemoryTerm(
+            bytes=requested - init_free + margin, source="estimated",
+            note=(f"vLLM 0.34's extensible KV cache keeps free the CUDA context ({context / GIB:.2f} GiB){others} "
+                  f"and a margin of max({floor / GIB:.0f} GiB, {EXTENSIBLE_MARGIN_FRACTION} x the "
+                  f"{transient / GIB:.2f} GiB transient peak) = {margin / GIB:.2f} GiB"
+                  + (f", beyond the {1 - utilization:.0%} of the GPU --gpu-memory-utilization leaves"
+                     if utilization < 1 else "")))
+    left = min(by_request, by_free) - transient
+    src = "derived" if all(t.source in ("measured", "derived", "calibrated") for t in
+                           (weights, non_torch, activation, cudagraph, *extra.values())) else "estimated"
+    kv = MemoryTerm(bytes=left, source=src, note=(
+        "measured after warm-up and graph capture (vLLM 0.34 extensible KV cache): "
+        + " - ".join(("requested - weights - non-torch - transient reserve - CUDA graphs",
+                      *(EXTRA_TERM_LABELS.get(k, k) for k in extra)))))
+    return MemoryBudget(
+        total_bytes=total_bytes,
+        requested_bytes=requested,
+        weights=weights,
+        non_torch=non_torch,
+        activation=activation,
+        cudagraph=cudagraph,
+        kv_cache=kv,
+        extra=extra,
+    )
 
 
 def kv_budget(

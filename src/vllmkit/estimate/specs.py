@@ -127,12 +127,15 @@ class BlockSizeChoice:
 
 
 def default_block_size(arch: ModelArch, device: str, *, compute_capability: float | None = None,
-                       cpu_amx: bool = False, mla_backend_generation: int = 2) -> BlockSizeChoice:
+                       cpu_amx: bool = False, mla_backend_generation: int = 2, default: int = 16) -> BlockSizeChoice:
     """The block size vLLM picks before hybrid alignment: 16, unless the attention backend it selects
     cannot run 16 (Attention backend get_preferred_block_size -> smallest supported kernel block).
     MLA on CUDA (platforms/cuda.py backend priorities): generation 2 (vLLM >= 0.30, read from 0.32):
     Hopper FLASH_ATTN_MLA (multiples of 16), Blackwell FLASHINFER_MLA ([32, 64] -> 32); generation 1
-    (older): FlashMLA [64] on Hopper, CUTLASS MLA [128] on Blackwell. ROCm AITER MLA takes any size."""
+    (older): FlashMLA [64] on Hopper, CUTLASS MLA [128] on Blackwell. ROCm AITER MLA takes any size.
+    default: CacheConfig.DEFAULT_BLOCK_SIZE (16; 64 from vLLM 0.34, engine/versions.py), which a backend that
+    supports it takes (Attention backend get_preferred_block_size); ROCm's ROCM_ATTN, first for non-MLA models,
+    always prefers 16 (its native paged-attention kernel; rocm_attn.py in the 0.34 wheel)."""
     if device == "cpu":
         if arch.mla is not None and not cpu_amx:
             return BlockSizeChoice(16, "CPU MLA decode kernel requires block size 16 (platforms/cpu.py)")
@@ -144,11 +147,15 @@ def default_block_size(arch: ModelArch, device: str, *, compute_capability: floa
             pass  # sm12x: Triton MLA, multiples of 16
         elif compute_capability >= 10.0:
             if mla_backend_generation >= 2:
+                if default in (32, 64):
+                    return BlockSizeChoice(default, f"FlashInfer MLA backend on Blackwell: default block size {default}")
                 return BlockSizeChoice(32, "FlashInfer MLA backend on Blackwell: smallest kernel block 32")
             return BlockSizeChoice(128, "CUTLASS MLA backend on Blackwell uses block size 128")
         elif compute_capability >= 9.0 and mla_backend_generation < 2:
             return BlockSizeChoice(64, "FlashMLA backend on Hopper uses block size 64")
-    return BlockSizeChoice(16, "default block size 16 (CacheConfig.DEFAULT_BLOCK_SIZE)")
+    if device == "rocm" and arch.mla is None and default != 16:
+        return BlockSizeChoice(16, "ROCm attention backend ROCM_ATTN prefers block size 16")
+    return BlockSizeChoice(default, f"default block size {default} (CacheConfig.DEFAULT_BLOCK_SIZE)")
 
 
 def align_hybrid_block_size(block_size: int, attn_token_bytes: int, mamba_page: int, device: str,
@@ -212,6 +219,7 @@ def build_specs(
     mla_hybrid_alignment: int | None = 128,
     hybrid_alignment_from_backend: bool = True,
     mla_entry_align_256: bool = False,
+    default_block: int = 16,
 ) -> ModelSpecs:
     """ssm_dtype_override: the platform's forced SSM state dtype (vLLM's CPU platform stores SSM
     state in float32 when the CPU has AVX512-BF16, platforms/cpu.py check_and_update_config).
@@ -221,7 +229,7 @@ def build_specs(
     token_bytes = attention_token_bytes(arch, tp, dtype_bytes)
     if block_size is None:
         choice = default_block_size(arch, device, compute_capability=compute_capability, cpu_amx=cpu_amx,
-                                    mla_backend_generation=mla_backend_generation)
+                                    mla_backend_generation=mla_backend_generation, default=default_block)
         bs, reason = choice.block_size, choice.reason
     else:
         bs, reason = block_size, "set with --block-size"

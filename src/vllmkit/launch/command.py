@@ -176,7 +176,9 @@ def serve_flags(
     add("--max-model-len", s.max_model_len)
     if s.kv_cache_memory_bytes is not None:
         add("--kv-cache-memory-bytes", s.kv_cache_memory_bytes)
-    elif plan.device != "cpu":
+    elif plan.device != "cpu" and not (s.extensible_kv_cache and req.gpu_memory_utilization is None):
+        # (vLLM 0.34's extensible KV cache resolves an unset utilization to 1.0 and, where it falls back to the
+        # profiling estimate at start, to 0.92: the line leaves it unset as the plan does)
         add("--gpu-memory-utilization", format(s.gpu_memory_utilization, "g"))
     add("--max-num-seqs", s.max_num_seqs)
     add("--max-num-batched-tokens", s.max_num_batched_tokens)
@@ -252,6 +254,8 @@ def _feature_flags(req: PlanRequest, add, vllm_version: str | None = None) -> No
         add("--enable-expert-parallel")
     if req.mamba_ssm_cache_dtype is not None:
         add("--mamba-ssm-cache-dtype", req.mamba_ssm_cache_dtype)
+    if req.enable_extensible_kv_cache is not None:
+        add("--enable-extensible-kv-cache" if req.enable_extensible_kv_cache else "--no-enable-extensible-kv-cache")
 
 
 def serve_env(plan: PlanResult, *, visible_devices: list[int] | None = None) -> dict[str, str]:

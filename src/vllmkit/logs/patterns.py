@@ -137,6 +137,9 @@ PATTERNS: tuple[Pattern, ...] = (
        "takes %.2f seconds. Total non KV cache memory: %.2fGiB; torch peak memory increase: %.2fGiB; non-torch "
        "forward increase memory: %.2fGiB; weights memory: %.2fGiB.' (newer: 'total consumed (from mem_get_info)')",
        "V1 0.8-0.1x"),
+    _p("extensible_kv_disabled", r"Disabling the extensible KV cache",
+       "v1/executor/abstract.py (0.34): 'Disabling the extensible KV cache: %s. The KV cache will be sized from "
+       "profiling estimates instead of measured memory.'", "V1 0.34+"),
     _p("memory_summary",
        rf"Free memory on device \((?P<free>{FLT})/(?P<total>{FLT}) GiB\) on startup\. Desired GPU memory utilization is "
        rf"\((?P<util>{FLT}), (?P<req>{FLT}) GiB\)\. Actual usage is (?P<consumed>{FLT}) GiB for consumed memory.*?"
@@ -430,6 +433,7 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "v0_profile_results": ("Memory profiling results",),
     "v1_profile": ("Total non KV cache memory",),
     "memory_summary": ("on startup. Desired",),
+    "extensible_kv_disabled": ("extensible KV cache",),
     "cudagraph_estimate": ("CUDA graph pool memory",),
     "kv_capacity": ("KV cache size",),
     "kv_tokens": ("KV cache size",),

@@ -137,11 +137,14 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
             tp=tp, pp=pp, enforce_eager=req.enforce_eager, model=req.model,
             device_bytes=int(profile.memory_bytes or 0) or None,  # a record larger than the GPU cannot describe it
         )
+    extensible = extensible_kv_cache(req, rules, profile.runtime)
     return EngineSettings(
         device=profile.runtime,
         vendor=profile.vendor,
         total_bytes=int(profile.memory_bytes or 0),
-        gpu_memory_utilization=req.gpu_memory_utilization or rules.gpu_memory_utilization,
+        # 0.34: --gpu-memory-utilization defaults to None, resolved to 1.0 with the extensible KV cache
+        gpu_memory_utilization=req.gpu_memory_utilization or (1.0 if extensible else rules.gpu_memory_utilization),
+        extensible_kv_cache=extensible,
         max_num_batched_tokens=mnbt,
         max_num_seqs=seqs,
         max_num_seqs_given=req.max_num_seqs is not None,
@@ -189,12 +192,26 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
     )
 
 
+def extensible_kv_cache(req: PlanRequest, rules: VersionRules, device: str) -> bool:
+    """vLLM 0.34 turns the extensible KV cache on unless the platform is not CUDA / ROCm or the KV cache size is
+    given (config/vllm.py _resolve_extensible_kv_cache: kv_cache_memory_bytes, num_gpu_blocks_override, elastic
+    EP and some KV connectors keep the old sizing); --no-enable-extensible-kv-cache turns it off. It also falls
+    back at start when the driver's virtual-memory probe fails (WSL2), which a plan cannot see."""
+    return (rules.extensible_kv_cache and device in ("cuda", "rocm") and req.kv_cache_memory_bytes is None
+            and req.enable_extensible_kv_cache is not False)
+
+
 def uses_model_runner_v2(req: PlanRequest, arch: ModelArch, rules: VersionRules, device: str,
                          env: Mapping[str, str] | None) -> bool:
     """Model Runner V2 by vLLM's default for the release (engine/versions.py), or as VLLM_USE_V2_MODEL_RUNNER says."""
     from vllmkit.engine.versions import model_runner_v2, parse_version
 
     forced = (env or {}).get("VLLM_USE_V2_MODEL_RUNNER", "").strip().lower()
+    if forced and rules.model_runner_v1_removed and forced != "1":
+        # 0.34 platforms/interface.py validate_environment: "VLLM_USE_V2_MODEL_RUNNER={value} is no longer
+        # supported: Model Runner V1 has been removed. Unset this variable."
+        raise UsageError(f"vLLM {rules.version} refuses VLLM_USE_V2_MODEL_RUNNER={forced}: Model Runner V1 has been "
+                         "removed", "unset VLLM_USE_V2_MODEL_RUNNER")
     if forced and parse_version(rules.version) >= (0, 20, 0) and device in ("cuda", "rocm"):
         if forced in ("1", "true"):
             return True

@@ -26,6 +26,7 @@ from vllmkit.estimate.memory import (
     estimate_activation,
     estimate_cudagraph,
     estimate_non_torch,
+    extensible_kv_budget,
     gdn_graph_profile_transient,
     graph_capture_headroom,
     kv_budget,
@@ -86,6 +87,9 @@ class EngineSettings:
     # the old engine's default: on only for long contexts (engine/versions.py v0_batch_defaults); without
     # it prompts run in steps of their own, decodes waiting (estimate/scheduler_sim.py mixed_batches)
     chunked_prefill: bool = True
+    # vLLM 0.34's extensible KV cache sizes the cache from memory measured after warm-up and graph capture
+    # (engine/versions.py extensible_kv_cache; estimate/memory.py extensible_kv_budget)
+    extensible_kv_cache: bool = False
 
 
 @dataclass
@@ -133,7 +137,8 @@ def startup_refusal(budget: MemoryBudget, settings: EngineSettings, rules: Versi
             return (f"--kv-cache-memory-bytes {settings.kv_cache_memory_bytes / GIB:.2f} GiB does not fit beside "
                     f"{held / GIB:.2f} GiB of weights and profile memory on a {budget.total_bytes / GIB:.2f} GiB GPU "
                     f"(at most {max(room, 0) / GIB:.2f} GiB is left): allocating the KV cache runs out of memory")
-    if not rules.refuses_when_free_below_requested or settings.gpu_memory_in_use_bytes <= 0:
+    if (not rules.refuses_when_free_below_requested or settings.gpu_memory_in_use_bytes <= 0
+            or settings.extensible_kv_cache):  # 0.34's request_memory: "and not cache_config.enable_extensible_kv_cache"
         return None
     free = budget.total_bytes - settings.gpu_memory_in_use_bytes
     if free >= budget.requested_bytes:
@@ -153,7 +158,8 @@ def graph_capture_check(arch: ModelArch, budget: MemoryBudget, layers_on_stage: 
                         rules: VersionRules) -> str | None:
     """Releases that capture CUDA graphs after sizing the KV cache without budgeting them (V1 < 0.20, and
     Model Runner V2 before 0.29) must fit the capture in what the budget leaves (estimate/memory.py graph_capture_headroom)."""
-    budgeted = rules.cudagraph_counted and not (settings.model_runner_v2 and not rules.mrv2_graph_estimate)
+    budgeted = ((rules.cudagraph_counted and not (settings.model_runner_v2 and not rules.mrv2_graph_estimate))
+                or settings.extensible_kv_cache)  # 0.34 measures the captured graphs before sizing the cache
     if (settings.enforce_eager or budgeted or settings.device != "cuda"
             or not rules.v1_engine or settings.kv_cache_memory_bytes is not None):
         return None
@@ -297,6 +303,7 @@ def prepare(
             mla_hybrid_alignment=rules.mla_hybrid_block_alignment,
             hybrid_alignment_from_backend=rules.hybrid_alignment_from_backend,
             mla_entry_align_256=rules.mla_entry_align_256,
+            default_block=rules.default_block_size,
         )
 
     specs = _specs(kv_arch)
@@ -553,7 +560,10 @@ def stage_budget(
     else:
         layers = splitting_layers(arch, layers_on_stage)
         cudagraph = settings.calibrated.get("cudagraph") or estimate_cudagraph(layers)
-        if ("cudagraph" not in settings.calibrated and rules.gdn_graph_profile_transient
+        if settings.extensible_kv_cache and "cudagraph" not in settings.calibrated:
+            cudagraph = MemoryTerm(bytes=cudagraph.bytes, source=cudagraph.source,
+                                   note="CUDA graph pool, captured before the extensible KV cache is sized")
+        elif ("cudagraph" not in settings.calibrated and rules.gdn_graph_profile_transient
                 and arch.mamba is not None and arch.mamba.variant == "gdn"):
             transient = gdn_graph_profile_transient(settings.max_num_batched_tokens, tp)
             cudagraph = MemoryTerm(
@@ -565,6 +575,18 @@ def stage_budget(
                                           max_num_batched_tokens=settings.max_num_batched_tokens)
             cudagraph = MemoryTerm(bytes=cudagraph.bytes + pinned.bytes, source="estimated",
                                    note=f"{cudagraph.note} + {pinned.bytes / GIB:.2f} GiB pinned by {pinned.note}")
+    if settings.extensible_kv_cache:
+        return extensible_kv_budget(
+            total_bytes=settings.total_bytes,
+            utilization=settings.gpu_memory_utilization,
+            weights=weights,
+            non_torch=non_torch,
+            activation=activation,
+            cudagraph=cudagraph,
+            vendor=settings.vendor,
+            in_use_by_others_bytes=settings.gpu_memory_in_use_bytes,
+            extra=extra,
+        )
     return kv_budget(
         total_bytes=settings.total_bytes,
         utilization=settings.gpu_memory_utilization,

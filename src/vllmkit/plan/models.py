@@ -61,6 +61,9 @@ class PlanRequest(BaseModel):
     # "cold": a first start, torch.compile compiles the model inside the memory profile (the default);
     # "warm": a restart that loads vLLM's compile cache (estimate/memory.py COMPILE_SHARE)
     compile_cache: Literal["cold", "warm"] = "cold"
+    # --enable-extensible-kv-cache / --no-enable-extensible-kv-cache (vLLM 0.34+; None: vLLM's default, on for
+    # CUDA / ROCm unless the KV cache size is given)
+    enable_extensible_kv_cache: bool | None = None
 
 
 class PlanOverrides(BaseModel):
@@ -107,6 +110,7 @@ class PlanOverrides(BaseModel):
     flashinfer_installed: bool | None = None
     compile_cache: Literal["cold", "warm"] | None = None
     mamba_ssm_cache_dtype: str | None = None
+    enable_extensible_kv_cache: bool | None = None
 
     def given(self) -> dict[str, object]:
         return self.model_dump(exclude_none=True)
@@ -169,6 +173,9 @@ class SettingsInfo(BaseModel):
     # back to V0"), e.g. "--kv-cache-dtype", "LORA", "Compute Capability < 8.0"; None on V1 or a pre-0.8 release
     engine_fallback: str | None = None
     chunked_prefill: bool = True
+    # vLLM 0.34+ on CUDA / ROCm: the KV cache is sized from memory measured after warm-up (the utilization then
+    # defaults to 1.0 and the serve line leaves it unset)
+    extensible_kv_cache: bool = False
 
 
 class MemoryInfo(BaseModel):
@@ -183,6 +190,9 @@ class MemoryInfo(BaseModel):
     lora_bytes: int = 0  # preallocated LoRA stacks (--enable-lora)
     speculative_bytes: int = 0  # drafter weights (--speculative-config)
     other_processes_bytes: int = 0  # memory of other processes a release charges to its budget (0.6.4, 0.8-0.9.0)
+    # vLLM 0.34's extensible KV cache: what its measured sizing keeps free beyond the used memory (the CUDA
+    # context, other processes, max(1 GiB, 0.75 x the transient peak)) when that, not the utilization, bounds it
+    headroom_bytes: int = 0
     sources: dict[str, SourceTag] = Field(default_factory=dict)
     notes: dict[str, str] = Field(default_factory=dict)
 

@@ -171,6 +171,7 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
             engine="v0" if settings.v0_engine else "v1",
             engine_fallback=settings.engine_fallback,
             chunked_prefill=settings.chunked_prefill,
+            extensible_kv_cache=settings.extensible_kv_cache,
         ),
         memory=memory,
         kv_cache=kv_info,
