@@ -147,22 +147,9 @@ def _cpu(m: Measurement, parsed: ParsedLog) -> None:
                        "vLLM did not measure its non-KV memory")
 
 
-def extensible_kv_log(parsed: ParsedLog) -> bool:
-    """A vLLM 0.34+ GPU start whose KV cache was sized by the extensible KV cache (engine/versions.py): on by
-    default unless the KV size was given, --no-enable-extensible-kv-cache was passed, or it fell back at start
-    ("Disabling the extensible KV cache: ...")."""
-    facts = parsed.facts
-    version = _version_key(facts.vllm_version)
-    if version is None or version < (0, 34, 0) or facts.kv_cache_memory_bytes_requested is not None:
-        return False
-    if (facts.non_default_args or {}).get("enable_extensible_kv_cache") is False:
-        return False
-    return parsed.first("extensible_kv_disabled") is None
-
-
 def _gpu(m: Measurement, parsed: ParsedLog) -> None:
     facts = parsed.facts
-    if extensible_kv_log(parsed):
+    if parsed.extensible_kv_cache:
         # v1/worker/gpu_worker.py (0.34): with the extensible KV cache, "Available KV cache memory" and the closing
         # summary print the reserved capacity (address space), and the driver-allocated cache counts as non-torch
         # memory there; the size is set after warm-up and shows in the token count only

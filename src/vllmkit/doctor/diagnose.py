@@ -324,14 +324,20 @@ def _no_kv_memory(parsed: ParsedLog, planner: PlannerHook | None = None) -> list
         )
     else:
         util = f.gpu_memory_utilization
-        if util is not None and util < 0.95:
-            flags = ["--gpu-memory-utilization", f"{min(0.95, _ceil2(util + 0.05)):.2f}"]
         tp = f.tensor_parallel_size or 1
-        fix = (
-            f"{summary}Weights, activations and CUDA graphs use the whole budget and nothing is left "
-            f"for the KV cache. Raise --gpu-memory-utilization if the GPU is not shared, use a quantized "
-            f"checkpoint of the model, or spread it over more GPUs (--tensor-parallel-size {tp * 2})."
-        )
+        if parsed.extensible_kv_cache and (util is None or util >= 1.0):
+            # vLLM 0.34's extensible KV cache already takes all the memory the GPU has free (utilization 1.0)
+            fix = (f"{summary}The weights, activations and CUDA graphs leave no free memory for the KV cache, which "
+                   f"vLLM {f.vllm_version} sizes from all the memory left. Stop other processes on the GPU, use a "
+                   f"quantized checkpoint of the model, or spread it over more GPUs (--tensor-parallel-size {tp * 2}).")
+        else:
+            if util is not None and util < 0.95:
+                flags = ["--gpu-memory-utilization", f"{min(0.95, _ceil2(util + 0.05)):.2f}"]
+            fix = (
+                f"{summary}Weights, activations and CUDA graphs use the whole budget and nothing is left "
+                f"for the KV cache. Raise --gpu-memory-utilization if the GPU is not shared, use a quantized "
+                f"checkpoint of the model, or spread it over more GPUs (--tensor-parallel-size {tp * 2})."
+            )
         if not alts:
             alts = [
                 Alternative(

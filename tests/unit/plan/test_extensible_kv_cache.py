@@ -159,3 +159,21 @@ def test_check_log_does_not_read_a_capacity_as_the_cache_size() -> None:
                        "cache: VMM probe failed. The KV cache will be sized from profiling estimates instead of "
                        "measured memory.\n")
     assert measure(read_log(fallback), fallback).available_kv_bytes is not None
+
+
+def test_doctor_does_not_ask_a_0_34_start_for_more_utilization() -> None:
+    # 0.34 resolves an unset utilization to 1.0: raising it is no fix for a start with no memory left
+    from vllmkit.doctor.diagnose import diagnose_log
+
+    log = ("(APIServer pid=1) INFO 12-01 10:00:00 [utils.py:300]  \u2584\u2584 \u2584\u2588 \u2588     \u2588     \u2588 "
+           "\u2580\u2584\u2580 \u2588  version 0.34.0\n"
+           "(EngineCore pid=2) INFO 12-01 10:00:30 [model_runner.py:428] Model loading took 131.43 GiB memory and "
+           "60.0 seconds\n"
+           "(EngineCore pid=2) ERROR 12-01 10:01:00 [core.py:1100] ValueError: No available memory for the cache "
+           "blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n")
+    d = next(x for x in diagnose_log(log).diagnoses if x.code == "no-kv-memory")
+    assert "--gpu-memory-utilization" not in d.suggested_flags and "Raise --gpu-memory-utilization" not in d.fix
+    old = diagnose_log(log.replace("version 0.34.0", "version 0.33.0") + (
+        "(APIServer pid=1) INFO 12-01 10:00:00 [utils.py:233] non-default args: {'gpu_memory_utilization': 0.85}\n"))
+    assert next(x for x in old.diagnoses if x.code == "no-kv-memory").suggested_flags == ["--gpu-memory-utilization",
+                                                                                            "0.90"]
