@@ -59,7 +59,9 @@ def startup_facts(lf: LogFacts) -> StartupFacts:
         kv_max_model_len=lf.concurrency_tokens_per_request,
         max_concurrency=lf.max_concurrency,
         weights_gib=_gib(lf.weights_bytes),
-        available_kv_gib=_gib(lf.available_kv_bytes) if lf.kv_pool != "CPU" else None,
+        # (a vLLM 0.34 start with the extensible KV cache prints its reserved capacity there, not its size)
+        available_kv_gib=(_gib(lf.available_kv_bytes) if lf.kv_pool != "CPU" and not lf.extensible_kv_cache
+                          else None),
         graph_gib=_gib(lf.graph_memory_bytes),
         estimated_max_model_len=lf.estimated_max_model_len,
         api_url=lf.api_url,

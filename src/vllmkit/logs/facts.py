@@ -97,6 +97,20 @@ class LogFacts(BaseModel):
     errors: list[str] = Field(default_factory=list)  # exception lines ("ValueError: ..."), first seen first
     api_url: str | None = None  # "Starting vLLM API server 0 on http://0.0.0.0:8000" (the last one)
     stages: list[str] = Field(default_factory=list)  # startup stages reached, in order (see stages.py)
+    # vLLM 0.34: "Disabling the extensible KV cache: ..." (it fell back to the profiling estimate at start)
+    extensible_kv_disabled: bool = False
+
+    @property
+    def extensible_kv_cache(self) -> bool:
+        """A vLLM 0.34+ GPU start sized by the extensible KV cache: on by default unless the KV size was given,
+        --no-enable-extensible-kv-cache was passed, or it fell back at start; its "Available KV cache memory" and
+        closing summary then give a reserved capacity, not the cache's size, and its utilization defaults to 1.0."""
+        m = re.match(r"(\d+)\.(\d+)", self.vllm_version or "")
+        if not m or (int(m.group(1)), int(m.group(2))) < (0, 34) or self.kv_cache_memory_bytes_requested is not None:
+            return False
+        if self.platform == "cpu" or (self.non_default_args or {}).get("enable_extensible_kv_cache") is False:
+            return False
+        return not self.extensible_kv_disabled
 
 
 class LogEvent(BaseModel):
@@ -374,6 +388,7 @@ SETTERS: dict[str, _Setter] = {
     "attention_backend": _first("attention_backend", "backend", _identity),
     "weights_loaded": _weights,
     "available_kv": _available_kv,
+    "extensible_kv_disabled": lambda f, e: setattr(f, "extensible_kv_disabled", True),
     "v0_memory_split": _v0_split,
     "v0_budget": _v0_budget,
     "v0_profile_results": _v0_profile,

@@ -33,16 +33,8 @@ class ParsedLog(BaseModel):
 
     @property
     def extensible_kv_cache(self) -> bool:
-        """A vLLM 0.34+ GPU start sized by the extensible KV cache: on by default unless the KV size was given,
-        --no-enable-extensible-kv-cache was passed, or it fell back at start ("Disabling the extensible KV cache");
-        its "Available KV cache memory" is then a reserved capacity and its utilization defaults to 1.0."""
-        f = self.facts
-        m = re.match(r"(\d+)\.(\d+)", f.vllm_version or "")
-        if not m or (int(m.group(1)), int(m.group(2))) < (0, 34) or f.kv_cache_memory_bytes_requested is not None:
-            return False
-        if f.platform == "cpu" or (f.non_default_args or {}).get("enable_extensible_kv_cache") is False:
-            return False
-        return self.first("extensible_kv_disabled") is None
+        """LogFacts.extensible_kv_cache."""
+        return self.facts.extensible_kv_cache
 
 
 def match_line(message: str, number: int) -> list[LogEvent]:

@@ -177,3 +177,12 @@ def test_doctor_does_not_ask_a_0_34_start_for_more_utilization() -> None:
         "(APIServer pid=1) INFO 12-01 10:00:00 [utils.py:233] non-default args: {'gpu_memory_utilization': 0.85}\n"))
     assert next(x for x in old.diagnoses if x.code == "no-kv-memory").suggested_flags == ["--gpu-memory-utilization",
                                                                                             "0.90"]
+
+
+def test_serve_does_not_compare_a_capacity_with_the_planned_cache() -> None:
+    from vllmkit.launch.phases import startup_facts
+    from vllmkit.logs import parse_log
+
+    text = LOG.read_text()
+    assert startup_facts(parse_log(text)).available_kv_gib is not None
+    assert startup_facts(parse_log(text.replace("version 0.27.1", "version 0.34.0"))).available_kv_gib is None
