@@ -403,23 +403,13 @@ def extensible_kv_budget(
                   f"{transient / GIB:.2f} GiB transient peak) = {margin / GIB:.2f} GiB"
                   + (f", beyond the {1 - utilization:.0%} of the GPU --gpu-memory-utilization leaves"
                      if utilization < 1 else "")))
-    left = min(by_request, by_free) - transient
-    src = "derived" if all(t.source in ("measured", "derived", "calibrated") for t in
-                           (weights, non_torch, activation, cudagraph, *extra.values())) else "estimated"
-    kv = MemoryTerm(bytes=left, source=src, note=(
-        "measured after warm-up and graph capture (vLLM 0.34 extensible KV cache): "
-        + " - ".join(("requested - weights - non-torch - transient reserve - CUDA graphs",
-                      *(EXTRA_TERM_LABELS.get(k, k) for k in extra)))))
-    return MemoryBudget(
-        total_bytes=total_bytes,
-        requested_bytes=requested,
-        weights=weights,
-        non_torch=non_torch,
-        activation=activation,
-        cudagraph=cudagraph,
-        kv_cache=kv,
-        extra=extra,
-    )
+    # requested - every term (the kept-free one included) = min(by_request, by_free) - transient: the profile
+    # budget's arithmetic gives the size
+    budget = kv_budget(total_bytes=total_bytes, utilization=utilization, weights=weights, non_torch=non_torch,
+                       activation=activation, cudagraph=cudagraph, extra=extra)
+    kv = budget.kv_cache
+    return budget.model_copy(update={"kv_cache": kv.model_copy(update={
+        "note": "measured after warm-up and graph capture (vLLM 0.34 extensible KV cache): " + kv.note})})
 
 
 def kv_budget(

@@ -575,28 +575,12 @@ def stage_budget(
                                           max_num_batched_tokens=settings.max_num_batched_tokens)
             cudagraph = MemoryTerm(bytes=cudagraph.bytes + pinned.bytes, source="estimated",
                                    note=f"{cudagraph.note} + {pinned.bytes / GIB:.2f} GiB pinned by {pinned.note}")
+    common = dict(total_bytes=settings.total_bytes, utilization=settings.gpu_memory_utilization, weights=weights,
+                  non_torch=non_torch, activation=activation, cudagraph=cudagraph, extra=extra)
     if settings.extensible_kv_cache:
-        return extensible_kv_budget(
-            total_bytes=settings.total_bytes,
-            utilization=settings.gpu_memory_utilization,
-            weights=weights,
-            non_torch=non_torch,
-            activation=activation,
-            cudagraph=cudagraph,
-            vendor=settings.vendor,
-            in_use_by_others_bytes=settings.gpu_memory_in_use_bytes,
-            extra=extra,
-        )
-    return kv_budget(
-        total_bytes=settings.total_bytes,
-        utilization=settings.gpu_memory_utilization,
-        weights=weights,
-        non_torch=non_torch,
-        activation=activation,
-        cudagraph=cudagraph,
-        kv_cache_memory_bytes=settings.kv_cache_memory_bytes,
-        extra=extra,
-    )
+        return extensible_kv_budget(**common, vendor=settings.vendor,
+                                    in_use_by_others_bytes=settings.gpu_memory_in_use_bytes)
+    return kv_budget(**common, kv_cache_memory_bytes=settings.kv_cache_memory_bytes)
 
 
 def sampler_sorts(settings: EngineSettings, rules: VersionRules) -> bool:
