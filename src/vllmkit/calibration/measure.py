@@ -149,7 +149,7 @@ def _cpu(m: Measurement, parsed: ParsedLog) -> None:
 
 def _gpu(m: Measurement, parsed: ParsedLog) -> None:
     facts = parsed.facts
-    if parsed.extensible_kv_cache:
+    if facts.extensible_kv_cache:
         # v1/worker/gpu_worker.py (0.34): with the extensible KV cache, "Available KV cache memory" and the closing
         # summary print the reserved capacity (address space), and the driver-allocated cache counts as non-torch
         # memory there; the size is set after warm-up and shows in the token count only

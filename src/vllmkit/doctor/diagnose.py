@@ -325,7 +325,7 @@ def _no_kv_memory(parsed: ParsedLog, planner: PlannerHook | None = None) -> list
     else:
         util = f.gpu_memory_utilization
         tp = f.tensor_parallel_size or 1
-        if parsed.extensible_kv_cache and (util is None or util >= 1.0):
+        if f.extensible_kv_cache and (util is None or util >= 1.0):
             # vLLM 0.34's extensible KV cache already takes all the memory the GPU has free (utilization 1.0)
             fix = (f"{summary}The weights, activations and CUDA graphs leave no free memory for the KV cache, which "
                    f"vLLM {f.vllm_version} sizes from all the memory left. Stop other processes on the GPU, use a "

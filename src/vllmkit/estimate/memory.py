@@ -16,9 +16,8 @@ import math
 from pydantic import BaseModel, Field
 
 from vllmkit.arch.model import ModelArch
+from vllmkit.units import GIB, MIB
 
-MIB = 1 << 20
-GIB = 1 << 30
 NON_TORCH_BASE = 1152 * MIB  # CUDA context, cuBLAS workspaces, allocator slack; fitted on public V1 logs (benchmarks/accuracy.py)
 NON_TORCH_NCCL = 256 * MIB  # NCCL / custom all-reduce buffers when TP > 1
 NON_TORCH_ROCM_EXTRA = 256 * MIB  # HIP runtime / hipBLASLt workspaces

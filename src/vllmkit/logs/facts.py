@@ -105,8 +105,8 @@ class LogFacts(BaseModel):
         """A vLLM 0.34+ GPU start sized by the extensible KV cache: on by default unless the KV size was given,
         --no-enable-extensible-kv-cache was passed, or it fell back at start; its "Available KV cache memory" and
         closing summary then give a reserved capacity, not the cache's size, and its utilization defaults to 1.0."""
-        m = re.match(r"(\d+)\.(\d+)", self.vllm_version or "")
-        if not m or (int(m.group(1)), int(m.group(2))) < (0, 34) or self.kv_cache_memory_bytes_requested is not None:
+        release = major_minor(self.vllm_version or "")
+        if release is None or release < (0, 34) or self.kv_cache_memory_bytes_requested is not None:
             return False
         if self.platform == "cpu" or (self.non_default_args or {}).get("enable_extensible_kv_cache") is False:
             return False
@@ -453,12 +453,17 @@ def facts_from_events(events: list[LogEvent]) -> LogFacts:
     return finish(facts)
 
 
+def major_minor(version: str) -> tuple[int, int] | None:
+    """(major, minor) of a printed vLLM version ("0.34.0", "0.26.1rc1.dev156+g0eec856"), None if it has none."""
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 def _engine_from_version(version: str) -> Literal["V0", "V1"] | None:
     """V1 is the default engine from 0.8.0 and the only one from 0.11.0 (seed 000; vLLM release notes)."""
-    m = re.match(r"(\d+)\.(\d+)", version)
-    if not m:
+    release = major_minor(version)
+    if release is None:
         return None
-    major, minor = int(m.group(1)), int(m.group(2))
-    if major > 0 or minor >= 11:
+    if release[0] > 0 or release[1] >= 11:
         return "V1"
     return None

@@ -31,11 +31,6 @@ class ParsedLog(BaseModel):
                 return event
         return None
 
-    @property
-    def extensible_kv_cache(self) -> bool:
-        """LogFacts.extensible_kv_cache."""
-        return self.facts.extensible_kv_cache
-
 
 def match_line(message: str, number: int) -> list[LogEvent]:
     """Events for one cleaned message: at most one per kind (the first pattern of a kind that matches)."""

@@ -417,8 +417,8 @@ def v0_state_cache_bytes(arch: ModelArch, tp: int, state_layers: int, max_num_se
     allocated by the model on its first forward pass - the profile run - so vLLM's V0 profile counts it in the
     activation peak and sizes the attention-only KV cache from what is left."""
     assert arch.mamba is not None
-    rows = v0_state_cache_rows(max_num_seqs, enforce_eager, version)
-    return state_layers * rows * mamba_state_bytes(arch.mamba, tp, arch.dtype_bytes)
+    return state_layers * v0_state_cache_rows(max_num_seqs, enforce_eager, version) * mamba_state_bytes(
+        arch.mamba, tp, arch.dtype_bytes)
 
 
 def stage_budget(
@@ -493,7 +493,8 @@ def stage_budget(
     )
     if settings.v0_engine and arch.mamba is not None and state_layers_on_stage and "activation" not in settings.calibrated:
         rows = v0_state_cache_rows(settings.max_num_seqs, settings.enforce_eager, rules.key)
-        state = state_layers_on_stage * rows * mamba_state_bytes(arch.mamba, tp, arch.dtype_bytes)
+        state = v0_state_cache_bytes(arch, tp, state_layers_on_stage, settings.max_num_seqs, settings.enforce_eager,
+                                     rules.key)
         activation = MemoryTerm(
             bytes=activation.bytes + state, source="estimated",
             note=f"{activation.note} + {state / GIB:.2f} GiB of recurrent state the V0 engine's MambaCacheManager "
