@@ -93,3 +93,21 @@ def test_mamba_ssm_cache_dtype_sizes_the_state_and_reaches_the_serve_line() -> N
     # the flag is new in 0.10.1 (engine/arg_utils.py); an older release would refuse it
     old = invoke([*common[:5], "0.10.0", *common[6:], "--mamba-ssm-cache-dtype", "float32", "--json"], env=ENV)
     assert old.exit_code == 2 and "0.10.1" in json.loads(old.stdout)["errors"][0]["message"]
+
+
+def test_vllm_0_34_plans_the_extensible_cache_and_refuses_the_removed_runner() -> None:
+    common = ["plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100", "--vllm-version", "0.34.0",
+              "--max-model-len", "8192", "--source", "catalog", "--json"]
+    doc = json.loads(invoke(common, env=ENV).stdout)["data"]
+    assert doc["settings"]["extensible_kv_cache"] and doc["settings"]["gpu_memory_utilization"] == 1.0
+    assert doc["memory"]["headroom_bytes"] > 0 and "--gpu-memory-utilization" not in doc["serve_command"]
+    off = json.loads(invoke([*common, "--no-enable-extensible-kv-cache"], env=ENV).stdout)["data"]
+    assert not off["settings"]["extensible_kv_cache"] and off["settings"]["gpu_memory_utilization"] == 0.92
+    assert "--no-enable-extensible-kv-cache" in off["serve_command"]
+    # vLLM 0.34 has no Model Runner V1: VLLM_USE_V2_MODEL_RUNNER=0 is a usage error (exit 2), one JSON envelope
+    refused = invoke(common, env={**ENV, "VLLM_USE_V2_MODEL_RUNNER": "0"})
+    err = json.loads(refused.stdout)
+    assert refused.exit_code == 2 and err["status"] == "error"
+    assert "Model Runner V1 has been removed" in err["errors"][0]["message"]
+    text = invoke(common[:-1], env={**ENV, "VLLM_USE_V2_MODEL_RUNNER": "0"})
+    assert text.exit_code == 2 and "Traceback" not in text.stdout + text.stderr
