@@ -36,10 +36,9 @@ from vllmkit.engine.detect import (
 from vllmkit.hardware.detect import GpuDetection, Runner, Which, detect_gpus
 from vllmkit.hub.base import ModelMetadata
 from vllmkit.hub.settings import HubSettings
-from vllmkit.units import GIB
+from vllmkit.units import GIB, MIB
 
 Status = Literal["ok", "warn", "fail"]
-MIB = 1 << 20
 
 # vLLM raises the soft open-file limit to 65535 when the hard limit allows
 # (vllm/utils/system_utils.py set_ulimit, target_soft_limit=65535).

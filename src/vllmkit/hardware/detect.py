@@ -36,9 +36,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from vllmkit.proc import Runner, Which, make_runner, make_which
-
-MIB = 1 << 20
-
+from vllmkit.units import MIB
 
 DEFAULT_TIMEOUT_S = 10.0
 

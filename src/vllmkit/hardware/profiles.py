@@ -36,7 +36,6 @@ Vendor = Literal["nvidia", "amd", "cpu"]
 Runtime = Literal["cuda", "rocm", "cpu"]
 Fp8Format = Literal["e4m3fn", "e4m3fnuz"]
 
-MIB = 1 << 20
 
 #: Environment variable holding extra profile folders (os.pathsep-separated). Read by the
 #: caller when a command starts, never here at import time.

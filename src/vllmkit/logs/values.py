@@ -13,10 +13,7 @@ import ast
 import re
 from typing import Any
 
-from vllmkit.units import GIB
-
-MIB = 1 << 20
-
+from vllmkit.units import GIB, MIB
 
 # --- conversions (never raise) -----------------------------------------------------------------
 
