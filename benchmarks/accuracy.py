@@ -73,6 +73,15 @@ VERSION_ASSUMED = {
     # before 0.6.0 (2024-09-04). Scored blind first with the 0.11.0 fallback (-0.92 % KV on both)
     "mi300x-llama3-8b-instruct-bf16-kvauto-len8192-util090-v0-2024-08-29-rocm62": "0.5.5",
     "mi300x-llama3-8b-instruct-bf16-kvfp8-len8192-util090-v0-2024-08-29-rocm62": "0.5.5",
+    # club-3090's 2 x RTX 5090 logs of August 2026 print no banner, but their source lines are the 0.27.1 wheel's
+    # (v1/worker/gpu_worker.py:563 "Available KV cache memory", :726 "CUDA graph pool memory", :789 the memory
+    # summary; v1/core/kv_cache_utils.py:2235 / 2236 the KV size and concurrency; entrypoints/serve/utils/
+    # api_utils.py:273 the non-default args). Scored blind first with the 0.11.0 fallback (README, round 35)
+    "club3090-1087-2xrtx5090-qwen38-27b-fp8-tp2-util092": "0.27.1",
+    "club3090-1086-2xrtx5090-qwen38-27b-fp8-tp2-len65536": "0.27.1",
+    "club3090-1085-2xrtx5090-qwen38-27b-fp8-tp2-len147456": "0.27.1",
+    "club3090-1084-2xrtx5090-qwen38-27b-autoround-int4-tp2-len204800": "0.27.1",
+    "club3090-1026-2xrtx5090-qwen38-27b-nvfp4-tp2-len262144-p2p": "0.27.1",
 }
 
 
@@ -130,7 +139,7 @@ HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.js
                   "collected-startup-logs-26.jsonl", "collected-startup-logs-27.jsonl",
                   "collected-startup-logs-28.jsonl",
                   "collected-startup-logs-29.jsonl", "collected-startup-logs-30.jsonl",
-                  "collected-startup-logs-31.jsonl")
+                  "collected-startup-logs-31.jsonl", "collected-startup-logs-33.jsonl")
 
 
 @dataclass

@@ -159,11 +159,12 @@ def parse_bytes(text: str | None, flag: str) -> int | None:
 _SOURCES = ("auto", "hf", "modelscope", "local", "catalog")
 
 
-# the KV-cache dtypes the planner sizes (vLLM's CacheDType, vllm/config/cache.py); the newer packed
-# formats vLLM 0.32 also accepts (nvfp4, int4 / int8 per token-head, turboquant, ultraquant) store scales
-# beside the values in layouts vllmkit does not model yet
-KV_CACHE_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla")
-_KV_UNMODELLED = ("nvfp4", "int4_", "int8_", "fp8_per_token_head", "turboquant", "ultraquant")
+# the KV-cache dtypes the planner sizes (vLLM's CacheDType, vllm/config/cache.py), the packed per-token-head and
+# NVFP4 formats included (estimate/specs.py PACKED_KV_DTYPES: their layouts and first releases); the other packed
+# formats vLLM 0.32 - 0.34 accept (turboquant, ultraquant, octave, nvfp4_ds_mla) are not sized yet
+KV_CACHE_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
+                   "int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4", "nvfp4_4over6")
+_KV_UNMODELLED = ("nvfp4_ds_mla", "turboquant", "ultraquant", "octave")
 
 
 def check_kv_cache_dtype(value: str | None) -> None:

@@ -24,13 +24,44 @@ _KIND_TO_SPEC = {
 }
 
 
+# Packed KV-cache formats: the first release that takes each --kv-cache-dtype (vllm/config/cache.py CacheDType in
+# the PyPI wheels: int8 / fp8 per token-head and nvfp4 from 0.20.0, int4 per token-head from 0.25.0, nvfp4_4over6
+# from 0.28.0; absent from 0.19.0, 0.24.0 and 0.27.1 respectively). turboquant_* (boundary layers kept at the
+# model dtype), ultraquant_4bit, octave_* (0.34) and nvfp4_ds_mla are not sized.
+PACKED_KV_DTYPES: dict[str, tuple[int, int, int]] = {
+    "int8_per_token_head": (0, 20, 0),
+    "fp8_per_token_head": (0, 20, 0),
+    "nvfp4": (0, 20, 0),
+    "int4_per_token_head": (0, 25, 0),
+    "nvfp4_4over6": (0, 28, 0),
+}
+FP32_SCALE_BYTES = 4
+
+
+def packed_kv_head_bytes(kv_cache_dtype: str | None, head: int, head_v: int) -> int | None:
+    """Bytes one token takes per KV head in a packed format (K and V together), None for an unpacked dtype.
+    vllm/v1/kv_cache_interface.py, 0.20.0 - 0.27.1: AttentionSpec.page_size_bytes adds 2 x block x KV heads x
+    sizeof(float32) to the page for the per-token-head modes, and FullAttentionSpec.real_page_size_bytes stores
+    int4 at head_size // 2 bytes and nvfp4 at nvfp4_kv_cache_full_dim(h) = h // 2 + h // 16 bytes (FP4 data and
+    FP8 block scales) for each of K and V, all in a 1-byte dtype (utils/torch_utils.py STR_DTYPE_TO_TORCH_DTYPE);
+    0.32.0 lays the same bytes out through the backends' customize_spec (TritonAttentionBackend: (hs_k + hs_v) x
+    1 + 2 float32 scales; FlashInferBackend: 2 x KV heads slots of nvfp4_kv_cache_full_dim bytes)."""
+    if kv_cache_dtype in ("int8_per_token_head", "fp8_per_token_head"):
+        return head + head_v + 2 * FP32_SCALE_BYTES
+    if kv_cache_dtype == "int4_per_token_head":
+        return head // 2 + head_v // 2 + 2 * FP32_SCALE_BYTES
+    if kv_cache_dtype in ("nvfp4", "nvfp4_4over6"):
+        return head // 2 + head // 16 + head_v // 2 + head_v // 16
+    return None
+
+
 def kv_dtype_bytes(kv_cache_dtype: str, arch: ModelArch) -> int:
     """auto -> the model dtype, unless the checkpoint declares a quantized KV cache scheme."""
     if kv_cache_dtype in ("auto", "", None):
         if arch.quantization is not None and arch.quantization.kv_cache_scheme == "fp8":
             return 1
         return arch.dtype_bytes
-    if kv_cache_dtype.startswith("fp8"):
+    if kv_cache_dtype.startswith("fp8") or kv_cache_dtype in PACKED_KV_DTYPES:
         return 1
     return DTYPE_BYTES.get(kv_cache_dtype, arch.dtype_bytes)
 
@@ -51,10 +82,13 @@ def kv_heads_per_rank(arch: ModelArch, tp: int) -> int:
 
 
 def attention_token_bytes(arch: ModelArch, tp: int, dtype_bytes: int, *, layer: bool = True,
-                          kind: LayerKind | None = None, index: int | None = None) -> int:
+                          kind: LayerKind | None = None, index: int | None = None,
+                          kv_cache_dtype: str | None = None) -> int:
     """Bytes one token takes in one attention layer on one rank. layer=False gives the figure
-    vLLM's platform code computes from the config's head size (hybrid block alignment). kind=FULL on
-    Gemma-4 / MiMo-V2 gives the full-attention layers' figure (their head sizes and KV heads)."""
+    vLLM's platform code computes from the config's head size (hybrid block alignment, which sizes a packed
+    format's page the same way: platforms/interface.py _align_hybrid_block_size). kind=FULL on
+    Gemma-4 / MiMo-V2 gives the full-attention layers' figure (their head sizes and KV heads).
+    kv_cache_dtype: a packed format (PACKED_KV_DTYPES) sizes each head with packed_kv_head_bytes."""
     if arch.mla is not None:
         # one latent (kv_lora_rank + rope dims) per token, no separate V; every rank holds it all
         return arch.head_dim * dtype_bytes
@@ -68,6 +102,9 @@ def attention_token_bytes(arch: ModelArch, tp: int, dtype_bytes: int, *, layer: 
             kv_heads = max(1, arch.full_num_kv_heads // tp)
     if layer and index is not None and arch.layer_num_kv_heads and index < len(arch.layer_num_kv_heads):
         kv_heads = max(1, arch.layer_num_kv_heads[index] // tp)  # Nemotron-NAS: this layer's own KV heads
+    packed = packed_kv_head_bytes(kv_cache_dtype, head, head_v)
+    if packed is not None:
+        return kv_heads * packed
     return kv_heads * (head + head_v) * dtype_bytes
 
 
@@ -226,7 +263,7 @@ def build_specs(
     mla_entry_align_256: vLLM 0.7.2 / 0.7.3 on CUDA allocate each token's MLA latent with a stride rounded up
     to 256 bytes of the model dtype (engine/versions.py), in the cache dtype's bytes."""
     dtype_bytes = kv_dtype_bytes(kv_cache_dtype, arch)
-    token_bytes = attention_token_bytes(arch, tp, dtype_bytes)
+    token_bytes = attention_token_bytes(arch, tp, dtype_bytes, kv_cache_dtype=kv_cache_dtype)
     if block_size is None:
         choice = default_block_size(arch, device, compute_capability=compute_capability, cpu_amx=cpu_amx,
                                     mla_backend_generation=mla_backend_generation, default=default_block)
@@ -244,7 +281,7 @@ def build_specs(
         state = mamba_state_bytes(mamba, tp, arch.dtype_bytes)
         pages = mamba_pages_per_request(arch.mamba, prefix_caching)
         if has_attention:
-            config_token_bytes = attention_token_bytes(arch, tp, dtype_bytes, layer=False)
+            config_token_bytes = attention_token_bytes(arch, tp, dtype_bytes, layer=False, kv_cache_dtype=kv_cache_dtype)
             aligned = align_hybrid_block_size(bs, config_token_bytes, state, device,
                                               mla_hybrid_alignment if arch.mla is not None else None,
                                               hybrid_alignment_from_backend)
@@ -265,7 +302,8 @@ def build_specs(
         if kind is LayerKind.MAMBA:
             specs.append(state_spec)
         else:
-            layer_bytes = attention_token_bytes(arch, tp, dtype_bytes, kind=kind, index=i)
+            layer_bytes = attention_token_bytes(arch, tp, dtype_bytes, kind=kind, index=i,
+                                                kv_cache_dtype=kv_cache_dtype)
             if kind is LayerKind.MLA and mla_entry_align_256 and device == "cuda" and arch.mla is not None:
                 per_256 = 256 // max(arch.dtype_bytes, 1)  # elements of the model dtype in 256 bytes
                 elements = layer_bytes // dtype_bytes
@@ -297,7 +335,7 @@ def kv_bytes_per_token_full(arch: ModelArch, tp: int, kv_cache_dtype: str, layer
     Layers that read another layer's cache add nothing; `layers` scales the sum to that many layers."""
     dtype_bytes = kv_dtype_bytes(kv_cache_dtype, arch)
     attn = (LayerKind.FULL, LayerKind.SLIDING, LayerKind.CHUNKED, LayerKind.MLA)
-    owned = [attention_token_bytes(arch, tp, dtype_bytes, kind=k, index=i)
+    owned = [attention_token_bytes(arch, tp, dtype_bytes, kind=k, index=i, kv_cache_dtype=kv_cache_dtype)
              for i, k in enumerate(arch.layer_kinds) if k in attn and arch.owns_kv_cache(i)]
     total = sum(owned)
     if layers is not None:

@@ -26,7 +26,7 @@ from vllmkit.plan.candidates import (
 from vllmkit.plan.models import PlanRequest, PlanResult
 from vllmkit.plan.performance import PerfOptions, attach_performance, check_request_length, request_tokens
 from vllmkit.plan.result import does_not_fit_error, plan_result
-from vllmkit.plan.validate import validate_parallelism
+from vllmkit.plan.validate import validate_kv_cache_dtype, validate_parallelism
 from vllmkit.plan.variants import make_variant, online_bnb4, online_fp8, served_in_float32, sibling_variants
 from vllmkit.units import GIB
 
@@ -153,6 +153,7 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
                        or profile.vendor == "cpu" or base.label == "fp32")  # --dtype float32 asks for this checkpoint
     variants = [base] if fixed_precision else [base, *sibling_variants(meta, rules, base, env)]
     kv_dtype = req.kv_cache_dtype or "auto"
+    validate_kv_cache_dtype(kv_dtype, version=version, vendor=profile.vendor, arch=arch)
     draft, draft_warning = resolve_draft(req, rules, env)
     if draft_warning:
         warnings.append(draft_warning)

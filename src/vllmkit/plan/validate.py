@@ -19,7 +19,9 @@ MLA models have one latent KV "head" that every rank holds, so only the query he
 from __future__ import annotations
 
 from vllmkit.arch.model import ModelArch
+from vllmkit.engine.versions import parse_version
 from vllmkit.errors import UsageError
+from vllmkit.estimate.specs import PACKED_KV_DTYPES
 
 VOCAB_PADDING = 64  # vllm DEFAULT_VOCAB_PADDING_SIZE
 
@@ -101,3 +103,30 @@ def _list(sizes: list[int]) -> str:
 
 
 __all__ = ["accepted_tp_sizes", "tp_problems", "validate_parallelism"]
+
+
+def validate_kv_cache_dtype(kv_cache_dtype: str, *, version: str, vendor: str, arch: ModelArch) -> None:
+    """UsageError (exit 2) for a packed --kv-cache-dtype (estimate/specs.py PACKED_KV_DTYPES) the release, the
+    platform or the model cannot take, as vLLM refuses it:
+    - the release predates it (vllm/config/cache.py CacheDType: pydantic rejects the value);
+    - the CPU backend takes auto and fp8 only (v1/attention/backends/cpu_attn.py supported_kv_cache_dtypes, 0.32);
+    - NVFP4 runs on FlashInfer, a CUDA backend (flashinfer.py; ROCm's ROCM_ATTN / TRITON_ATTN list no nvfp4);
+    - an MLA model's latent cache has its own layouts (fp8_ds_mla / nvfp4_ds_mla), not sized here."""
+    first = PACKED_KV_DTYPES.get(kv_cache_dtype)
+    if first is None:
+        return
+    since = ".".join(map(str, first))
+    if parse_version(version) < first:
+        raise UsageError(f"vLLM {version} has no --kv-cache-dtype {kv_cache_dtype} (added in {since})",
+                         f"plan for vLLM {since} or newer (--vllm-version {since}), or use --kv-cache-dtype fp8",
+                         code="kv-cache-dtype-version")
+    if vendor == "cpu":
+        raise UsageError(f"vLLM's CPU backend has no --kv-cache-dtype {kv_cache_dtype} (it takes auto and fp8)",
+                         "use --kv-cache-dtype fp8 on the CPU backend", code="kv-cache-dtype-platform")
+    if kv_cache_dtype.startswith("nvfp4") and vendor != "nvidia":
+        raise UsageError(f"--kv-cache-dtype {kv_cache_dtype} runs on FlashInfer, an NVIDIA-only attention backend",
+                         "on AMD use --kv-cache-dtype fp8 or int8_per_token_head (Triton attention)",
+                         code="kv-cache-dtype-platform")
+    if arch.mla is not None:
+        raise UsageError(f"vllmkit does not size --kv-cache-dtype {kv_cache_dtype} for an MLA model's latent cache",
+                         "use --kv-cache-dtype fp8 (or auto) to plan this model", code="kv-cache-dtype-mla")

@@ -85,6 +85,8 @@ EXPECTED = {
 }
 
 NO_ERROR_TEXT = {
+    "club3090-617-rtx5090-qwen36-27b-nvfp4-mtp-len100352-util085-fail": "the error's text is cut from the excerpt "
+    "after the KV and graph lines (collected-startup-logs-33.md)",
     "wsl2-rtx4090-08vllm-script-gpt-oss-20b-util095-free-memory-refusal-fail": "the error sits in '#' comments of a "
     "shell script (a leading comment block is commentary to the reader)",
     "homelab-96g-qwen3-vl-4b-fp8-len32768-fail": "a sentence quoting a fragment ('4.5 GiB KV cache is needed')",
