@@ -366,9 +366,16 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     plen = _flag(tool, "--prefix-repetition-prefix-len")
     if not shared and "prefix_repetition" in dataset and plen and row.get("enable_prefix_caching") is not False:
         shared = min(int(plen), int(mean_in))
+    ramp_s, window = 0.0, None
+    if conc and (steady := steady_window(row)) is not None:
+        ramp_s, t0, t1 = steady
+        # run long enough to cover the window (the measured rate only sizes the simulation)
+        rps = m.get("request_throughput_rps") or (m.get("output_tok_s") or 0) / max(mean_out, 1.0)
+        n = max(int(n), int(conc) + math.ceil(1.5 * rps * t1)) if rps else max(int(n), 4 * int(conc))
+        window = (t0, t1)
     workload = Workload(mean_in, mean_out, concurrency=int(conc) if conc else None, request_rate=rate_f,
                         num_requests=int(n), dataset=wl_kind, output_cap=output_cap, warmup_first_prompt=warmup,
-                        shared_prefix=shared)
+                        shared_prefix=shared, ramp_s=ramp_s, window_s=window)
     measured = {k: float(v) for k, v in m.items() if isinstance(v, (int, float))}
     if "throughput_tok_s_unlabeled" in measured and "total_tok_s" not in measured:
         # GPUStack's quantization table: its other pages call total token throughput "Total TPS"
@@ -439,6 +446,24 @@ def naive_prediction(case: Case) -> dict[str, float]:
         "ttft_ms_mean": ttft * 1e3, "ttft_ms_median": ttft * 1e3,
         "e2e_latency_s_mean": ttft + wl.output_len * tpot,
     }
+
+
+_STEADY_NOTE = re.compile(r"ramp ([\d.]+)(?:-([\d.]+))? s, warm-up ([\d.]+) s, window ([\d.]+)(?:-([\d.]+))? s")
+
+
+def steady_window(row: dict) -> tuple[float, float, float] | None:
+    """A closed-loop tester that starts its clients one after another, warms up and then measures one window
+    (the row's concurrency_note: "N closed-loop users (ramp R s, warm-up W s, window T s)", ranges where runs
+    differed, their middle taken): (ramp seconds, window start, window end) from the first client's start.
+    Such a tester's clients do not run in step, and its latencies leave out the ramp and the tail."""
+    found = _STEADY_NOTE.search(str(row.get("concurrency_note") or ""))
+    if not found:
+        return None
+    r0, r1, warm, w0, w1 = (float(g) if g else None for g in found.groups())
+    ramp = (r0 + (r1 if r1 is not None else r0)) / 2  # type: ignore[operator]
+    span = (w0 + (w1 if w1 is not None else w0)) / 2  # type: ignore[operator]
+    start = ramp + warm  # type: ignore[operator]
+    return ramp, start, start + span
 
 
 def rules_version(case: Case) -> tuple[int, int, int]:

@@ -51,7 +51,7 @@ class GpuPerf:
 
     name: str
     vendor: str  # nvidia | amd | cpu
-    family: str  # volta | turing | ampere | ada | hopper | blackwell | blackwell-geforce | cdna1 | cdna2 | cdna3 | cdna4 | cpu
+    family: str  # volta | turing | ampere | ada | hopper | blackwell | blackwell-geforce | cdna1-4 | rdna3 | rdna4 | cpu
     bandwidth_bytes_s: float  # peak memory bandwidth
     tflops: dict[str, float]  # dense peak TFLOPS by compute precision: bf16, fp16, fp8, int8, fp4
     link_bytes_s: float  # GPU-to-GPU bandwidth, one direction (vendor totals are bidirectional)
@@ -292,6 +292,11 @@ FAMILY_PRIORS: dict[str, tuple[float, float, float]] = {
     # MI100 (gfx908): no public microbenchmarks to set its own; CDNA 2's priors, not fitted (the MI100 runs
     # of collected-bench-results-18.jsonl were scored blind with them)
     "cdna1": (0.80, 0.60, 1.5),
+    # Radeon RX 7900 / 9000 and Radeon PRO / AI PRO (RDNA 3 / 4): no public microbenchmarks of their WMMA GEMMs
+    # or stream rates were found; they run the same ROCm stack (ROCM_ATTN / Triton attention, hipBLASLt GEMMs,
+    # RCCL), so CDNA 3's priors, not fitted
+    "rdna3": (0.88, 0.70, 1.3),
+    "rdna4": (0.88, 0.70, 1.3),
     "volta": (0.95, 0.85, 1.3),
     "turing": (0.95, 0.85, 1.3),
     "cpu": (0.50, 0.30, 3.0),

@@ -168,13 +168,18 @@ def simulate(
     cached_prefix: Sequence[int] = (),
     shared_prefix: int = 0,
     prefix_warm: bool = False,
+    ramp_s: float = 0.0,
 ) -> SimResult:
     """cached_prefix[i]: tokens of request i's prompt already in the prefix cache when the run starts (a
     benchmark's warm-up sent that prompt before timing); used only with prefix caching on.
     shared_prefix: leading prompt tokens every request shares (a system prompt, `vllm bench serve
     --random-prefix-len`, identical prompts): once one request has computed them (or the run starts with
     them cached, prefix_warm), a newly admitted request finds their full 16-token blocks in the prefix
-    cache and computes only the rest (at least its last token: vLLM's get_computed_blocks)."""
+    cache and computes only the rest (at least its last token: vLLM's get_computed_blocks).
+    ramp_s: a closed loop whose clients start one after another over this many seconds (client k at
+    k x ramp_s / concurrency, as load testers ramp users up) instead of all at t=0; with equal lengths, clients
+    that start together stay in step (their prompts arrive in the same steps, wave after wave), staggered ones
+    do not."""
     n = len(input_lens)
     if n == 0 or n != len(output_lens):
         raise ValueError("need as many output lengths as input lengths (and at least one request)")
@@ -183,6 +188,8 @@ def simulate(
     # with a concurrency cap (`vllm bench serve --request-rate R --max-concurrency C`) holds the rest in
     # the client's semaphore, whose wait is not part of TTFT (the client times from the send)
     due = arrival_times(n, request_rate, seed)
+    if concurrency and ramp_s > 0 and request_rate is None:
+        due = [k * ramp_s / concurrency if k < concurrency else 0.0 for k in range(n)]  # client k starts then
     arrivals = due[:min(concurrency, n)] if concurrency else due
     next_to_send = len(arrivals)  # closed loop: the next request index to send on a completion
     arrival_t = [0.0] * n
@@ -192,18 +199,22 @@ def simulate(
 
     frontend_free = [0.0]
 
-    def send(i: int, at: float) -> None:
+    def send(i: int, at: float, *, queue: bool = True) -> None:
         # the API server handles each request (HTTP, chat template, tokenisation) before the engine sees
         # it, one at a time in its event loop: a burst queues there too. The work varies from request
         # to request, which also de-synchronises closed loops.
         arrival_t[i] = at
-        start = max(at, frontend_free[0])
+        start = max(at, frontend_free[0]) if queue else at
         ready_t[i] = start + request_overhead_s * (0.5 + jitter.random())
-        frontend_free[0] = ready_t[i]
+        if queue:
+            frontend_free[0] = ready_t[i]
         heapq.heappush(pending, (ready_t[i], i))
 
+    ramped = bool(concurrency and ramp_s > 0 and request_rate is None)
     for i, at in enumerate(arrivals):
-        send(i, at)
+        # a ramp's clients start seconds apart, later than the requests the first ones send as they finish:
+        # they do not hold the API server's queue until the last client's start
+        send(i, at, queue=not ramped)
 
     cap = max(limits.kv_capacity_tokens, 1)
     waiting: deque[int] = deque()

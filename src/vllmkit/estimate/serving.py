@@ -55,6 +55,11 @@ class Workload:
     # leading prompt tokens every request shares (a system prompt; `vllm bench serve --random-prefix-len`;
     # identical prompts): with prefix caching on, computed once (scheduler_sim.simulate shared_prefix)
     shared_prefix: int = 0
+    # a load tester that ramps its closed-loop clients up over this many seconds (scheduler_sim.simulate ramp_s)
+    ramp_s: float = 0.0
+    # a measurement window (seconds from the start): latencies of the requests sent inside it and throughput
+    # over it, as a tester that reports one steady-state window after a warm-up does (None: the whole run)
+    window_s: tuple[float, float] | None = None
 
     @property
     def is_burst(self) -> bool:
@@ -178,7 +183,8 @@ def predict(
                    request_rate=None if workload.is_burst else workload.request_rate, seed=seed,
                    request_overhead_s=eff.request_overhead_s,
                    cached_prefix=ins[:1] if workload.warmup_first_prompt else (),
-                   shared_prefix=int(workload.shared_prefix), prefix_warm=workload.warmup_first_prompt)
+                   shared_prefix=int(workload.shared_prefix), prefix_warm=workload.warmup_first_prompt,
+                   ramp_s=workload.ramp_s)
     duration = max(sim.duration_s, 1e-9)
     out_tps = sim.output_tokens / duration
     req_ps = sim.completed / duration
@@ -205,14 +211,26 @@ def predict(
     else:
         bound = "bandwidth"
     risk = "high" if sim.preemptions or sim.peak_kv_usage > 0.97 else ("medium" if sim.peak_kv_usage > 0.8 else "low")
+    ttft, tpot, e2e = sim.ttft_s, sim.tpot_s, sim.e2e_s
+    window = None
+    if workload.window_s is not None:
+        t0, t1 = workload.window_s
+        t1 = min(t1, sim.duration_s)
+        w_ttft, w_tpot, w_e2e = sim.latencies_of_arrivals(t0, t1)
+        if t1 > t0 and w_ttft:  # a window the run reached: what the tester measured in it
+            ttft, tpot, e2e = w_ttft, w_tpot or tpot, w_e2e or e2e
+            out_tps = sim.output_tokens_between(t0, t1) / (t1 - t0)
+            req_ps = sum(1 for ft in sim.finish_times if t0 < ft <= t1) / (t1 - t0)
+            in_tps = req_ps * sum(ins) / n
+            window = (t0, t1)
     return ServingPrediction(
         output_tokens_per_s=out_tps,
         total_tokens_per_s=out_tps + in_tps,
         requests_per_s=req_ps,
-        ttft_ms=Stat.of(sim.ttft_s, 1000.0),
-        tpot_ms=Stat.of(sim.tpot_s, 1000.0),
+        ttft_ms=Stat.of(ttft, 1000.0),
+        tpot_ms=Stat.of(tpot, 1000.0),
         itl_ms=sim.itl_mean_s * 1000.0,
-        e2e_s=Stat.of(sim.e2e_s),
+        e2e_s=Stat.of(e2e),
         batch=sim.mean_running,
         max_batch=sim.max_running,
         kv_usage=sim.mean_kv_usage,
@@ -224,6 +242,7 @@ def predict(
         num_requests=n,
         efficiency=eff,
         sim=sim,
+        window_s=window,
     )
 
 

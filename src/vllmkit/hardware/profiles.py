@@ -60,7 +60,7 @@ class Interconnect(BaseModel):
 class Supports(BaseModel):
     """Precisions and kernels the GPU runs natively.
 
-    - fp8: native FP8 tensor cores (NVIDIA sm >= 8.9, AMD gfx942+). vLLM can still load FP8
+    - fp8: native FP8 tensor cores (NVIDIA sm >= 8.9, AMD gfx942+ and RDNA 4). vLLM can still load FP8
       checkpoints weight-only (Marlin W8A16) on older GPUs; that is not native FP8.
     - fp8_format: e4m3fn (NVIDIA, AMD gfx950/OCP) or e4m3fnuz (AMD gfx942: MI300X/MI325X);
       vLLM picks it in platforms/rocm.py `fp8_dtype()` ("gfx94" -> float8_e4m3fnuz).

@@ -85,6 +85,7 @@ _FAMILIES = (
     ("sm_89", "ada"), ("sm_90", "hopper"), ("sm_10", "blackwell"), ("sm_11", "blackwell"),
     ("sm_12", "blackwell"),
     ("gfx908", "cdna1"), ("gfx90a", "cdna2"), ("gfx942", "cdna3"), ("gfx950", "cdna4"),
+    ("gfx11", "rdna3"), ("gfx12", "rdna4"),
 )
 
 

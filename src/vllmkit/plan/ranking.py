@@ -1,5 +1,5 @@
 """Which candidate to recommend (issue #2, seeds/004 §6): FP8 weights need native FP8 (NVIDIA
-sm >= 8.9, AMD gfx942+); Marlin INT4 (AWQ/GPTQ) is CUDA-only (sm >= 8.0) and ranks after FP8 on ROCm;
+sm >= 8.9, AMD gfx942+ and RDNA 4: vLLM platforms/rocm.py supports_fp8); Marlin INT4 (AWQ/GPTQ) is CUDA-only (sm >= 8.0) and ranks after FP8 on ROCm;
 small models (<= ~8B) keep BF16 when it fits; MI300-class GPUs prefer FP8. Then the fewest GPUs
 (smallest valid TP within one node, then PP across nodes), then the largest context."""
 
@@ -13,7 +13,7 @@ def precision_allowed(label: str, profile) -> tuple[bool, str]:
     if profile.vendor == "cpu":
         return label in ("bf16", "fp16"), "" if label in ("bf16", "fp16") else "quantized checkpoints are not planned on CPU"
     if label == "fp8" and not profile.fp8_supported:
-        return False, f"{profile.display_name} has no native FP8 (needs sm >= 8.9 or gfx942+)"
+        return False, f"{profile.display_name} has no native FP8 (needs sm >= 8.9, gfx942+ or RDNA 4)"
     if label in ("nvfp4",) and not profile.supports.fp4:
         return False, "NVFP4 needs Blackwell"
     if label in ("awq", "gptq-int4") and profile.vendor == "nvidia" and not profile.marlin_supported:

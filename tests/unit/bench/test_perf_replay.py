@@ -501,3 +501,23 @@ def test_gptq_checkpoints_replay_as_weight_only_kernels() -> None:
         preds[kind] = pa.model_prediction(case, pa.FITTED_EFFICIENCY)["tpot_ms_mean"]
         assert preds[kind] == pytest.approx(measured, rel=0.25), kind
     assert preds["fp16"] / preds["gptq-int8"] > 1.4 and preds["fp16"] / preds["gptq-int4"] > 2.2
+
+
+def test_a_steady_state_window_is_replayed_as_the_tester_measured_it() -> None:
+    """TechBroMoho's load tester (collected-bench-results-26) ramps its closed-loop users up, warms up, then
+    measures one window; the rows say so ("16 closed-loop users (ramp 8 s, warm-up 25 s, window 120 s)", ranges
+    where runs differed). The replay starts the clients over the ramp and scores the requests sent in the
+    window: (ramp, window start, window end) = (8, 8 + 25, 8 + 25 + 120)."""
+    assert pa.steady_window({"concurrency_note": "16 closed-loop users (ramp 8 s, warm-up 25 s, window 120 s)"}) \
+        == (8.0, 33.0, 153.0)
+    assert pa.steady_window({"concurrency_note": "128 closed-loop users (ramp 15-23 s, warm-up 50 s, window 180 s "
+                                                 "(225 s for some bf16 runs))"}) == (19.0, 69.0, 249.0)
+    assert pa.steady_window({"concurrency_note": "closed loop of 8"}) is None
+    profiles = load_profiles(include_user_config=False)
+    row = next(r for r in pa.load_rows((pa.DATA_DIR / "collected-bench-results-26.jsonl",))
+               if r["id"] == "techbromoho-1xl40s-qwen3-8b-bf16-v0102-wikitext512-256-closedloop-c16")
+    case = pa.build_case(row, profiles)
+    assert case is not None
+    assert (case.workload.concurrency, case.workload.ramp_s, case.workload.window_s) == (16, 8.0, (33.0, 153.0))
+    # long enough to reach the window's end at the measured 2.183 requests/s: 16 + 1.5 x 2.183 x 153
+    assert case.workload.num_requests >= 16 + 1.5 * 2.183 * 153

@@ -64,6 +64,9 @@ EXPECTED = {
     "llmdplanner-2xh100-gpt-oss-20b-tp2-util095-sampler-oom": "cuda-oom",
     "vllm-15598-deepseek-r1-32xl40s-tp8-pp4-util098-capture-oom": "cuda-oom",
     "offload-profiles-rtx3090-llama31-8b-util090-len8192-v0171-sampler-oom-fail": "cuda-oom",
+    # HIP out of memory warming up the sampler on 2 x Radeon AI PRO R9700 at utilization 0.98 (-34)
+    "r9700x2-gpt-oss-20b-mxfp4-tp2-len32768-seqs64-util098-v0130rc2dev112-rocmattn-sampler-oom-fail": "cuda-oom",
+    "r9700x2-qwen3-14b-fp8dyn-tp2-len32000-seqs64-util098-v0130rc2dev112-rocmattn-sampler-oom-fail": "cuda-oom",
     # collected-startup-logs-20 (round 31): a GH200 pair's "To serve at least one request" quoted whole; an A800
     # start whose excerpt cuts the traceback, its ValueError quoted from the title in the row
     "vllm44376-gh200x2-deepseek-v4-flash-tp2-ep-kvfp8-bs256-len30000-util095-v022-fail": "kv-cache-too-small",

@@ -322,3 +322,43 @@ def test_decode_stretches_change_nothing(n, seed, inp, out, seqs, budget, cap, m
         mp.setattr(sim, "FAST_DECODE_STRETCHES", False)
         slow = run()
     assert repr(fast) == repr(slow)
+
+
+def _prefill_costs(decode: int, ctx: float, prefill: int, pairs: float) -> tuple[float, bool]:
+    return 0.010 + prefill * 0.0001, prefill > 0  # 10 ms a step, +0.1 ms a prompt token
+
+
+def test_a_ramped_closed_loop_does_not_run_in_step() -> None:
+    """16 clients of 512-token prompts and 256-token outputs, budget 2,048 tokens a step. Started together they
+    run in waves: four prompts fill a step (4 x 512 = 2,048), so the first four get their first token after
+    10 + 2,048 x 0.1 = 214.8 ms and the rest later; they finish together and send together again. Started 0.5 s apart (a load tester's ramp,
+    ramp_s=8), each arrives alone while the others decode, is admitted at the next step and gets its first token
+    from that step: 10 + 512 x 0.1 = 61.2 ms -- and the clients stay apart, since a request's life (256 steps,
+    ~2.6 s) is the same for all (a request that arrives mid-step waits for it: under 2 x 61.2 ms). A ramp's later
+    starts do not hold up the requests its first clients send."""
+    limits = SchedulerLimits(max_num_seqs=256, max_num_batched_tokens=2048, kv_capacity_tokens=10**6)
+    n = 200
+    together = simulate([512] * n, [256] * n, limits, _prefill_costs, concurrency=16)
+    ramped = simulate([512] * n, [256] * n, limits, _prefill_costs, concurrency=16, ramp_s=8.0)
+    first_wave = sorted(together.ttft_by_request[:16])
+    assert first_wave[:4] == pytest.approx([0.2148] * 4) and first_wave[-1] > 0.4
+    assert [round(a, 6) for a in ramped.arrival_by_request[:16]] == [k * 0.5 for k in range(16)]
+    # ramped: at most the rest of a step already running plus its own (61.2 ms each): never behind a wave
+    assert min(ramped.ttft_by_request) == pytest.approx(0.0612) and max(ramped.ttft_by_request) < 2 * 0.0612
+    assert ramped.completed == n
+    # together: later requests still meet prompts sent with theirs (the waves persist)
+    assert percentile(together.ttft_by_request[16:], 50) > 2 * percentile(ramped.ttft_by_request, 50)
+
+
+def test_a_measurement_window_reports_the_requests_sent_inside_it() -> None:
+    # through serving.predict: the latencies of the requests sent in [20 s, 40 s] only, and the output tokens
+    # per second of that window, not of the whole run with its ramp and tail
+    wl = Workload(512, 256, concurrency=16, num_requests=400, ramp_s=8.0)
+    whole = predict(MODEL, GPU, Efficiency(), WIDE, wl, steady=False)
+    windowed = predict(MODEL, GPU, Efficiency(), WIDE, replace(wl, window_s=(20.0, 40.0)), steady=False)
+    assert whole.window_s is None and windowed.window_s == (20.0, 40.0)
+    sim = windowed.sim
+    inside = [f for a, f in zip(sim.arrival_by_request, sim.ttft_by_request, strict=True) if 20.0 <= a <= 40.0]
+    assert windowed.ttft_ms.mean == pytest.approx(sum(inside) / len(inside) * 1000)
+    assert windowed.output_tokens_per_s == pytest.approx(sim.output_tokens_between(20.0, 40.0) / 20.0)
+    assert len(inside) < len(sim.arrival_by_request) / 2

@@ -138,11 +138,13 @@ def test_profile_values_are_sane(profile: GpuProfile) -> None:
     else:
         assert profile.vendor == "amd"
         assert profile.runtime == "rocm"
-        assert profile.gfx_target in {"gfx908", "gfx90a", "gfx942", "gfx950"}
+        # Instinct (CDNA) and Radeon (RDNA 3 gfx11xx, RDNA 4 gfx12xx)
+        assert profile.gfx_target in {"gfx908", "gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201"}
         assert not s.int4_marlin and not profile.marlin_supported  # Marlin is a CUDA kernel
-        assert s.fp8 == (profile.gfx_target in {"gfx942", "gfx950"})
-        # vLLM platforms/rocm.py: "gfx94" -> float8_e4m3fnuz, gfx950 -> OCP e4m3fn.
-        expected_format = {"gfx942": "e4m3fnuz", "gfx950": "e4m3fn"}.get(profile.gfx_target)
+        # vLLM platforms/rocm.py supports_fp8: on_cdna() (gfx94 / gfx95 here) or on_rdna4()
+        assert s.fp8 == (profile.gfx_target in {"gfx942", "gfx950", "gfx1201"})
+        # vLLM platforms/rocm.py: "gfx94" -> float8_e4m3fnuz, gfx950 and RDNA 4 -> OCP e4m3fn.
+        expected_format = {"gfx942": "e4m3fnuz", "gfx950": "e4m3fn", "gfx1201": "e4m3fn"}.get(profile.gfx_target)
         assert s.fp8_format == expected_format
         assert s.fp4 == (profile.gfx_target == "gfx950")
     if s.fp8:
