@@ -246,9 +246,19 @@ def _engine_fallback_note(settings: EngineSettings, rules: VersionRules) -> list
 
 
 def _kv_dtype_note(kv_dtype: str, arch: ModelArch) -> list[str]:
-    """The checkpoint declares a quantized KV cache: "auto" then means fp8, not the model dtype."""
+    """The checkpoint declares a quantized KV cache: "auto" then means fp8, not the model dtype. A packed format
+    says what it stores and which attention backend takes it (vLLM picks the first backend in its priority
+    list whose supported_kv_cache_dtypes hold it: only TRITON_ATTN lists the per-token-head formats, FlashInfer
+    NVFP4; 0.32 wheel, v1/attention/backends)."""
     if kv_dtype == "auto" and arch.quantization and arch.quantization.kv_cache_scheme:
         return [f"KV cache dtype: {effective_kv_cache_dtype(kv_dtype, arch)}"]
+    if kv_dtype.endswith("per_token_head"):
+        bits = "4-bit" if kv_dtype.startswith("int4") else "8-bit"
+        return [f"KV cache dtype: {kv_dtype} ({bits} K and V with a float32 scale per token and head, sized as "
+                "vLLM lays it out); vLLM serves it with the Triton attention backend, the one that takes it"]
+    if kv_dtype.startswith("nvfp4"):
+        return [f"KV cache dtype: {kv_dtype} (FP4 K and V with an FP8 scale per 16 values); vLLM serves it with "
+                "the FlashInfer attention backend"]
     return []
 
 def _serving_dtype(req: PlanRequest, arch: ModelArch, profile, warnings: list[str]) -> str:

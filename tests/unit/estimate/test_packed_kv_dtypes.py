@@ -75,6 +75,8 @@ def test_a_plan_sizes_the_int8_cache_from_its_layout() -> None:
     assert data["kv_cache"]["tokens"] == 112_976
     serve = data["serve_command"]
     assert serve[serve.index("--kv-cache-dtype") + 1] == "int8_per_token_head"
+    # only TRITON_ATTN lists the per-token-head formats (0.32: v1/attention/backends/*.py supported_kv_cache_dtypes)
+    assert any("Triton attention backend" in w for w in data["warnings"])
 
 
 @pytest.mark.parametrize(("args", "code", "words"), [
