@@ -106,6 +106,7 @@ class ModelPerf:
     kv: tuple[KVRead, ...] = ()
     compute_precision: str = "bf16"  # bf16 | fp16 | fp8 | int8 | fp4 (what the GEMMs run in)
     weight_kernel: str = "dense"  # dense | w4a16 | w8a16 (weight-only kernels dequantise on the fly)
+    weight_format: str = ""  # the checkpoint's 4-bit float format where it matters ("mxfp4"), else ""
     moe_layers: int = 0
     expert_width: int = 0  # one expert's intermediate size on this rank (moe_intermediate_size / tp)
     gemm_kernels: int = 0  # GEMM kernels per step on a rank of the busiest stage; 0: 4 per layer
@@ -221,6 +222,9 @@ class Efficiency:
     # DeepGEMM / CUTLASS by version and GPU); which of their costs it is was not measured (no GPU), so the
     # rate is fitted, not derived. See `expert_stream`.
     fp8_moe_stream: float = 1.0
+    # the rate at which other routed experts are streamed, where a kernel path is known to run below the
+    # weight stream (efficiency_for: ROCM_MXFP4_EXPERT_STREAM); 1 elsewhere
+    expert_stream_scale: float = 1.0
     # The compute rate of a 4-bit weight-only GEMM (Marlin: AWQ, GPTQ, MXFP4 without native FP4 units) as a
     # fraction of a dense one's at the same shapes; fitted (see KERNEL_COMPUTE_FACTOR for the prior)
     w4a16_compute: float = 0.6
@@ -324,7 +328,7 @@ def expert_stream(model: ModelPerf, eff: Efficiency) -> float:
     for an MoE whose experts run as W8A8 FP8 (not weight-only kernels), else 1."""
     if model.is_moe and model.weight_kernel == "dense" and model.compute_precision == "fp8":
         return min(max(eff.fp8_moe_stream, 0.05), 1.0)
-    return 1.0
+    return min(max(eff.expert_stream_scale, 0.05), 1.0)
 
 
 def kernel_compute_factor(model: ModelPerf, eff: Efficiency) -> float:
@@ -352,6 +356,17 @@ def rocm_legacy_applies(gpu: GpuPerf, model: ModelPerf, vllm_version: tuple[int,
     return model.weight_kernel == "dense" and model.compute_precision != "fp8"
 
 
+# MXFP4 MoE on ROCm without FP4 units (every AMD GPU but gfx950): the experts' 4-bit weights are unpacked inside
+# the GEMM (vLLM 0.32 fused_moe/oracle/mxfp4.py picks, for gpt-oss, the AITER backends where AITER is on, else the
+# OAI Triton matmul_ogs kernels), and the public runs decode far slower than their 4-bit expert bytes at the dense
+# weight-stream rate allow: gpt-oss-20b /
+# 120b on one MI300X (held-out files -2 and -13, two publishers) ran 1.5 - 1.8 x the modelled TPOT. Chosen on those
+# six runs (tokens/s 69 -> 7 %, TPOT 42 -> 11 % median abs error at 0.45, the best of 0.35 - 1.0), then scored
+# blind on the Radeon AI PRO R9700's gpt-oss runs (-27, another publisher and GPU family): 17 / 55 / 44 -> 12 / 19 /
+# 20 % (tokens/s, TPOT, TTFT). The rate at which such experts stream, as a fraction of the dense weight stream.
+ROCM_MXFP4_EXPERT_STREAM = 0.45
+
+
 def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
                    vllm_version: tuple[int, int, int] | None = None) -> Efficiency:
     bw, comp, over = FAMILY_PRIORS.get(gpu.family, (1.0, 1.0, 1.0))
@@ -363,8 +378,12 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
         bw, comp = bw * base.rocm_legacy, comp * base.rocm_legacy
     seq = base.v0_seq_factor if vllm_version is not None and vllm_version < (0, 8, 0) else 1.0
     precision = model.compute_precision if model.weight_kernel == "dense" else ""
+    stream = base.expert_stream_scale
+    if gpu.vendor == "amd" and model.weight_format == "mxfp4" and "fp4" not in gpu.tflops and model.is_moe:
+        stream = ROCM_MXFP4_EXPERT_STREAM
     return replace(
         base,
+        expert_stream_scale=stream,
         bandwidth=min(base.bandwidth * bw, 0.95),
         compute=min(base.compute * comp * kernel_compute_factor(model, base)
                     * PRECISION_COMPUTE_FACTOR.get(precision, 1.0), 0.95),

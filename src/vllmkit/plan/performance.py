@@ -233,6 +233,7 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
         expert_width=(arch.moe.moe_intermediate_size or arch.intermediate_size or 0) // tp if arch.moe else 0,
         shared_experts=arch.moe.num_shared_experts if arch.moe else 0,
         sparse_topk=sparse_topk, indexer_flops_per_pair=indexer_pair,
+        weight_format="mxfp4" if label == "mxfp4" else "",
     )
 
 

@@ -19,6 +19,7 @@ from vllmkit.estimate.perf import (
     KVRead,
     ModelPerf,
     decode_floor_seconds,
+    ROCM_MXFP4_EXPERT_STREAM,
     efficiency_for,
     expert_stream,
     make_step_fn,
@@ -182,6 +183,29 @@ def test_expert_stream_applies_to_w8a8_fp8_moe_only() -> None:
     assert expert_stream(ModelPerf(**{**FP8_MOE.__dict__, "compute_precision": "bf16"}), eff) == 1.0
     assert expert_stream(ModelPerf(**{**FP8_MOE.__dict__, "weight_kernel": "w4a16"}), eff) == 1.0
     assert expert_stream(ModelPerf(**{**DENSE.__dict__, "compute_precision": "fp8"}), eff) == 1.0
+
+# gpt-oss-20b-like MXFP4 MoE on one rank: 24 layers, E=32, k=4, weight-only 4-bit experts (ROCm: w4a16)
+MXFP4_MOE = ModelPerf(tp=1, pp=1, layers=24, hidden_size=2880, dense_bytes=2_000_000_000,
+                      expert_bytes=10_000_000_000, num_experts=32, experts_per_token=4, active_params=3.6e9,
+                      compute_precision="bf16", weight_kernel="w4a16", weight_format="mxfp4", moe_layers=24)
+MI300X = GpuPerf("mi300x", "amd", "cdna3", 5.3e12, {"bf16": 1307.4, "fp8": 2614.9}, 448e9)
+MI355X = GpuPerf("mi355x", "amd", "cdna4", 8.0e12, {"bf16": 2516.6, "fp8": 5033.2, "fp4": 10066.4}, 1075e9)
+
+
+def test_mxfp4_experts_stream_slower_on_rocm_without_fp4_units() -> None:
+    # the rule (estimate/perf.py ROCM_MXFP4_EXPERT_STREAM) holds where the GPU has no FP4 rate: MI300X, not
+    # MI355X (gfx950), not an NVIDIA GPU, not a dense model, not an AWQ / GPTQ MoE (another weight format)
+    base = Efficiency()
+    assert expert_stream(MXFP4_MOE, efficiency_for(base, MI300X, MXFP4_MOE)) == ROCM_MXFP4_EXPERT_STREAM
+    assert expert_stream(MXFP4_MOE, efficiency_for(base, MI355X, MXFP4_MOE)) == 1.0
+    assert expert_stream(MXFP4_MOE, efficiency_for(base, H100, MXFP4_MOE)) == 1.0
+    awq = ModelPerf(**{**MXFP4_MOE.__dict__, "weight_format": ""})
+    assert expert_stream(awq, efficiency_for(base, MI300X, awq)) == 1.0
+    # one decode token touches 4 of 32 experts: 10e9 x 4/32 = 1.25e9 B, read as if 1.25e9 / 0.45 B
+    eff = replace(efficiency_for(EFF, MI300X, MXFP4_MOE), gemm_kernel_s=0.0, quant_kernel_s=0.0)
+    got = step_cost(MXFP4_MOE, MI300X, eff, decode=1, context_sum=0).memory_s
+    assert got == pytest.approx((2e9 + 1.25e9 / ROCM_MXFP4_EXPERT_STREAM) / (5.3e12 * eff.bandwidth), rel=1e-3)
+
 
 def test_kv_reads_by_layer_kind() -> None:
     # 2 sequences, contexts summing to 10,000 tokens
