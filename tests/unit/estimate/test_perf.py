@@ -14,12 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vllmkit.estimate.perf import (
+    ROCM_MXFP4_EXPERT_STREAM,
     Efficiency,
     GpuPerf,
     KVRead,
     ModelPerf,
     decode_floor_seconds,
-    ROCM_MXFP4_EXPERT_STREAM,
     efficiency_for,
     expert_stream,
     make_step_fn,
