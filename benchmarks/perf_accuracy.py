@@ -102,6 +102,15 @@ MODEL_MAP = {
     "Qwen/Qwen2.5-32B": ("Qwen/Qwen2.5-32B-Instruct", None),
     # AMD's FP8 (per-tensor weights and activations, FP8 KV scales) quantization of Llama-3.3-70B-Instruct
     "amd/Llama-3.3-70B-Instruct-FP8-KV": ("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", None),
+    # the Radeon AI PRO R9700 runs (collected-bench-results-27.jsonl, scored blind first without them): Red Hat's
+    # FP8 (dynamic per-token activations; block-scaled for the Llama) and community 4-bit checkpoints of catalog
+    # models with the same shapes (Qwen3-Coder-30B-A3B-Instruct is Qwen3-30B-A3B's architecture)
+    "RedHatAI/Qwen3-14B-FP8-dynamic": ("Qwen/Qwen3-14B", "fp8-online"),
+    "RedHatAI/gemma-3-27b-it-FP8-dynamic": ("google/gemma-3-27b-it", "fp8-online"),
+    "RedHatAI/gemma-3-12b-it-FP8-dynamic": ("google/gemma-3-12b-it", "fp8-online"),
+    "RedHatAI/Llama-3.1-8B-Instruct-FP8-block": ("meta-llama/Llama-3.1-8B-Instruct", "fp8-online"),
+    "cpatonn/Qwen3-Coder-30B-A3B-Instruct-GPTQ-4bit": ("Qwen/Qwen3-Coder-30B-A3B-Instruct", "gptq-int4"),
+    "cpatonn/Qwen3-Next-80B-A3B-Instruct-AWQ-4bit": ("Qwen/Qwen3-Next-80B-A3B-Instruct", "awq"),
 }
 GPU_MAP = {
     "h100 sxm": "h100-sxm", "h100 80gb": "h100-sxm", "h100 sxm 80gb": "h100-sxm", "a100 80gb": "a100-80gb-sxm",
