@@ -24,18 +24,42 @@ _KIND_TO_SPEC = {
 }
 
 
-# Packed KV-cache formats: the first release that takes each --kv-cache-dtype (vllm/config/cache.py CacheDType in
-# the PyPI wheels: int8 / fp8 per token-head and nvfp4 from 0.20.0, int4 per token-head from 0.25.0, nvfp4_4over6
-# from 0.28.0; absent from 0.19.0, 0.24.0 and 0.27.1 respectively). turboquant_* (boundary layers kept at the
-# model dtype), ultraquant_4bit, octave_* (0.34) and nvfp4_ds_mla are not sized.
+# Packed KV-cache formats: the first release that runs each --kv-cache-dtype (vllm/config/cache.py CacheDType in
+# the PyPI wheels: int8 / fp8 per token-head from 0.20.0, int4 per token-head from 0.25.0, nvfp4_4over6 from 0.28.0;
+# absent from 0.19.0, 0.24.0 and 0.27.1 respectively; 0.20.0 lists nvfp4 but its FlashInfer metadata builder raises
+# "nvfp4 KV cache is not yet supported", so nvfp4 from 0.21.0). turboquant_* (boundary layers kept at the model
+# dtype), ultraquant_4bit, octave_* (0.34) and nvfp4_ds_mla are not sized.
 PACKED_KV_DTYPES: dict[str, tuple[int, int, int]] = {
     "int8_per_token_head": (0, 20, 0),
     "fp8_per_token_head": (0, 20, 0),
-    "nvfp4": (0, 20, 0),
+    "nvfp4": (0, 21, 0),
     "int4_per_token_head": (0, 25, 0),
     "nvfp4_4over6": (0, 28, 0),
 }
 FP32_SCALE_BYTES = 4
+# where FlashInfer takes an NVFP4 KV cache (v1/attention/backends/flashinfer.py supports_kv_cache_dtype): on
+# Blackwell datacenter GPUs (compute capability 10.x, its TRT-LLM kernels; the check from 0.23, the only kernels
+# before); from 0.32 plain nvfp4 also on 8.x / 9.x / 12.x through FlashAttention-2 prefill (_nvfp4_kv_on_fa2),
+# except at head size 64 ("fa2 prefill misreads an NVFP4 KV cache at head_size 64")
+NVFP4_KV_FA2 = (0, 32, 0)
+
+
+def nvfp4_kv_refusal(kv_cache_dtype: str, version: tuple[int, int, int], compute_capability: float | None,
+                     head_size: int) -> str | None:
+    """Why vLLM finds no attention backend for an NVFP4 KV cache on this GPU (None: it does)."""
+    if not kv_cache_dtype.startswith("nvfp4") or compute_capability is None:
+        return None
+    if int(compute_capability) == 10:
+        return None
+    fa2 = int(compute_capability) in (8, 9, 12) and version >= NVFP4_KV_FA2 and kv_cache_dtype == "nvfp4"
+    if fa2 and head_size != 64:
+        return None
+    if fa2:
+        return "FlashInfer's FlashAttention-2 path misreads an NVFP4 KV cache at head size 64"
+    if version >= NVFP4_KV_FA2 and kv_cache_dtype == "nvfp4":
+        return f"no NVFP4 KV kernels for compute capability {compute_capability:g} (10.x, or 8.x / 9.x / 12.x)"
+    return (f"{kv_cache_dtype} KV runs on Blackwell datacenter GPUs (compute capability 10.x) only"
+            + ("" if kv_cache_dtype != "nvfp4" else "; vLLM 0.32 added 8.x / 9.x / 12.x"))
 
 
 def packed_kv_head_bytes(kv_cache_dtype: str | None, head: int, head_v: int) -> int | None:

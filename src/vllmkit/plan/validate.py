@@ -21,7 +21,7 @@ from __future__ import annotations
 from vllmkit.arch.model import ModelArch
 from vllmkit.engine.versions import parse_version
 from vllmkit.errors import UsageError
-from vllmkit.estimate.specs import PACKED_KV_DTYPES
+from vllmkit.estimate.specs import PACKED_KV_DTYPES, nvfp4_kv_refusal
 
 VOCAB_PADDING = 64  # vllm DEFAULT_VOCAB_PADDING_SIZE
 
@@ -105,19 +105,21 @@ def _list(sizes: list[int]) -> str:
 __all__ = ["accepted_tp_sizes", "tp_problems", "validate_parallelism"]
 
 
-def validate_kv_cache_dtype(kv_cache_dtype: str, *, version: str, vendor: str, arch: ModelArch) -> None:
+def validate_kv_cache_dtype(kv_cache_dtype: str, *, version: str, vendor: str, arch: ModelArch,
+                            compute_capability: float | None = None) -> None:
     """UsageError (exit 2) for a packed --kv-cache-dtype (estimate/specs.py PACKED_KV_DTYPES) the release, the
     platform or the model cannot take, as vLLM refuses it:
     - the release predates it (vllm/config/cache.py CacheDType: pydantic rejects the value);
     - the CPU backend takes auto and fp8 only (v1/attention/backends/cpu_attn.py supported_kv_cache_dtypes, 0.32);
-    - NVFP4 runs on FlashInfer, a CUDA backend (flashinfer.py; ROCm's ROCM_ATTN / TRITON_ATTN list no nvfp4);
+    - NVFP4 runs on FlashInfer, a CUDA backend (flashinfer.py; ROCm's ROCM_ATTN / TRITON_ATTN list no nvfp4), and
+      only on the GPUs its kernels cover (estimate/specs.py nvfp4_kv_refusal);
     - an MLA model's latent cache has its own layouts (fp8_ds_mla / nvfp4_ds_mla), not sized here."""
     first = PACKED_KV_DTYPES.get(kv_cache_dtype)
     if first is None:
         return
     since = ".".join(map(str, first))
     if parse_version(version) < first:
-        raise UsageError(f"vLLM {version} has no --kv-cache-dtype {kv_cache_dtype} (added in {since})",
+        raise UsageError(f"vLLM {version} does not run --kv-cache-dtype {kv_cache_dtype} (first in {since})",
                          f"plan for vLLM {since} or newer (--vllm-version {since}), or use --kv-cache-dtype fp8",
                          code="kv-cache-dtype-version")
     if vendor == "cpu":
@@ -130,3 +132,7 @@ def validate_kv_cache_dtype(kv_cache_dtype: str, *, version: str, vendor: str, a
     if arch.mla is not None:
         raise UsageError(f"vllmkit does not size --kv-cache-dtype {kv_cache_dtype} for an MLA model's latent cache",
                          "use --kv-cache-dtype fp8 (or auto) to plan this model", code="kv-cache-dtype-mla")
+    if vendor == "nvidia" and (why := nvfp4_kv_refusal(kv_cache_dtype, parse_version(version), compute_capability,
+                                                      arch.head_dim)):
+        raise UsageError(f"vLLM {version} has no attention backend for --kv-cache-dtype {kv_cache_dtype} here: {why}",
+                         "use --kv-cache-dtype fp8 on this GPU", code="kv-cache-dtype-platform")

@@ -82,9 +82,20 @@ def test_a_plan_sizes_the_int8_cache_from_its_layout() -> None:
 @pytest.mark.parametrize(("args", "code", "words"), [
     # vllm/config/cache.py CacheDType: int8 / fp8 per token-head and nvfp4 from 0.20.0, int4 from 0.25.0
     (["Qwen/Qwen3-8B", "--gpu", "h100", "--kv-cache-dtype", "int8_per_token_head", "--vllm-version", "0.19.0"],
-     "kv-cache-dtype-version", "added in 0.20.0"),
+     "kv-cache-dtype-version", "first in 0.20.0"),
     (["Qwen/Qwen3-8B", "--gpu", "h100", "--kv-cache-dtype", "int4_per_token_head", "--vllm-version", "0.24.0"],
-     "kv-cache-dtype-version", "added in 0.25.0"),
+     "kv-cache-dtype-version", "first in 0.25.0"),
+    # 0.20.0 lists nvfp4 but its FlashInfer metadata builder raises "nvfp4 KV cache is not yet supported"
+    (["Qwen/Qwen3-8B", "--gpu", "b200", "--kv-cache-dtype", "nvfp4", "--vllm-version", "0.20.0"],
+     "kv-cache-dtype-version", "first in 0.21.0"),
+    # FlashInfer takes NVFP4 KV on compute capability 10.x only (supports_kv_cache_dtype, 0.23 - 0.31) ...
+    (["Qwen/Qwen3-8B", "--gpu", "h100", "--kv-cache-dtype", "nvfp4", "--vllm-version", "0.30.0"],
+     "kv-cache-dtype-platform", "compute capability 10.x"),
+    # ... from 0.32 plain nvfp4 on 8.x / 9.x / 12.x through FA2, not nvfp4_4over6 and not at head size 64
+    (["Qwen/Qwen3-8B", "--gpu", "h100", "--kv-cache-dtype", "nvfp4_4over6", "--vllm-version", "0.32.0"],
+     "kv-cache-dtype-platform", "compute capability 10.x"),
+    (["openai/gpt-oss-20b", "--gpu", "h100", "--kv-cache-dtype", "nvfp4", "--vllm-version", "0.32.0"],
+     "kv-cache-dtype-platform", "head size 64"),
     (["Qwen/Qwen3-8B", "--gpu", "mi300x", "--kv-cache-dtype", "nvfp4", "--vllm-version", "0.32.0"],
      "kv-cache-dtype-platform", "NVIDIA-only"),
     (["Qwen/Qwen3-8B", "--gpu", "cpu", "--kv-cache-dtype", "int8_per_token_head", "--vllm-version", "0.32.0"],
@@ -98,6 +109,16 @@ def test_a_release_platform_or_model_without_the_format_is_refused(args: list[st
     err = json.loads(r.stdout)["errors"][0]
     assert err["code"] == code and words in err["message"]
     assert "Traceback" not in r.output
+
+
+@pytest.mark.parametrize(("gpu", "version"), [("b200", "0.30.0"), ("b200", "0.32.0"), ("h100", "0.32.0"),
+                                              ("rtx-5090", "0.32.0")])
+def test_nvfp4_kv_plans_where_flashinfer_takes_it(gpu: str, version: str) -> None:
+    r = invoke(["plan", "Qwen/Qwen3-8B", "--gpu", gpu, "--source", "catalog", "--kv-cache-dtype", "nvfp4",
+                "--kv-cache-memory-bytes", "8GiB", "--vllm-version", version, "--json"])
+    assert r.exit_code == 0, r.output
+    # 36 layers x 8 KV heads x 2 x (64 + 8) B a token
+    assert json.loads(r.stdout)["data"]["kv_cache"]["bytes_per_token"] == 36 * 8 * 144
 
 
 def test_formats_still_not_sized_are_refused_with_a_lower_bound_hint() -> None:
