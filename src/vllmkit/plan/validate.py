@@ -132,6 +132,14 @@ def validate_kv_cache_dtype(kv_cache_dtype: str, *, version: str, vendor: str, a
     if arch.mla is not None:
         raise UsageError(f"vllmkit does not size --kv-cache-dtype {kv_cache_dtype} for an MLA model's latent cache",
                          "use --kv-cache-dtype fp8 (or auto) to plan this model", code="kv-cache-dtype-mla")
+    if (vendor == "nvidia" and kv_cache_dtype == "fp8_per_token_head" and compute_capability is not None
+            and compute_capability < 8.9):
+        # 0.32 v1/attention/backends/triton_attn.py TritonAttentionImpl: "FP8 KV cache is not supported by the Triton
+        # attention backend on ... native FP8 (fp8e4nv) requires SM89+" -- the only backend of per-token-head caches
+        raise UsageError(f"--kv-cache-dtype fp8_per_token_head needs native FP8 (compute capability 8.9+); this GPU "
+                         f"is {compute_capability:g} and vLLM's Triton attention refuses it",
+                         "use --kv-cache-dtype int8_per_token_head (the same bytes) on this GPU",
+                         code="kv-cache-dtype-platform")
     if vendor == "nvidia" and (why := nvfp4_kv_refusal(kv_cache_dtype, parse_version(version), compute_capability,
                                                       arch.head_dim)):
         raise UsageError(f"vLLM {version} has no attention backend for --kv-cache-dtype {kv_cache_dtype} here: {why}",
