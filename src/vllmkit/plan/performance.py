@@ -370,8 +370,11 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
             (f"the first {wl.shared_prefix:,} prompt tokens are shared: computed once, then prefix-cache hits "
              "(full 16-token blocks)" if wl.shared_prefix else "no prefix-cache hits")
             + ", no speculative decoding; MoE routing assumed uniform",
-        ] + ([f"FP8 MoE: the routed experts' weights stream at {expert_stream(model, eff):.0%} of the dense weight "
-              "rate (vLLM's FP8 fused-MoE kernels; fitted on public runs)"] if expert_stream(model, eff) < 1.0 else [])
+        ] + ([(f"MXFP4 MoE on a GPU without FP4 units: the routed experts' weights stream at "
+               f"{expert_stream(model, eff):.0%} of the dense weight rate (unpacked inside the GEMM; chosen on public "
+               "MI300X runs)") if model.weight_format == "mxfp4" else
+              (f"FP8 MoE: the routed experts' weights stream at {expert_stream(model, eff):.0%} of the dense weight "
+               "rate (vLLM's FP8 fused-MoE kernels; fitted on public runs)")] if expert_stream(model, eff) < 1.0 else [])
         + (["async scheduling (vLLM's default from 0.14): the next step is scheduled while one runs, so a request "
              "that arrives meanwhile starts a step later, and the host's per-step work "
              f"({ASYNC_HOST_SHARE:.0%} of the fixed step cost and the per-sequence cost) overlaps the GPU's"]

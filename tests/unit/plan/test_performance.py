@@ -288,3 +288,17 @@ def test_async_scheduling_overlaps_host_work_with_a_gpu_bound_decode() -> None:
     new = build_plan(REQ.model_copy(update={"vllm_version": "0.14.0"}), ENV, perf=PerfOptions(workload=wl)).performance
     saved = ASYNC_HOST_SHARE * FITTED_EFFICIENCY.step_overhead_s + FITTED_EFFICIENCY.per_seq_overhead_s
     assert old.tpot_ms.mean - new.tpot_ms.mean == pytest.approx(saved * 1e3, rel=0.05)
+
+
+def test_a_plan_says_when_mxfp4_experts_stream_slower() -> None:
+    """gpt-oss on an MI300X (no FP4 units): the performance section names the ROCm MXFP4 expert-stream rule
+    (estimate/perf.py ROCM_MXFP4_EXPERT_STREAM, 0.45); on an H100 and an MI355X (FP4 units) it does not apply."""
+    def assumptions(gpu: str) -> list[str]:
+        res = invoke(["plan", "openai/gpt-oss-20b", "--gpu", gpu, "--source", "catalog", "--vllm-version", "0.32.0",
+                      "--workload", "chat", "--json"])
+        assert res.exit_code == 0, res.output
+        return json.loads(res.stdout)["data"]["performance"]["assumptions"]
+
+    assert any("MXFP4 MoE" in a and "45%" in a for a in assumptions("mi300x"))
+    assert not any("MXFP4 MoE" in a for a in assumptions("h100"))
+    assert not any("MXFP4 MoE" in a for a in assumptions("mi355x"))
