@@ -188,7 +188,8 @@ def simulate(
     # with a concurrency cap (`vllm bench serve --request-rate R --max-concurrency C`) holds the rest in
     # the client's semaphore, whose wait is not part of TTFT (the client times from the send)
     due = arrival_times(n, request_rate, seed)
-    if concurrency and ramp_s > 0 and request_rate is None:
+    ramped = bool(concurrency and ramp_s > 0 and request_rate is None)
+    if ramped:
         due = [k * ramp_s / concurrency if k < concurrency else 0.0 for k in range(n)]  # client k starts then
     arrivals = due[:min(concurrency, n)] if concurrency else due
     next_to_send = len(arrivals)  # closed loop: the next request index to send on a completion
@@ -210,7 +211,6 @@ def simulate(
             frontend_free[0] = ready_t[i]
         heapq.heappush(pending, (ready_t[i], i))
 
-    ramped = bool(concurrency and ramp_s > 0 and request_rate is None)
     for i, at in enumerate(arrivals):
         # a ramp's clients start seconds apart, later than the requests the first ones send as they finish:
         # they do not hold the API server's queue until the last client's start

@@ -158,6 +158,13 @@ def default_num_requests(workload: Workload) -> int:
     return 1000
 
 
+def _rates_between(sim: SimResult, t0: float, t1: float, mean_input: float) -> tuple[float, float, float]:
+    """(output tokens/s, requests/s, input tokens/s) over [t0, t1] of a run: its output tokens and completions there."""
+    window = t1 - t0
+    req_ps = sum(1 for ft in sim.finish_times if t0 < ft <= t1) / window
+    return sim.output_tokens_between(t0, t1) / window, req_ps, req_ps * mean_input
+
+
 def predict(
     model: ModelPerf,
     gpu: GpuPerf,
@@ -196,11 +203,7 @@ def predict(
         if workload.request_rate and not workload.concurrency:
             t1 = sim.finish_times[k * 9 // 10]
         if t1 > t0:
-            window = t1 - t0
-            done = sum(1 for ft in sim.finish_times if t0 < ft <= t1)
-            out_tps = sim.output_tokens_between(t0, t1) / window
-            req_ps = done / window
-            in_tps = req_ps * sum(ins) / n
+            out_tps, req_ps, in_tps = _rates_between(sim, t0, t1, sum(ins) / n)
     shares = sim.limited_by
     if shares.get("kv-capacity", 0) > 0.2:
         bound = "kv-capacity"
@@ -219,9 +222,7 @@ def predict(
         w_ttft, w_tpot, w_e2e = sim.latencies_of_arrivals(t0, t1)
         if t1 > t0 and w_ttft:  # a window the run reached: what the tester measured in it
             ttft, tpot, e2e = w_ttft, w_tpot or tpot, w_e2e or e2e
-            out_tps = sim.output_tokens_between(t0, t1) / (t1 - t0)
-            req_ps = sum(1 for ft in sim.finish_times if t0 < ft <= t1) / (t1 - t0)
-            in_tps = req_ps * sum(ins) / n
+            out_tps, req_ps, in_tps = _rates_between(sim, t0, t1, sum(ins) / n)
             window = (t0, t1)
     return ServingPrediction(
         output_tokens_per_s=out_tps,

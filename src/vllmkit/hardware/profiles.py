@@ -153,6 +153,11 @@ class GpuProfile(BaseModel):
         return {"nvidia": "cuda", "amd": "rocm", "cpu": "cpu"}[self.vendor]  # type: ignore[return-value]
 
     @property
+    def capability(self) -> float | None:
+        """Compute capability as a number (9.0); None off CUDA."""
+        return float(self.compute_capability) if self.compute_capability else None
+
+    @property
     def sm(self) -> int | None:
         """Compute capability as vLLM's int (9.0 -> 90); None off CUDA."""
         if self.compute_capability is None:

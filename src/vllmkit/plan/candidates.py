@@ -92,7 +92,7 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
                     env: dict[str, str] | None = None, draft: tuple[int, ModelArch] | None = None) -> EngineSettings:
     mnbt, seqs = batch_defaults(profile, rules, tp * pp)
     target = req.max_model_len if isinstance(req.max_model_len, int) else arch.native_max_model_len
-    cc = float(profile.compute_capability) if profile.compute_capability else None
+    cc = profile.capability
     # the serve command passes --distributed-executor-backend ray when the replica spans nodes (launch/command.py)
     spec = req.speculative_config or {}
     quant = req.quantization or (arch.quantization.method if arch.quantization is not None else None)

@@ -154,7 +154,7 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
     variants = [base] if fixed_precision else [base, *sibling_variants(meta, rules, base, env)]
     kv_dtype = req.kv_cache_dtype or "auto"
     validate_kv_cache_dtype(kv_dtype, version=version, vendor=profile.vendor, arch=arch,
-                            compute_capability=float(profile.compute_capability) if profile.compute_capability else None)
+                            compute_capability=profile.capability)
     draft, draft_warning = resolve_draft(req, rules, env)
     if draft_warning:
         warnings.append(draft_warning)

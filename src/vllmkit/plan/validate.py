@@ -118,7 +118,8 @@ def validate_kv_cache_dtype(kv_cache_dtype: str, *, version: str, vendor: str, a
     if first is None:
         return
     since = ".".join(map(str, first))
-    if parse_version(version) < first:
+    release = parse_version(version)
+    if release < first:
         raise UsageError(f"vLLM {version} does not run --kv-cache-dtype {kv_cache_dtype} (first in {since})",
                          f"plan for vLLM {since} or newer (--vllm-version {since}), or use --kv-cache-dtype fp8",
                          code="kv-cache-dtype-version")
@@ -140,7 +141,7 @@ def validate_kv_cache_dtype(kv_cache_dtype: str, *, version: str, vendor: str, a
                          f"is {compute_capability:g} and vLLM's Triton attention refuses it",
                          "use --kv-cache-dtype int8_per_token_head (the same bytes) on this GPU",
                          code="kv-cache-dtype-platform")
-    if vendor == "nvidia" and (why := nvfp4_kv_refusal(kv_cache_dtype, parse_version(version), compute_capability,
+    if vendor == "nvidia" and (why := nvfp4_kv_refusal(kv_cache_dtype, release, compute_capability,
                                                       arch.head_dim)):
         raise UsageError(f"vLLM {version} has no attention backend for --kv-cache-dtype {kv_cache_dtype} here: {why}",
                          "use --kv-cache-dtype fp8 on this GPU", code="kv-cache-dtype-platform")
