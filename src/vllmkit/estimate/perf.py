@@ -51,7 +51,7 @@ class GpuPerf:
 
     name: str
     vendor: str  # nvidia | amd | cpu
-    family: str  # volta | turing | ampere | ada | hopper | blackwell | blackwell-geforce | cdna1-4 | rdna3 | rdna4 | cpu
+    family: str  # volta | turing | ampere | ada | ada-geforce | hopper | blackwell | blackwell-geforce | cdna1-4 | rdna3 | rdna4 | cpu
     bandwidth_bytes_s: float  # peak memory bandwidth
     tflops: dict[str, float]  # dense peak TFLOPS by compute precision: bf16, fp16, fp8, int8, fp4
     link_bytes_s: float  # GPU-to-GPU bandwidth, one direction (vendor totals are bidirectional)
@@ -281,6 +281,19 @@ AMPERE_MAMF_RATIO = 0.869 / 0.803
 # cloudrift, AccelMark, pillaiharish) prefilled faster than modelled: all held-out runs 11.9 / 12.4 / 30.0 %
 # -> 11.7 / 12.3 / 29.2 % (tokens/s, TPOT, TTFT), those runs seen, so evidence rather than a blind test (README).
 GEFORCE_BLACKWELL_MATMUL_RATIO = (224.3 / 209.5) / 0.803
+# A GeForce Ada card (RTX 40xx, sm 8.9) likewise: its datasheet's BF16 rate is the FP32-accumulate one (165.2
+# TFLOPS on an RTX 4090, the profile's tflops_bf16), and Stas Bekman's mamf-finder (the method of
+# AMPERE_MAMF_RATIO's table), run on an RTX 4090, found 178.5 TFLOP/s at its best shape (15360 x 6784 x 8192;
+# mag-/gpu_benchmark README, "Stats", which lists the H100 SXM at 792.1 of 989, the table's 0.80): 1.08 of the
+# listed rate, as the RTX 5090's 1.07. Applied to the GeForce RTX 40 series (their listed BF16 rate is half the
+# FP16-accumulate one); the workstation and datacenter Ada cards (RTX 6000 / 5000 Ada, L40S, L4, L20) list the
+# full rate and keep the plain prior. Unlike the RTX 50 series it keeps the Hopper share of that best matmul:
+# with the A100's share on top (1.49 in all) the leave-one-publisher-out refits moved `ampere_compute`, which
+# the two would then share, and every fold got worse (12.3 / 19.8 / 44.3 -> 12.7 / 22.7 / 47.1 %); with the
+# ratio alone 12.3 / 21.1 / 41.8 %, and the held-out files, scored with the shipped parameters, 10.4 / 12.8 /
+# 28.6 -> 10.4 / 12.5 / 25.5 % (README, round 36). Chosen from the matmul measurement, not fitted; the held-out
+# RTX 40 runs (three publishers, TTFT +32 % median on 35 RTX 4090 runs) are what drew attention to it.
+GEFORCE_ADA_MATMUL_RATIO = (178.5 / 165.2) / 0.803
 
 # Family priors relative to the fitted (Hopper/Ampere NVIDIA) efficiencies, chosen from public
 # microbenchmarks, not fitted: MI300X sustains ~4.1-4.3 of 5.3 TB/s in stream tests and ~600-700 of
@@ -290,6 +303,7 @@ GEFORCE_BLACKWELL_MATMUL_RATIO = (224.3 / 209.5) / 0.803
 FAMILY_PRIORS: dict[str, tuple[float, float, float]] = {
     # family: (bandwidth factor, compute factor, overhead factor)
     "blackwell-geforce": (1.0, GEFORCE_BLACKWELL_MATMUL_RATIO, 1.0),
+    "ada-geforce": (1.0, GEFORCE_ADA_MATMUL_RATIO, 1.0),
     "cdna3": (0.88, 0.70, 1.3),
     "cdna4": (0.88, 0.70, 1.3),
     "cdna2": (0.80, 0.60, 1.5),

@@ -113,11 +113,13 @@ def gpu_perf(profile: Any) -> GpuPerf:
     geforce = "geforce" in str(profile.display_name).lower()
     if geforce and family == "blackwell" and str(profile.architecture).startswith("sm_12"):
         family = "blackwell-geforce"  # its own compute prior (estimate/perf.py GEFORCE_BLACKWELL_MATMUL_RATIO)
-    if kind == "pcie" and geforce and family == "ada":
-        # GeForce Ada cards (RTX 40xx) have no GPU peer-to-peer access: vLLM's custom all-reduce needs
-        # P2P (vllm/distributed/device_communicators/custom_all_reduce.py, "lacks GPU P2P capability")
-        # and falls back to NCCL, whose SHM transport bounces every byte through host memory
-        kind = "pcie-host"
+    if geforce and family == "ada":
+        if kind == "pcie":
+            # GeForce Ada cards (RTX 40xx) have no GPU peer-to-peer access: vLLM's custom all-reduce needs
+            # P2P (vllm/distributed/device_communicators/custom_all_reduce.py, "lacks GPU P2P capability")
+            # and falls back to NCCL, whose SHM transport bounces every byte through host memory
+            kind = "pcie-host"
+        family = "ada-geforce"  # its own compute prior (estimate/perf.py GEFORCE_ADA_MATMUL_RATIO)
     link_bw = (link.bandwidth_gbps or 0.0) if link else 0.0
     return GpuPerf(
         name=profile.name,

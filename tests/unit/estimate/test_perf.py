@@ -142,6 +142,27 @@ def test_geforce_blackwell_fills_more_of_its_listed_peak() -> None:
     assert step_cost(DENSE, rtx5090, eff, decode=1, context_sum=1000).seconds == pytest.approx(decode.seconds, rel=1e-3)
 
 
+def test_geforce_ada_fills_more_of_its_listed_peak() -> None:
+    from vllmkit.hardware.profiles import load_profiles, resolve_gpu
+    from vllmkit.plan.performance import gpu_perf
+
+    profiles = load_profiles(include_user_config=False)
+    rtx4090 = gpu_perf(resolve_gpu("rtx-4090", profiles=profiles))
+    assert rtx4090.family == "ada-geforce" and rtx4090.link_kind == "pcie-host"
+    # the workstation and datacenter Ada cards list the full FP32-accumulate rate: plain prior
+    for name in ("rtx-6000-ada", "rtx-5000-ada", "l40s", "l4"):
+        assert gpu_perf(resolve_gpu(name, profiles=profiles)).family == "ada"
+    # mamf-finder on an RTX 4090: 178.5 TFLOP/s of the listed 165.2 = 1.0805; over the H100's 0.803: 1.3456 times
+    # the fitted (Hopper) share; ampere_compute does not enter (unlike the RTX 50 series)
+    base = Efficiency(compute=0.45, bandwidth=0.85, ampere_compute=1.2)
+    eff = efficiency_for(base, rtx4090, DENSE)
+    assert eff.compute == pytest.approx(0.45 * 1.3456, rel=1e-3)
+    assert efficiency_for(replace(base, ampere_compute=1.5), rtx4090, DENSE).compute == pytest.approx(eff.compute)
+    assert eff.bandwidth == pytest.approx(0.85)
+    l40s = gpu_perf(resolve_gpu("l40s", profiles=profiles))
+    assert efficiency_for(base, l40s, DENSE).compute == pytest.approx(0.45)
+
+
 def test_moe_reads_only_the_experts_a_batch_touches() -> None:
     # Mixtral-like: E=8, k=2. One token touches 2 of 8 experts: 1-(1-2/8)^1 = 0.25; 8 tokens: 1-0.75^8 = 0.8999
     m = ModelPerf(tp=1, pp=1, layers=32, hidden_size=4096, dense_bytes=2_000_000_000, expert_bytes=88_000_000_000,
