@@ -162,6 +162,20 @@ def rules_for(version: str) -> VersionRules:
         # (alexostapiuk11/coldstart-recon-worker: the same 0.27.1 start cold, 1.18 GiB of peak, and warm, 0.19) it
         # is there; 0.24 / 0.25 logs are split and keep it. Without it for 0.14 - 0.23, the held-out logs' median
         # available-KV error goes 1.85 -> 1.34 % and three start verdicts come right.
+        # What the share is (round 36, read in the wheels, no GPU to measure it): not Inductor's compile workers
+        # (env_override.py sets TORCHINDUCTOR_COMPILE_THREADS=1 in 0.10.1 - 0.27.1: no worker pool) but what
+        # Inductor autotunes on the first call of its kernels inside the profile run when it finds no saved best
+        # configs (torch 2.9 _inductor/runtime/triton_heuristics.py): every candidate kernel compiled and loaded,
+        # benchmark buffers. Where those are saved moved: per vLLM cache key through 0.11 (InductorAdaptor sets
+        # TORCHINDUCTOR_CACHE_DIR under vLLM's cache, compilation/compiler_interface.py); from 0.12 standalone
+        # compile is the default (envs.py VLLM_USE_STANDALONE_COMPILE "1"; InductorStandaloneAdaptor sets no cache
+        # directory), so Inductor keeps them in /tmp/torchinductor_$USER for every vLLM cache key until 0.20
+        # (compilation/decorators.py sets a per-key TORCHINDUCTOR_CACHE_DIR again). So a first vLLM start of
+        # 0.12 - 0.19 holds the share only where that /tmp is new (a fresh container), which fits most of the 0.14 -
+        # 0.19 logs above and kyuz0's 0.12.0 NVIDIA starts (collected-startup-logs-35: their runner starts the same
+        # model with `vllm bench throughput` first and clears only ~/.cache/vllm); it does not explain 0.20 - 0.23
+        # or two 0.11.0 first starts without it. The public logs do not show the cache state, so the rule stays
+        # keyed to the releases whose logs show the share; `--compile-cache warm` is the user's way to say it.
         compile_memory_in_profile=not ((0, 14, 0) <= v < (0, 24, 0)),
         tokens_from_concurrency=v >= (0, 21, 0),
         sliding_in_flight_uses_concurrent_batches=v >= (0, 29, 0),

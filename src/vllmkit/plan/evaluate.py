@@ -546,7 +546,10 @@ def stage_budget(
             non_torch = MemoryTerm(
                 bytes=non_torch.bytes, source=non_torch.source,
                 note=f"{non_torch.note}; a first start: {charged / GIB:.2f} GiB of it is torch.compile compiling "
-                     "the model, which a restart with vLLM's compile cache does not hold (--compile-cache warm)")
+                     "the model, which a restart with vLLM's compile cache does not hold (--compile-cache warm)"
+                     + ("; on this release any earlier start of the model on the same machine counts: Inductor "
+                        "keeps what it tuned in /tmp/torchinductor_$USER, outside vLLM's cache"
+                        if (0, 12, 0) <= rules.key < (0, 20, 0) else ""))
     if settings.enforce_eager:
         cudagraph = MemoryTerm(bytes=0, source="derived", note="--enforce-eager: no CUDA graphs")
     elif settings.model_runner_v2 and not rules.mrv2_graph_estimate:

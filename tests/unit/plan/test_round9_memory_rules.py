@@ -222,3 +222,18 @@ def test_starts_that_compile_nothing_match_their_logs(model: str, version: str, 
                                   compile_cache="cold" if eager else "warm",
                                   gpu_memory_utilization=util, max_model_len=max_len), ENV)
     assert plan.memory.kv_cache_bytes / GIB == pytest.approx(logged_kv_gib, rel=0.03), source
+
+
+@pytest.mark.parametrize(("version", "mentions_tmp"), [("0.11.0", False), ("0.12.0", True), ("0.13.0", True),
+                                                       ("0.24.0", False), ("0.27.1", False)])
+def test_first_start_note_names_inductors_shared_cache_where_it_is_shared(version: str, mentions_tmp: bool) -> None:
+    """Round 36 (engine/versions.py compile_memory_in_profile note): from 0.12 vLLM compiles through Inductor's
+    standalone compile without setting TORCHINDUCTOR_CACHE_DIR (0.12.0 compilation/compiler_interface.py
+    InductorStandaloneAdaptor.initialize_cache; envs.py VLLM_USE_STANDALONE_COMPILE defaults to "1"; 0.11.0's
+    default is "0" and its InductorAdaptor sets the directory under vLLM's cache), and from 0.20 the directory is
+    set per cache key again (compilation/decorators.py). On the releases between, where a first start is charged
+    the share, the note says an earlier start of the model on the machine has the same effect as a restart."""
+    plan = _plan("meta-llama/Llama-3.1-8B-Instruct", version, 0.95, 31800, gpu="rtx-4090", max_num_seqs=64)
+    note = plan.memory.notes["non_torch"]
+    assert "a first start:" in note  # the share is charged on all five
+    assert ("/tmp/torchinductor_$USER" in note) is mentions_tmp
