@@ -85,6 +85,17 @@ EXPECTED = {
     "rtx3090-qwen25-14b-instruct-awq-fp16-len16384-seqs8-util090-v0151-free-memory-refusal-fail":
         "insufficient-free-memory",
     "rtx5090laptop-qwen38-27b-nvfp4-kvnvfp4-len124000-seqs1-util098-v0291dev-capture-oom-fail": "cuda-oom",
+    # round 36 (collected-startup-logs-36)
+    "offload-profiles-rtx3090-qwen25-7b-util065-len8192-v0171-kv-fail": "kv-cache-too-small",
+    "tokenflow-router-2xa100-80gb-qwen25-72b-instruct-tp2-len32768-kv-fail": "kv-cache-too-small",
+    "kaito-nc80adis-2xh100-nvl-mistral-small-4-119b-2603-fp8-tp2-len1048576-util084-v0221-kv-fail":
+        "kv-cache-too-small",
+    # hard-wrapped by the terminal inside a word ("... GiB KV cach" / "e is needed"): joined without a space
+    "b70-cookbook-arc-pro-b70-qwen38-27b-gptq-int4-mtp4-kvfp8-kvbytes425-len100000-v0272rc1-kv-fail":
+        "kv-cache-too-small",
+    "vllm-6746-8xh100-llama31-405b-instruct-fp8-tp8-len131072-v0-kv-fail": "kv-cache-too-small",
+    "vllm-29360-8xh20-qwen3-coder-480b-fp8-tp8-ep-len131072-util098-eager-v0111-deepgemm-warmup-oom-fail": "cuda-oom",
+    "vllm-33920-2xrtx4090-glm-47-flash-tp2-util090-v0150rc2-sampler-oom-fail": "cuda-oom",
 }
 
 NO_ERROR_TEXT = {
@@ -106,6 +117,12 @@ NO_ERROR_TEXT = {
     "needed, 'about 18.96 GiB' available)",
     "l20x2-qwen3-32b-bf16-tp2-len16384-util090-v084-v1-oom-after-kv-sizing-fail": "the OOM in the reporter's words "
     "('end with cuda oom'); the worker's traceback is cut before its exception",
+    "inferencex-8xh100-kimi-k25-int4-tp8-kvfp8-len262144-util095-v0202-kv-fail": "the KV-cache failure in the "
+    "reporter's words ('requires 8.58 GiB of KV cache') and the launch script",
+    "vllm-pr48601-4xh100-qwen36-27b-fp8-tp4-mrv2-util092-kernel-warmup-oom-fail": "the memory summary before the "
+    "failure; the OOM at kernel warm-up is stated in words ('We will encounter an OOM at kernel warmup')",
+    "vllm-recipes-pr893-8xh200-glm-53-fp8-tp8-kvfp8-len1048576-v0280-kv-fail": "a validation note in words "
+    "('--max-model-len is required on 8xH200', 25.94 GiB of KV per rank)",
 }
 
 

@@ -170,6 +170,22 @@ def test_v1_models_s_spelling() -> None:
     assert f.estimated_max_model_len == 122080
 
 
+def test_an_error_hard_wrapped_inside_a_word_is_joined() -> None:
+    # a terminal that wraps at a fixed width cuts words (SergiioB/intel-arc-pro-b70-inference-cookbook issue 4,
+    # collected-startup-logs-36): the two halves joined without a space make the one line vLLM raised
+    f = parse_log(
+        "(EngineCore pid=316) ValueError: To serve at least one request with the model's max seq len (100000), "
+        "(4.26 GiB KV cach\n"
+        "e is needed, which is larger than the available KV cache memory (4.25 GiB). Based on the available memory,"
+        " the estimated maximum model length is 99840.\n")
+    assert f.max_model_len == 100000
+    assert f.kv_needed_bytes == gib(4.26) and f.available_kv_bytes == gib(4.25)
+    # a quote re-wrapped at a space still joins with one
+    g = parse_log("ValueError: To serve at least one request with the model's max seq len (100000), (4.26 GiB KV cache\n"
+                  "is needed, which is larger than the available KV cache memory (4.25 GiB).\n")
+    assert g.kv_needed_bytes == gib(4.26) and g.available_kv_bytes == gib(4.25)
+
+
 def test_v1_0_32_cpu_real_log() -> None:
     f = parse_log(load("v1_0.32_cpu_kv_too_small_real.log"))
     assert (f.vllm_version, f.engine, f.platform) == ("0.32.0", "V1", "cpu")
