@@ -85,8 +85,10 @@ VERSION_ASSUMED = {
     "club3090-1085-2xrtx5090-qwen38-27b-fp8-tp2-len147456": "0.27.1",
     "club3090-1084-2xrtx5090-qwen38-27b-autoround-int4-tp2-len204800": "0.27.1",
     "club3090-1026-2xrtx5090-qwen38-27b-nvfp4-tp2-len262144-p2p": "0.27.1",
-    # vllm#6746 was opened on 2024-07-24, the day after Llama 3.1's release and 0.5.3's; its log is the V0 engine's
-    # (collected-startup-logs-36). Scored blind first with the 0.11.0 fallback (README, round 36)
+    # vllm#6746 (2024-07-24, the day after Llama 3.1's release and 0.5.3's): its log's source lines are the 0.5.3
+    # wheel's (worker/model_runner.py:680 "Starting to load model", :692 "Loading model weights took", worker/
+    # worker.py:212 raise_if_cache_size_invalid; collected-startup-logs-36). Scored blind first with the 0.11.0
+    # fallback (README, round 36)
     "vllm-6746-8xh100-llama31-405b-instruct-fp8-tp8-len131072-v0-kv-fail": "0.5.3",
     # vllm PR 48601's log (2026-07-14, a main build) prints its memory summary from gpu_worker.py:855, between the
     # 0.27.1 wheel's logger call (~765) and 0.29.0's (860), and counts Model Runner V2's CUDA-graph estimate, which
