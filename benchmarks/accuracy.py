@@ -330,6 +330,7 @@ def _request(row: dict, model_id: str, gpu: dict, version: str) -> PlanRequest:
         limit_mm_per_prompt=row.get("limit_mm_per_prompt"),
         language_model_only=bool(row.get("language_model_only")),
         enable_prefix_caching=row.get("enable_prefix_caching"),
+        cpu_offload_gb=row.get("cpu_offload_gb") or None,
         # a restart that loaded vLLM's compile cache (the row says so, from the log: estimate/memory.py
         # COMPILE_SHARE); rows without the key are first starts, as the plan assumes
         compile_cache=row.get("compile_cache") or "cold",

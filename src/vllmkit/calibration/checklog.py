@@ -170,7 +170,8 @@ _PASSED_THROUGH = frozenset({
 
 
 # PlanRequest fields the log's non-default args (or Namespace) and engine config line hold, when not given as flags
-_FROM_LOG_ARGS = ("enable_lora", "max_loras", "max_lora_rank", "data_parallel_size", "enable_expert_parallel")
+_FROM_LOG_ARGS = ("enable_lora", "max_loras", "max_lora_rank", "data_parallel_size", "enable_expert_parallel",
+                  "cpu_offload_gb")
 
 
 def build_request(parsed: ParsedLog, m: Measurement, text: str, inputs: CheckLogInputs, env: Mapping[str, str],

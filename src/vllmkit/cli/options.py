@@ -65,6 +65,7 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     "data_parallel_size": (int | None, typer.Option(None, "--data-parallel-size", "-dp", help="Replicas of the planned TP x PP group.", rich_help_panel=_FP)),
     "enable_expert_parallel": (bool | None, typer.Option(None, "--enable-expert-parallel", help="Spread MoE experts over TP x DP ranks.", show_default=False, rich_help_panel=_FP)),
     "mamba_ssm_cache_dtype": (str | None, typer.Option(None, "--mamba-ssm-cache-dtype", help="SSM state dtype of mamba / hybrid models: auto | float32 | float16 | bfloat16 (vLLM 0.10.1+).", rich_help_panel=_FP)),
+    "cpu_offload_gb": (float | None, typer.Option(None, "--cpu-offload-gb", help="GiB of each GPU's weights kept in host memory and read over PCIe in every step (frees GPU memory for the KV cache; decoding slows to the PCIe rate).", rich_help_panel=_FP)),
     "enable_extensible_kv_cache": (bool | None, typer.Option(None, "--enable-extensible-kv-cache/--no-enable-extensible-kv-cache", help="vLLM 0.34+: size the KV cache from memory measured after warm-up (default on CUDA / ROCm); off: the profiling estimate and a 0.92 utilization.", show_default=False, rich_help_panel=_FP)),
 }
 
@@ -211,6 +212,8 @@ def check_flags(flags: PlanFlags) -> None:
         raise UsageError(f"unknown --device {flags.device!r}", "use cuda, rocm or cpu")
     if flags.source not in (None, *_SOURCES):
         raise UsageError(f"unknown --source {flags.source!r}", "use " + ", ".join(_SOURCES))
+    if flags.cpu_offload_gb is not None and not (math.isfinite(flags.cpu_offload_gb) and flags.cpu_offload_gb >= 0):
+        raise UsageError("--cpu-offload-gb must be a number of GiB, 0 or more", "e.g. --cpu-offload-gb 8")
     if flags.gpu_memory_utilization is not None and not 0 < flags.gpu_memory_utilization <= 1:
         raise UsageError("--gpu-memory-utilization must be in (0, 1]", "e.g. 0.9")
     for flag, value in (("--tensor-parallel-size", flags.tensor_parallel_size),

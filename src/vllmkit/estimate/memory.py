@@ -105,6 +105,7 @@ class MemoryBudget(BaseModel):
     cudagraph: MemoryTerm
     kv_cache: MemoryTerm
     extra: dict[str, MemoryTerm] = Field(default_factory=dict)
+    cpu_offload_bytes: int = 0  # weights held in host memory instead (--cpu-offload-gb): not in weights
 
 
 def requested_bytes(total_bytes: int, utilization: float) -> int:

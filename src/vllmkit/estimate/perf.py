@@ -56,6 +56,9 @@ class GpuPerf:
     tflops: dict[str, float]  # dense peak TFLOPS by compute precision: bf16, fp16, fp8, int8, fp4
     link_bytes_s: float  # GPU-to-GPU bandwidth, one direction (vendor totals are bidirectional)
     link_kind: str = "nvlink"  # nvlink | xgmi | pcie | pcie-host (no P2P) | none
+    # the rate at which the GPU reads --cpu-offload-gb weights in host memory (plan/performance.py
+    # host_link_bytes_s; this default: a PCIe 4.0 x16 host)
+    host_link_bytes_s: float = 9.42e9
 
     def peak_flops(self, precision: str) -> float:
         """Dense FLOP/s for a compute precision, falling back to the next wider one the GPU has.
@@ -115,6 +118,9 @@ class ModelPerf:
     # indexer that scores every context token (`indexer_flops_per_pair` FLOPs per pair, per rank and stage)
     sparse_topk: int = 0
     indexer_flops_per_pair: float = 0.0
+    # weights this rank keeps in host memory (--cpu-offload-gb): read over the host link in every forward pass
+    # (vLLM's UVA offloader: "the GPU can then directly access the CPU memory ... at the cost of PCIe bandwidth")
+    host_bytes: float = 0.0
 
     def attention_flops(self, decode: int, context_sum: float, prefill_tokens: float, prefill_pairs: float) -> float:
         """Attention FLOPs of one step: decode queries over their contexts, prompt tokens over theirs."""
@@ -555,11 +561,12 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
     # attention kernels run after / between the GEMMs (separate kernels): their time adds
     attn_mem = (model.kv_bytes_read(decode_mb, context_sum) + model.kv_bytes_per_token() * tokens) / bw
     attn_cmp = model.attention_flops(decode_mb, context_sum, prefill_tokens, prefill_pairs) / peak
-    t_mem = gemm_mem + attn_mem
+    host_s = model.host_bytes / gpu.host_link_bytes_s if model.host_bytes else 0.0
+    t_mem = gemm_mem + attn_mem + host_s
     t_cmp = gemm_cmp + attn_cmp
     dispatch_s = eff.eager_dispatch_s or (eff.graphless_dispatch_s if 0 < eff.graph_max_tokens < tokens else 0.0)
     stage = eager_stage_seconds(gemm_seconds(gemm_mem, gemm_cmp) + model.kernels_seconds(eff)
-                                + max(attn_mem, attn_cmp), model.layers, dispatch_s)
+                                + max(attn_mem, attn_cmp), model.layers, dispatch_s) + host_s
     comm = allreduce_seconds(model, gpu, eff, all_tokens)
     overhead = eff.step_overhead_s + eff.per_seq_overhead_s * (decode + (1 if prefill_tokens else 0))
     seconds = model.pp * stage + comm + overhead
@@ -591,6 +598,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     sparse = model.sparse_topk > 0
     pp = model.pp
     kernels = model.kernels_seconds(eff)
+    host_s = model.host_bytes / gpu.host_link_bytes_s if model.host_bytes else 0.0
     ar = allreduce_seconds(model, gpu, eff, 1.0) if model.tp > 1 else 0.0
     ar_lat = allreduce_seconds(model, gpu, eff, 0.0) if model.tp > 1 else 0.0
     over, per_seq = eff.step_overhead_s, eff.per_seq_overhead_s
@@ -625,13 +633,14 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
         if dispatch:
             per = stage / layers
             stage = layers * sqrt(per * per + dispatch * dispatch)
+        stage += host_s
         comm = ar_lat + (ar - ar_lat) * all_tokens
         host = per_seq * (decode + (1 if prefill else 0))
         seconds = pp * stage + comm + over + host
         if overlap:
             host += host_over
             seconds = max(seconds - host, host)
-        return seconds, (gemm_cmp + attn_cmp) > (gemm_mem + attn_mem)
+        return seconds, (gemm_cmp + attn_cmp) > (gemm_mem + attn_mem + host_s)
 
     def decode_only(decode: int) -> Callable[[float], tuple[float, bool]]:
         """`fn(decode, context_sum, 0, 0.0)` as a function of the context alone, for a run of decode-only
@@ -667,11 +676,12 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
             if dispatch:
                 per = stage / layers
                 stage = layers * sqrt(per * per + dispatch * dispatch)
+            stage += host_s
             seconds = pp * stage + comm + over + seq
             if overlap:
                 host = seq + host_over
                 seconds = max(seconds - host, host)
-            return seconds, (gemm_cmp + attn_cmp) > (gemm_mem + attn_mem)
+            return seconds, (gemm_cmp + attn_cmp) > (gemm_mem + attn_mem + host_s)
 
         return g
 

@@ -254,6 +254,8 @@ def _feature_flags(req: PlanRequest, add, vllm_version: str | None = None) -> No
         add("--enable-expert-parallel")
     if req.mamba_ssm_cache_dtype is not None:
         add("--mamba-ssm-cache-dtype", req.mamba_ssm_cache_dtype)
+    if req.cpu_offload_gb:
+        add("--cpu-offload-gb", f"{req.cpu_offload_gb:g}")
     if req.enable_extensible_kv_cache is not None:
         add("--enable-extensible-kv-cache" if req.enable_extensible_kv_cache else "--no-enable-extensible-kv-cache")
 

@@ -60,6 +60,7 @@ class LogFacts(BaseModel):
     gpu_memory_utilization: float | None = None
     kv_cache_memory_bytes_requested: int | None = None
     max_num_seqs: int | None = None
+    cpu_offload_gb: float | None = None  # --cpu-offload-gb (non-default args)
     max_num_batched_tokens: int | None = None
     block_size: int | None = None
     port: int | None = None
@@ -172,6 +173,7 @@ _ARG_FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "max_loras": ("max_loras", int),
     "max_lora_rank": ("max_lora_rank", int),
     "enable_expert_parallel": ("enable_expert_parallel", bool),
+    "cpu_offload_gb": ("cpu_offload_gb", float),
 }
 
 

@@ -97,7 +97,7 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
     spec = req.speculative_config or {}
     quant = req.quantization or (arch.quantization.method if arch.quantization is not None else None)
     asks = EngineAsks(kv_cache_dtype=kv_dtype, float32=(req.dtype or "").lower() in ("float32", "float"),
-                      quantization=quant, lora=req.enable_lora,
+                      quantization=quant, lora=req.enable_lora, cpu_offload=bool(req.cpu_offload_gb),
                       speculative_method=spec.get("method") if isinstance(spec.get("method"), str) else None,
                       speculative_model=spec.get("model") if isinstance(spec.get("model"), str) else None,
                       state_layers=arch.mamba is not None,
@@ -105,6 +105,9 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
                       mla=arch.mla is not None and rules.mla_cache)
     verdict = v1_oracle(rules, env or {}, vendor=profile.vendor, compute_capability=cc, pipeline_parallel=pp,
                         ray_executor=tp * pp > max(profile.gpus_per_node or 1, 1), asks=asks)
+    if req.cpu_offload_gb and profile.vendor == "cpu":
+        raise UsageError("--cpu-offload-gb moves GPU weights to host memory; the CPU backend has no GPU",
+                         "leave it out, or plan for a GPU (--gpu)")
     if req.mamba_ssm_cache_dtype is not None and rules.key < (0, 10, 1):
         # engine/arg_utils.py: --mamba-ssm-cache-dtype first appears in 0.10.1 (absent from 0.10.0's)
         raise UsageError(f"vLLM {rules.version} has no --mamba-ssm-cache-dtype (added in 0.10.1)",
@@ -184,6 +187,7 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         v0_engine=v0_engine,
         engine_fallback=verdict.fallback if v0_engine else None,
         mamba_ssm_cache_dtype=req.mamba_ssm_cache_dtype,
+        cpu_offload_bytes=int((req.cpu_offload_gb or 0) * GIB),
         chunked_prefill=chunked,
         # the all-reduce + RMSNorm fusion needs FlashInfer, compilation (not --enforce-eager) and a
         # multicast-capable NVLink fabric (NVSwitch); estimate/memory.py allreduce_fusion_non_torch

@@ -84,6 +84,7 @@ class EngineSettings:
     v0_engine: bool = False  # the old engine profiles (release before 0.8, or VLLM_USE_V1=0 before 0.10)
     engine_fallback: str | None = None  # the feature vLLM 0.8 - 0.10's V1 oracle fell back to V0 for (v1_oracle)
     mamba_ssm_cache_dtype: str | None = None  # --mamba-ssm-cache-dtype given (None / "auto": vLLM's choice)
+    cpu_offload_bytes: int = 0  # --cpu-offload-gb x GiB: decoder-layer weights each GPU keeps in host memory
     # the old engine's default: on only for long contexts (engine/versions.py v0_batch_defaults); without
     # it prompts run in steps of their own, decodes waiting (estimate/scheduler_sim.py mixed_batches)
     chunked_prefill: bool = True
@@ -334,10 +335,16 @@ def prepare(
         terms = dict(extra_terms or {})
         if last:
             terms.update(last_stage_terms or {})
+        # --cpu-offload-gb: vLLM's offloader wraps the decoder layers (make_layers) and moves their parameters to
+        # pinned host memory, whole parameters in order, until the GiB are reached (model_executor/offloader/uva.py
+        # in 0.32; models/utils.py maybe_offload_to_cpu before): at most the layers this rank holds
+        offload = min(settings.cpu_offload_bytes, split.per_layer_bytes * len(layers) // tp)
         budget = stage_budget(arch, split.per_stage_bytes[s], weights_source, len(layers), tp, pp, settings, rules,
-                              first_stage=s == 0, last_stage=last, extra_terms=terms,
+                              first_stage=s == 0, last_stage=last, extra_terms=terms, offload_bytes=offload,
                               weight_growth=split.per_stage_growth[s],
                               state_layers_on_stage=sum(1 for i in layers if arch.layer_kinds[i] is LayerKind.MAMBA))
+        if offload:
+            budget = budget.model_copy(update={"cpu_offload_bytes": offload})
         budgets.append(budget)
         worker_avail.append(budget.kv_cache.bytes)
     # the stage with the fewest KV blocks (the one vLLM's count follows), else the least KV memory
@@ -436,6 +443,7 @@ def stage_budget(
     extra_terms: dict[str, MemoryTerm] | None = None,
     weight_growth: list[tuple[str, int]] | None = None,
     state_layers_on_stage: int = 0,
+    offload_bytes: int = 0,
 ) -> MemoryBudget:
     """weight_growth: (reason, bytes) of weight_bytes vLLM adds at load, for the note (estimate/weights.py
     LoadGrowth: its ROCm FP8 row padding, the MLA matrices 0.7.1 - 0.7.3 absorb)."""
@@ -445,6 +453,11 @@ def stage_budget(
         if grown:
             source = "derived" if source == "measured" else source
             note += f", plus {grown / GIB:.2f} GiB of {reason}"
+    if offload_bytes:
+        weight_bytes -= offload_bytes
+        source = "derived" if source == "measured" else source
+        note += (f", less {offload_bytes / GIB:.2f} GiB in host memory (--cpu-offload-gb; vLLM moves whole "
+                 "parameters, so up to one parameter more)")
     weights = MemoryTerm(bytes=weight_bytes, source=source, note=note)
     zero = MemoryTerm(bytes=0, source="derived", note="")
     if settings.device == "cpu":

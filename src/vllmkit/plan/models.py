@@ -64,6 +64,9 @@ class PlanRequest(BaseModel):
     # --enable-extensible-kv-cache / --no-enable-extensible-kv-cache (vLLM 0.34+; None: vLLM's default, on for
     # CUDA / ROCm unless the KV cache size is given)
     enable_extensible_kv_cache: bool | None = None
+    # --cpu-offload-gb (GiB per GPU): whole parameters of the decoder layers kept in pinned host memory, which the
+    # GPU reads over PCIe in every forward pass (vLLM's UVA offloader)
+    cpu_offload_gb: float | None = None
 
 
 class PlanOverrides(BaseModel):
@@ -111,6 +114,7 @@ class PlanOverrides(BaseModel):
     compile_cache: Literal["cold", "warm"] | None = None
     mamba_ssm_cache_dtype: str | None = None
     enable_extensible_kv_cache: bool | None = None
+    cpu_offload_gb: float | None = None
 
     def given(self) -> dict[str, object]:
         return self.model_dump(exclude_none=True)
@@ -176,6 +180,7 @@ class SettingsInfo(BaseModel):
     # vLLM 0.34+ on CUDA / ROCm: the KV cache is sized from memory measured after warm-up (the utilization then
     # defaults to 1.0 and the serve line leaves it unset)
     extensible_kv_cache: bool = False
+    cpu_offload_gb: float | None = None  # --cpu-offload-gb as given
 
 
 class MemoryInfo(BaseModel):
@@ -193,6 +198,8 @@ class MemoryInfo(BaseModel):
     # vLLM 0.34's extensible KV cache: what its measured sizing keeps free beyond the used memory (the CUDA
     # context, other processes, max(1 GiB, 0.75 x the transient peak)) when that, not the utilization, bounds it
     headroom_bytes: int = 0
+    # weights of the decoder layers held in host memory (--cpu-offload-gb), not in weights_bytes
+    cpu_offload_bytes: int = 0
     sources: dict[str, SourceTag] = Field(default_factory=dict)
     notes: dict[str, str] = Field(default_factory=dict)
 

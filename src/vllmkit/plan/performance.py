@@ -101,6 +101,33 @@ def gpu_family(architecture: str) -> str:
     return found
 
 
+# The rate at which a GPU reads --cpu-offload-gb weights from pinned host memory. vLLM's UVA offloader lets the
+# kernels read them in place over PCIe (model_executor/offloader/uva.py, 0.32), which sustains far less than the
+# link's copy rate: TheBuccaneer/vllm-offload-profiles (vLLM 0.17.1, one RTX 3090 in a PCIe 4.0 x16 Threadripper
+# 3970X host, 0 - 16 GiB offloaded, 1 - 16 concurrent requests) measured TPOT rising by 114 ms per offloaded GiB
+# for Llama-3.1-8B (2 / 4 / 8 / 12 GiB: 226 / 460 / 914 / 1,365 ms over the 20 ms without offload) - 9.4 GB/s,
+# 0.30 of the PCIe 4.0 x16 signalling rate (PCI-SIG: 16 GT/s a lane, 128b/130b: 31.5 GB/s). That fraction is
+# the rule, set on the Llama runs; the same study's Qwen2.5-7B runs are its check (tests/unit/estimate/
+# test_cpu_offload.py). PCIe 5.0 hosts (Hopper, Blackwell, CDNA 3 / 4 and RDNA 4 cards) are taken at twice the
+# rate, not measured; the Grace superchips read host memory over NVLink-C2C (450 GB/s a direction, NVIDIA; the
+# same fraction assumed), and unified-memory parts (GB10, Jetson) have no separate host memory.
+UVA_READ_FRACTION = 9.42e9 / 31.5e9
+PCIE4_X16_BYTES_S = 16e9 * 16 / 8 * 128 / 130
+PCIE5_X16_BYTES_S = 2 * PCIE4_X16_BYTES_S
+_PCIE5_ARCHS = ("sm_90", "sm_100", "sm_103", "sm_12", "gfx942", "gfx950", "gfx12")
+
+
+def host_link_bytes_s(profile: Any, bandwidth_bytes_s: float) -> float:
+    """How fast this GPU reads weights kept in host memory (--cpu-offload-gb)."""
+    name = str(profile.name).lower()
+    arch = str(profile.architecture)
+    if not getattr(profile, "nvml_memory_info", True) or name.startswith("jetson"):
+        return bandwidth_bytes_s  # unified memory: the "host" copy sits in the same memory
+    if name.startswith(("gh200", "gb200", "gb300")):
+        return 450e9 * UVA_READ_FRACTION
+    return (PCIE5_X16_BYTES_S if arch.startswith(_PCIE5_ARCHS) else PCIE4_X16_BYTES_S) * UVA_READ_FRACTION
+
+
 def gpu_perf(profile: Any) -> GpuPerf:
     """Peaks from the GPU profile (vendor datasheets, cited in the YAML's specs_source)."""
     tflops = {k: float(v) for k, v in (("bf16", profile.tflops_bf16), ("fp16", profile.tflops_fp16),
@@ -121,16 +148,18 @@ def gpu_perf(profile: Any) -> GpuPerf:
             kind = "pcie-host"
         family = "ada-geforce"  # its own compute prior (estimate/perf.py GEFORCE_ADA_MATMUL_RATIO)
     link_bw = (link.bandwidth_gbps or 0.0) if link else 0.0
+    bandwidth = float(profile.memory_bandwidth_gbps or 100.0) * 1e9
     return GpuPerf(
         name=profile.name,
         vendor=profile.vendor,
         family=family,
         # the host CPU profile carries no peaks: a placeholder of one DDR5 socket's order of magnitude
-        bandwidth_bytes_s=float(profile.memory_bandwidth_gbps or 100.0) * 1e9,
+        bandwidth_bytes_s=bandwidth,
         tflops=tflops or {"bf16": 1.0},
         # vendors quote the total of both directions; a ring all-reduce moves data one way per link
         link_bytes_s=max(link_bw / 2.0, 1.0) * 1e9,
         link_kind=kind,
+        host_link_bytes_s=host_link_bytes_s(profile, bandwidth),
     )
 
 
@@ -186,7 +215,10 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
     gather = split.embedding_bytes / tp if pp == 1 and split.lm_head_bytes else 0
     gather += split.per_layer_embedding_bytes / tp  # Gemma-3n/4 per-layer embeddings: rows gathered per token
     gather += rope
-    dense_rank = max(rank_bytes - expert_rank - gather, 1.0)
+    # --cpu-offload-gb: what the busiest rank keeps in host memory is read over the host link instead (dense
+    # layers' parameters first, as vLLM offloads them in order)
+    host_bytes = float(max((b.cpu_offload_bytes for b in evaluation.budgets), default=0))
+    dense_rank = max(rank_bytes - expert_rank - gather - host_bytes, 1.0)
     if label == "mxfp4" and arch.moe is not None and arch.moe.num_experts:
         # MXFP4 checkpoints (gpt-oss) quantize only the routed experts; attention and router stay 16-bit
         # (quantization_config.modules_to_not_convert), and the loaded bytes include the experts'
@@ -236,6 +268,7 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
         shared_experts=arch.moe.num_shared_experts if arch.moe else 0,
         sparse_topk=sparse_topk, indexer_flops_per_pair=indexer_pair,
         weight_format="mxfp4" if label == "mxfp4" else "",
+        host_bytes=host_bytes,
     )
 
 

@@ -91,6 +91,7 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
         non_torch_bytes=budget.non_torch.bytes,
         cudagraph_bytes=budget.cudagraph.bytes,
         kv_cache_bytes=budget.kv_cache.bytes,
+        cpu_offload_bytes=budget.cpu_offload_bytes,
         # encoder_bytes, lora_bytes, speculative_bytes, other_processes_bytes (0 where the plan has no such term)
         **{f"{key}_bytes": budget.extra[key].bytes if key in budget.extra else 0 for key in EXTRA_TERM_LABELS},
         sources={
@@ -172,6 +173,7 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
             engine_fallback=settings.engine_fallback,
             chunked_prefill=settings.chunked_prefill,
             extensible_kv_cache=settings.extensible_kv_cache,
+            cpu_offload_gb=req.cpu_offload_gb or None,
         ),
         memory=memory,
         kv_cache=kv_info,

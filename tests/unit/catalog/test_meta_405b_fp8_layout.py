@@ -16,14 +16,14 @@ from vllmkit.plan.models import PlanRequest
 from vllmkit.plan.service import build_plan
 
 GIB = 1 << 30
-H, I, LAYERS, VOCAB, KV = 16384, 53248, 126, 128256, 1024
+H, INTER, LAYERS, VOCAB, KV = 16384, 53248, 126, 128256, 1024
 
 
 def test_layout_by_hand_matches_the_published_size_and_tensor_count() -> None:
-    fp8 = (LAYERS - 2) * 3 * H * I  # gate, up, down of layers 1-124
-    scales = (LAYERS - 2) * (I + I + H)  # one float32 per output row of each FP8 weight
+    fp8 = (LAYERS - 2) * 3 * H * INTER  # gate, up, down of layers 1-124
+    scales = (LAYERS - 2) * (INTER + INTER + H)  # one float32 per output row of each FP8 weight
     attention = LAYERS * (2 * H * H + 2 * H * KV)  # q, o and k, v in BF16 everywhere
-    bf16 = attention + 2 * 3 * H * I + 2 * VOCAB * H + LAYERS * 2 * H + H
+    bf16 = attention + 2 * 3 * H * INTER + 2 * VOCAB * H + LAYERS * 2 * H + H
     total = fp8 + 4 * scales + 2 * bf16
     entry = load_entry("meta-llama/Llama-3.1-405B-Instruct-FP8")
     assert_weights_add_up(entry)
