@@ -278,11 +278,14 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     pc = row.get("enable_prefix_caching")
     # the server's --max-model-len sets the old engine's batch defaults (chunked prefill only above 32K)
     mml = _flag(_dashed(str(row.get("server_cmd") or "")), "--max-model-len")
+    offload = _flag(flags, "--cpu-offload-gb")
     req = PlanRequest(model=catalog_id, gpu=gpu_name, tensor_parallel_size=tp, pipeline_parallel_size=pp,
                       kv_cache_dtype=row.get("kv_cache_dtype") or "auto",
                       gpu_memory_utilization=float(util.group(1)) if util else None,
                       enable_prefix_caching=pc if isinstance(pc, bool) else None,
-                      max_model_len=int(mml) if mml and mml.isdigit() else None)
+                      max_model_len=int(mml) if mml and mml.isdigit() else None,
+                      # weights read from host memory every step (plan/performance.py UVA_READ_FRACTION)
+                      cpu_offload_gb=float(offload) if offload and re.fullmatch(r"\d+(\.\d+)?", offload) else None)
     if req.kv_cache_dtype in ("auto", None, ""):
         req.kv_cache_dtype = "auto"
     # the old engine by choice where V1 was the default (0.8 - 0.9: VLLM_USE_V1=0 before the server command)

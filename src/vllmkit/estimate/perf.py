@@ -121,6 +121,15 @@ class ModelPerf:
     # weights this rank keeps in host memory (--cpu-offload-gb): read over the host link in every forward pass
     # (vLLM's UVA offloader: "the GPU can then directly access the CPU memory ... at the cost of PCIe bandwidth")
     host_bytes: float = 0.0
+    # of which routed experts: the GPU reads them in place, so only the experts a batch touches cross the link
+    host_expert_bytes: float = 0.0
+
+    def host_seconds(self, gpu: GpuPerf, tokens: float) -> float:
+        """Time to read this step's share of the host-resident weights (--cpu-offload-gb)."""
+        if not self.host_bytes:
+            return 0.0
+        dense = self.host_bytes - self.host_expert_bytes
+        return (dense + self.host_expert_bytes * self.touched_expert_fraction(tokens)) / gpu.host_link_bytes_s
 
     def attention_flops(self, decode: int, context_sum: float, prefill_tokens: float, prefill_pairs: float) -> float:
         """Attention FLOPs of one step: decode queries over their contexts, prompt tokens over theirs."""
@@ -561,7 +570,7 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
     # attention kernels run after / between the GEMMs (separate kernels): their time adds
     attn_mem = (model.kv_bytes_read(decode_mb, context_sum) + model.kv_bytes_per_token() * tokens) / bw
     attn_cmp = model.attention_flops(decode_mb, context_sum, prefill_tokens, prefill_pairs) / peak
-    host_s = model.host_bytes / gpu.host_link_bytes_s if model.host_bytes else 0.0
+    host_s = model.host_seconds(gpu, tokens)
     t_mem = gemm_mem + attn_mem + host_s
     t_cmp = gemm_cmp + attn_cmp
     dispatch_s = eff.eager_dispatch_s or (eff.graphless_dispatch_s if 0 < eff.graph_max_tokens < tokens else 0.0)
@@ -598,7 +607,8 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     sparse = model.sparse_topk > 0
     pp = model.pp
     kernels = model.kernels_seconds(eff)
-    host_s = model.host_bytes / gpu.host_link_bytes_s if model.host_bytes else 0.0
+    host_dense_s = (model.host_bytes - model.host_expert_bytes) / gpu.host_link_bytes_s if model.host_bytes else 0.0
+    host_expert_s = model.host_expert_bytes / gpu.host_link_bytes_s if model.host_bytes else 0.0
     ar = allreduce_seconds(model, gpu, eff, 1.0) if model.tp > 1 else 0.0
     ar_lat = allreduce_seconds(model, gpu, eff, 0.0) if model.tp > 1 else 0.0
     over, per_seq = eff.step_overhead_s, eff.per_seq_overhead_s
@@ -633,6 +643,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
         if dispatch:
             per = stage / layers
             stage = layers * sqrt(per * per + dispatch * dispatch)
+        host_s = host_dense_s + (host_expert_s * (1.0 - miss ** tokens) if host_expert_s else 0.0)
         stage += host_s
         comm = ar_lat + (ar - ar_lat) * all_tokens
         host = per_seq * (decode + (1 if prefill else 0))
@@ -657,6 +668,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
         gemm_mem = wbytes / bw
         gemm_cmp = flop_tok * tokens / peak
         head = sqrt(gemm_mem * gemm_mem + gemm_cmp * gemm_cmp) + kernels
+        host_s = host_dense_s + (host_expert_s * (1.0 - miss ** tokens) if host_expert_s else 0.0)
         state = state_b * decode_mb
         write = write_tb * tokens
         dispatch = eager or (graphless if 0 < graph_max < tokens else 0.0)

@@ -215,10 +215,13 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
     gather = split.embedding_bytes / tp if pp == 1 and split.lm_head_bytes else 0
     gather += split.per_layer_embedding_bytes / tp  # Gemma-3n/4 per-layer embeddings: rows gathered per token
     gather += rope
-    # --cpu-offload-gb: what the busiest rank keeps in host memory is read over the host link instead (dense
-    # layers' parameters first, as vLLM offloads them in order)
+    # --cpu-offload-gb: what the busiest rank keeps in host memory is read over the host link instead. vLLM
+    # offloads whole decoder layers' parameters in order, so the offload holds dense and routed-expert weights in
+    # the layers' proportion; the experts are read in place, only those a batch touches
     host_bytes = float(max((b.cpu_offload_bytes for b in evaluation.budgets), default=0))
-    dense_rank = max(rank_bytes - expert_rank - gather - host_bytes, 1.0)
+    host_expert = min(host_bytes * expert_rank / max(rank_bytes - gather, 1.0), expert_rank)
+    dense_rank = max(rank_bytes - expert_rank - gather - (host_bytes - host_expert), 1.0)
+    expert_rank -= host_expert
     if label == "mxfp4" and arch.moe is not None and arch.moe.num_experts:
         # MXFP4 checkpoints (gpt-oss) quantize only the routed experts; attention and router stay 16-bit
         # (quantization_config.modules_to_not_convert), and the loaded bytes include the experts'
@@ -269,6 +272,7 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
         sparse_topk=sparse_topk, indexer_flops_per_pair=indexer_pair,
         weight_format="mxfp4" if label == "mxfp4" else "",
         host_bytes=host_bytes,
+        host_expert_bytes=host_expert,
     )
 
 

@@ -120,3 +120,21 @@ def test_check_log_reads_the_offload_from_the_logs_arguments() -> None:
                   "'meta-llama/Llama-3.1-8B-Instruct', 'model': 'meta-llama/Llama-3.1-8B-Instruct', 'max_model_len': "
                   "8192, 'gpu_memory_utilization': 0.86, 'cpu_offload_gb': 12.0}\n")
     assert f.cpu_offload_gb == 12.0 and f.gpu_memory_utilization == 0.86
+
+
+def test_offloaded_experts_cross_the_link_only_when_a_batch_routes_to_them() -> None:
+    # 8 of 128 experts per token (Qwen3-30B-A3B-like): one token reads 1/16 of the host-resident experts, 64 tokens
+    # 1 - (120/128)^64 = 98.4 %; the dense share crosses every step
+    gpu = GpuPerf("x", "nvidia", "ada", 1008e9, {"bf16": 165.0}, 32e9, "pcie", host_link_bytes_s=10e9)
+    m = ModelPerf(tp=1, pp=1, layers=48, hidden_size=2048, dense_bytes=int(1e9), expert_bytes=int(4e9),
+                  num_experts=128, experts_per_token=8, active_params=3e9, host_bytes=9e9, host_expert_bytes=8e9)
+    assert m.host_seconds(gpu, 1) == pytest.approx((1e9 + 8e9 / 16) / 10e9)
+    assert m.host_seconds(gpu, 64) == pytest.approx((1e9 + 8e9 * (1 - (120 / 128) ** 64)) / 10e9)
+    assert m.host_seconds(gpu, 0) == pytest.approx(1e9 / 10e9)
+    from vllmkit.plan.performance import FITTED_EFFICIENCY
+
+    fn = make_step_fn(m, gpu, FITTED_EFFICIENCY)
+    for decode in (1, 8, 64):
+        direct = step_cost(m, gpu, FITTED_EFFICIENCY, decode=decode, context_sum=decode * 500)
+        assert fn(decode, decode * 500, 0, 0.0)[0] == pytest.approx(direct.seconds, rel=1e-9)
+        assert fn.decode_only(decode)(decode * 500)[0] == pytest.approx(direct.seconds, rel=1e-9)  # type: ignore[attr-defined]
