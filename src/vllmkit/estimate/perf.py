@@ -607,8 +607,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     sparse = model.sparse_topk > 0
     pp = model.pp
     kernels = model.kernels_seconds(eff)
-    host_dense_s = (model.host_bytes - model.host_expert_bytes) / gpu.host_link_bytes_s if model.host_bytes else 0.0
-    host_expert_s = model.host_expert_bytes / gpu.host_link_bytes_s if model.host_bytes else 0.0
+    offloaded = model.host_bytes > 0
     ar = allreduce_seconds(model, gpu, eff, 1.0) if model.tp > 1 else 0.0
     ar_lat = allreduce_seconds(model, gpu, eff, 0.0) if model.tp > 1 else 0.0
     over, per_seq = eff.step_overhead_s, eff.per_seq_overhead_s
@@ -643,7 +642,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
         if dispatch:
             per = stage / layers
             stage = layers * sqrt(per * per + dispatch * dispatch)
-        host_s = host_dense_s + (host_expert_s * (1.0 - miss ** tokens) if host_expert_s else 0.0)
+        host_s = model.host_seconds(gpu, tokens) if offloaded else 0.0
         stage += host_s
         comm = ar_lat + (ar - ar_lat) * all_tokens
         host = per_seq * (decode + (1 if prefill else 0))
@@ -668,7 +667,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
         gemm_mem = wbytes / bw
         gemm_cmp = flop_tok * tokens / peak
         head = sqrt(gemm_mem * gemm_mem + gemm_cmp * gemm_cmp) + kernels
-        host_s = host_dense_s + (host_expert_s * (1.0 - miss ** tokens) if host_expert_s else 0.0)
+        host_s = model.host_seconds(gpu, tokens) if offloaded else 0.0
         state = state_b * decode_mb
         write = write_tb * tokens
         dispatch = eager or (graphless if 0 < graph_max < tokens else 0.0)

@@ -107,13 +107,13 @@ class LogReader:
         self._pending = None
         # a quote re-wrapped at word boundaries lost a space; a terminal hard-wrapped at a fixed width may have cut
         # a word ("... GiB KV cach" / "e is needed ..."): both joins are tried
-        for text in (f"{start.message} {line.message}", f"{start.message}{line.message}"):
+        spaced = f"{start.message} {line.message}"
+        for text in (spaced, f"{start.message}{line.message}"):
             events = [e for e in match_line(text, start.number) if e.kind in JOINED_KINDS]
             if events:
                 return events
         if count + 1 < MAX_JOINED_LINES:
-            text = f"{start.message} {line.message}"
-            self._pending = (LogLine(start.number, start.raw, text, start.process, start.level), count + 1)
+            self._pending = (LogLine(start.number, start.raw, spaced, start.process, start.level), count + 1)
         return None
 
     def _record(self, events: list[LogEvent], raw: str) -> list[LogEvent]:
