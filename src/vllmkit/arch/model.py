@@ -91,6 +91,28 @@ class MoEFacts(BaseModel):
     num_shared_experts: int = 0
     shared_expert_intermediate_size: int | None = None
     dense_layers: int = 0  # leading dense layers (DeepSeek first_k_dense_replace)
+    # where the config places routed experts in some layers only (Llama-4 interleave_moe_layer_step, Jamba
+    # expert_layer_period / offset, Qwen-MoE decoder_sparse_step / mlp_only_layers, DeepSeek moe_layer_freq,
+    # Nemotron-H "E" in hybrid_override_pattern): how many layers have them, and how many have a plain MLP
+    # instead; None: every layer past `dense_layers` is an MoE layer (arch.model.moe_layer_count)
+    moe_layers: int | None = None
+    dense_mlp_layers: int | None = None
+    # weight matrices per expert: 3 for gated MLPs (gate, up, down), 2 for Nemotron-H's ReLU^2 experts (up, down:
+    # vLLM nemotron_h.py builds its FusedMoE without the activation-and-multiply)
+    expert_matrices: int = 3
+    # the dense MLP layers' intermediate size where it differs from intermediate_size (Llama-4
+    # intermediate_size_mlp: 16384 beside 8192-wide experts)
+    dense_intermediate_size: int | None = None
+
+    def moe_layer_count(self, num_hidden_layers: int) -> int:
+        """Decoder layers with routed experts."""
+        if self.moe_layers is not None:
+            return self.moe_layers
+        return max(num_hidden_layers - self.dense_layers, 0)
+
+    def dense_mlp_layer_count(self) -> int:
+        """Decoder layers with a plain (dense) MLP instead of experts."""
+        return self.dense_mlp_layers if self.dense_mlp_layers is not None else self.dense_layers
 
 
 class QuantFacts(BaseModel):

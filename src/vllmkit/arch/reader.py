@@ -699,7 +699,40 @@ def _mamba_facts(cfg: dict[str, Any], model_type: str, hidden: int) -> MambaFact
     return None
 
 
-def _moe_facts(cfg: dict[str, Any]) -> MoEFacts | None:
+def _moe_layer_pattern(cfg: dict[str, Any], n_layers: int, dense_layers: int) -> tuple[int | None, int | None, int]:
+    """(MoE layers, dense-MLP layers, matrices per expert) where the config puts experts in some layers only,
+    each rule as vLLM's model file decides `is_moe_layer` (0.32): llama4.py `(layer_idx + 1) %
+    interleave_moe_layer_step == 0`; jamba.py / transformers JambaConfig `i % expert_layer_period ==
+    expert_layer_offset`; qwen2_moe.py / qwen3_moe.py `layer_idx not in mlp_only_layers and (layer_idx + 1) %
+    decoder_sparse_step == 0`; deepseek_v2.py `layer_idx >= first_k_dense_replace and layer_idx % moe_layer_freq
+    == 0`; nemotron_h.py one block per character of hybrid_override_pattern ("E" MoE, "-" MLP, ReLU^2 experts of
+    two matrices). (None, None, 3): every layer past the leading dense ones."""
+    layers = range(n_layers)
+    pattern = cfg.get("hybrid_override_pattern")
+    if isinstance(pattern, str) and "E" in pattern:
+        two = str(cfg.get("mlp_hidden_act") or "").lower() == "relu2"
+        return pattern[:n_layers].count("E"), pattern[:n_layers].count("-"), 2 if two else 3
+    moe: list[int] | None = None
+    step = cfg.get("interleave_moe_layer_step")
+    if isinstance(step, int) and step > 1:
+        moe = [i for i in layers if (i + 1) % step == 0]
+    period, offset = cfg.get("expert_layer_period"), cfg.get("expert_layer_offset")
+    if isinstance(period, int) and period > 1 and isinstance(offset, int):
+        moe = [i for i in layers if i % period == offset]
+    sparse, mlp_only = cfg.get("decoder_sparse_step"), cfg.get("mlp_only_layers")
+    if (isinstance(sparse, int) and sparse > 1) or (isinstance(mlp_only, list) and mlp_only):
+        skip = {i for i in mlp_only if isinstance(i, int)} if isinstance(mlp_only, list) else set()
+        step_ = sparse if isinstance(sparse, int) and sparse > 0 else 1
+        moe = [i for i in layers if i not in skip and (i + 1) % step_ == 0]
+    freq = cfg.get("moe_layer_freq")
+    if isinstance(freq, int) and freq > 1:
+        moe = [i for i in layers if i >= dense_layers and i % freq == 0]
+    if moe is None:
+        return None, None, 3
+    return len(moe), n_layers - len(moe), 3
+
+
+def _moe_facts(cfg: dict[str, Any], n_layers: int = 0) -> MoEFacts | None:
     experts = None
     for key in ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts"):
         if isinstance(cfg.get(key), int) and cfg[key] > 1:
@@ -717,7 +750,13 @@ def _moe_facts(cfg: dict[str, Any]) -> MoEFacts | None:
         # Gemma-4 MoE (vllm gemma4.py Gemma4DecoderLayer): the dense MLP (intermediate_size) runs beside the
         # routed experts (moe_intermediate_size / expert_intermediate_size) in every layer, i.e. a shared expert
         shared, shared_inter = 1, cfg.get("intermediate_size")
+    dense_layers = int(cfg.get("first_k_dense_replace") or cfg.get("num_dense_layers") or 0)
+    moe_layers, dense_mlp_layers, matrices = _moe_layer_pattern(cfg, n_layers, dense_layers)
     return MoEFacts(
+        moe_layers=moe_layers,
+        dense_mlp_layers=dense_mlp_layers,
+        dense_intermediate_size=cfg.get("intermediate_size_mlp") if isinstance(cfg.get("intermediate_size_mlp"), int) else None,
+        expert_matrices=matrices,
         num_experts=experts,
         experts_per_token=int(per_tok),
         moe_intermediate_size=(cfg.get("moe_intermediate_size") or cfg.get("expert_intermediate_size")
@@ -1059,7 +1098,7 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
     intermediate = cfg.get("intermediate_size")
     if isinstance(intermediate, int):
         _check_limit(intermediate, "intermediate_size", where, minimum=0)
-    moe = _moe_facts(cfg)
+    moe = _moe_facts(cfg, n_layers)
     if moe is not None:
         _check_limit(moe.num_experts, "num_experts", where)
         _check_limit(moe.experts_per_token, "num_experts_per_tok", where, limit_key="num_experts")

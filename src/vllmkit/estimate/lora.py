@@ -36,16 +36,18 @@ def lora_bytes_per_adapter_rank(arch: ModelArch, tp: int, *, moe: bool = False) 
     attn_layers = sum(1 for k in arch.layer_kinds if k in (LayerKind.FULL, LayerKind.SLIDING, LayerKind.CHUNKED,
                                                             LayerKind.MLA))
     inter = arch.intermediate_size or 4 * h
-    dense_mlp_layers = arch.num_hidden_layers if arch.moe is None else arch.moe.dense_layers
+    dense_mlp_layers = arch.num_hidden_layers if arch.moe is None else arch.moe.dense_mlp_layer_count()
     qkv = 3 * h + (q + kv) // tp
     o = q // tp + h
-    gate_up = 2 * h + 2 * inter // tp
-    down = inter // tp + h
+    mlp_inter = (arch.moe.dense_intermediate_size if arch.moe is not None else None) or inter
+    gate_up = 2 * h + 2 * mlp_inter // tp
+    down = mlp_inter // tp + h
     total = attn_layers * (qkv + o) + dense_mlp_layers * (gate_up + down)
     if moe and arch.moe is not None and arch.moe.num_experts:
         expert_inter = (arch.moe.moe_intermediate_size or inter) // tp
-        moe_layers = max(arch.num_hidden_layers - arch.moe.dense_layers, 0)
-        total += moe_layers * arch.moe.num_experts * (3 * h + 3 * expert_inter)
+        moe_layers = arch.moe.moe_layer_count(arch.num_hidden_layers)
+        m = arch.moe.expert_matrices
+        total += moe_layers * arch.moe.num_experts * (m * h + m * expert_inter)
     return total
 
 

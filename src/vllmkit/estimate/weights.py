@@ -62,8 +62,12 @@ def estimate_param_bytes(arch: ModelArch) -> int:
     attn = h * arch.num_attention_heads * hd * 2 + h * arch.num_kv_heads * hd * 2
     inter = arch.intermediate_size or 4 * h
     if arch.moe is not None:
-        moe_inter = arch.moe.moe_intermediate_size or inter
-        mlp = 3 * h * moe_inter * (arch.moe.num_experts + arch.moe.num_shared_experts)
+        m = arch.moe
+        moe_inter = m.moe_intermediate_size or inter
+        moe_layers = m.moe_layer_count(n)
+        # per layer on average: the experts' layers, and the plain MLPs of the others (arch.model MoEFacts)
+        mlp = (moe_layers * m.expert_matrices * h * moe_inter * (m.num_experts + m.num_shared_experts)
+               + m.dense_mlp_layer_count() * 3 * h * (m.dense_intermediate_size or inter)) / n
     else:
         mlp = 3 * h * inter
     embed = arch.vocab_size * h * (1 if arch.tie_word_embeddings else 2)
@@ -117,7 +121,7 @@ def replicated_layer_bytes(arch: ModelArch) -> int:
             wq_b = (m.q_lora_rank or h) * heads * m.index_head_dim * w
             total += share * (wq_b + h * (m.index_head_dim + heads) * _EMBED_BYTES)
     if arch.moe is not None and arch.moe.num_experts:
-        moe_share = max(n - arch.moe.dense_layers, 0) / n
+        moe_share = arch.moe.moe_layer_count(n) / n
         total += moe_share * arch.moe.num_experts * h * _EMBED_BYTES
     return int(total)
 
@@ -308,12 +312,13 @@ def expert_fraction(arch: ModelArch) -> float:
         return 0.0
     h = arch.hidden_size
     moe_inter = arch.moe.moe_intermediate_size or arch.intermediate_size or 4 * h
-    moe_layers = max(arch.num_hidden_layers - arch.moe.dense_layers, 0)
-    experts = moe_layers * arch.moe.num_experts * 3 * h * moe_inter
+    moe_layers = arch.moe.moe_layer_count(arch.num_hidden_layers)
+    experts = moe_layers * arch.moe.num_experts * arch.moe.expert_matrices * h * moe_inter
     inter = arch.intermediate_size or 4 * h
     attn = attention_params(arch)
-    shared = moe_layers * 3 * h * (arch.moe.shared_expert_intermediate_size or moe_inter) * arch.moe.num_shared_experts
-    dense = arch.moe.dense_layers * 3 * h * inter
+    shared = (moe_layers * arch.moe.expert_matrices * h * (arch.moe.shared_expert_intermediate_size or moe_inter)
+              * arch.moe.num_shared_experts)
+    dense = arch.moe.dense_mlp_layer_count() * 3 * h * (arch.moe.dense_intermediate_size or inter)
     embed = arch.vocab_size * h * (1 if arch.tie_word_embeddings else 2)
     total = experts + attn + shared + dense + embed
     return experts / total if total else 0.0

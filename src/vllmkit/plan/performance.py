@@ -192,8 +192,8 @@ def _expert_params(arch: ModelArch) -> tuple[float, int]:
     if moe is None:
         return 0.0, 0
     inter = moe.moe_intermediate_size or arch.intermediate_size or 4 * arch.hidden_size
-    layers = max(arch.num_hidden_layers - moe.dense_layers, 0)
-    return float(layers * moe.num_experts * 3 * arch.hidden_size * inter), layers
+    layers = moe.moe_layer_count(arch.num_hidden_layers)
+    return float(layers * moe.num_experts * moe.expert_matrices * arch.hidden_size * inter), layers
 
 
 def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> ModelPerf:

@@ -96,6 +96,16 @@ def test_cli_reads_the_store_unless_disabled(disabled, monkeypatch, tmp_path) ->
     # turned into 41 B and 53 B (the surplus read as dense weights every step)
     ("deepseek-ai/DeepSeek-R1", "h200", 8, 37.0, 0.03),
     ("moonshotai/Kimi-K2-Instruct", "h200", 8, 32.0, 0.03),
+    # models with routed experts in some layers only (arch.reader _moe_layer_pattern). Meta's Llama 4 model
+    # card: Maverick "17B active" of 400B (experts in every second layer, interleave_moe_layer_step 2), Scout
+    # "17B active" of 109B (every layer); AI21's Jamba Mini 1.7 "12B active" of 52B (expert_layer_period 2);
+    # NVIDIA's Nemotron 3 Nano "3.5B active parameters and 30B parameters in total" (Megatron-Bridge docs;
+    # 23 MoE layers of the 52 in hybrid_override_pattern, two-matrix ReLU^2 experts). Counting every layer as
+    # MoE with three matrices made them 4.2 B, 17.0 B, 6.7 B and 1.8 B.
+    ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", "h200", 8, 17.0, 0.03),
+    ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "h100", 4, 17.0, 0.03),
+    ("ai21labs/AI21-Jamba-Mini-1.7", "h100", 2, 12.0, 0.05),
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "h100", 1, 3.5, 0.10),
 ])
 def test_moe_active_parameters_match_the_model_card(model: str, gpu: str, tp: int, active_b: float,
                                                     rel: float) -> None:
