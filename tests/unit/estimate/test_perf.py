@@ -174,6 +174,33 @@ def test_moe_reads_only_the_experts_a_batch_touches() -> None:
 
 
 
+def test_fused_moe_layer_fixed_cost_by_hand() -> None:
+    # MOE_LAYER_S: benchmark_moe's fixed part on H100 / H200 (32 us: top-k, align, two grouped GEMMs, activation,
+    # sum) less the two grouped GEMMs' launches counted with the layer's 4 GEMMs (2 x 3.8 us), plus the router GEMM
+    # the benchmark leaves out (3.8 us) = 28.2 us a layer
+    from vllmkit.estimate.perf import GEMM_KERNEL_S, MOE_LAYER_S
+
+    assert MOE_LAYER_S == pytest.approx(28.2e-6)
+    eff = Efficiency()
+    m = ModelPerf(tp=1, pp=1, layers=48, hidden_size=2048, dense_bytes=1, expert_bytes=1, num_experts=128,
+                  experts_per_token=8, moe_layers=48, active_params=3e9)
+    # 48 layers x 4 GEMMs x 3.8 us = 729.6 us, + 48 x 28.2 us = 1353.6 us: 2083.2 us
+    assert m.kernels_seconds(eff) == pytest.approx(48 * 4 * GEMM_KERNEL_S + 48 * 28.2e-6)
+    assert m.kernels_seconds(eff) == pytest.approx(2083.2e-6)
+    # shared experts add their MLP's two GEMMs a layer: + 48 x 7.6 us
+    shared = replace(m, shared_experts=1)
+    assert shared.kernels_seconds(eff) - m.kernels_seconds(eff) == pytest.approx(48 * 2 * 3.8e-6)
+    # pipeline parallel: the busiest of two stages holds 24 layers, 24 of them MoE
+    assert replace(m, pp=2, layers=24).stage_moe_layers == 24
+    # three leading dense layers (DeepSeek first_k_dense_replace): 61 layers, 58 MoE; PP 2 -> 31 / 29 on a stage
+    assert replace(m, layers=31, pp=2, moe_layers=58).stage_moe_layers == 29
+    # gpt-oss's MXFP4 path fuses routing, activation and combine into its two GEMMs: no fixed MoE cost
+    assert replace(m, weight_format="mxfp4").stage_moe_layers == 0
+    assert replace(m, weight_format="mxfp4").kernels_seconds(eff) == pytest.approx(48 * 4 * GEMM_KERNEL_S)
+    # a dense model has none
+    assert DENSE.stage_moe_layers == 0
+
+
 # an FP8 MoE rank (DeepSeek-like at TP8: 3.2 GB of dense weights, 81.7 GB of routed experts, E=256, k=8)
 FP8_MOE = ModelPerf(tp=8, pp=1, layers=61, hidden_size=7168, dense_bytes=3_200_000_000,
                     expert_bytes=81_700_000_000, num_experts=256, experts_per_token=8, active_params=37e9,
