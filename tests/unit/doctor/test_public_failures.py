@@ -96,6 +96,14 @@ EXPECTED = {
     "vllm-6746-8xh100-llama31-405b-instruct-fp8-tp8-len131072-v0-kv-fail": "kv-cache-too-small",
     "vllm-29360-8xh20-qwen3-coder-480b-fp8-tp8-ep-len131072-util098-eager-v0111-deepgemm-warmup-oom-fail": "cuda-oom",
     "vllm-33920-2xrtx4090-glm-47-flash-tp2-util090-v0150rc2-sampler-oom-fail": "cuda-oom",
+    # round 37 (collected-startup-logs-37)
+    "r37-recipes810-rtx5090-qwen38-27b-nvfp4-inferact-len32768-kvfp8-util080-cudagraph-oom-fail": "cuda-oom",
+    "r37-recipes810-rtx5090-qwen38-27b-nvfp4-inferact-len32768-kvfp8-util093-cudagraph-oom-fail": "cuda-oom",
+    "r37-recipes831-rtxpro6000maxq-qwen38-27b-fp8-tp1-utildefault-seqs1024-mamba-blocks-fail": "mamba-cache-blocks",
+    "r37-recipes831-rtxpro6000maxq-qwen38-27b-nvfp4-tp1-utildefault-seqs1024-mamba-blocks-fail": "mamba-cache-blocks",
+    "r37-recipes831-rtxpro6000maxq-qwen38-27b-bf16-tp1-util095-seqs1024-mamba-blocks-fail": "mamba-cache-blocks",
+    "r37-recipes551-h100-qwen36-27b-fp8-util095-seqs1024-mamba-blocks-fail": "mamba-cache-blocks",
+    "r37-gpustack1800-rtx3090-qwen25-vl-7b-len8192-v084-v0-kv-fail": "kv-cache-too-small",
 }
 
 NO_ERROR_TEXT = {
@@ -123,6 +131,8 @@ NO_ERROR_TEXT = {
     "failure; the OOM at kernel warm-up is stated in words ('We will encounter an OOM at kernel warmup')",
     "vllm-recipes-pr893-8xh200-glm-53-fp8-tp8-kvfp8-len1048576-v0280-kv-fail": "a validation note in words "
     "('--max-model-len is required on 8xH200', 25.94 GiB of KV per rank)",
+    "r37-vllm18124-a100-80g-qwen25-vl-3b-util03-no-cache-blocks-fail": "the error's words only in the issue's "
+    "title, a '#' heading line (commentary to the reader), and no log line",
 }
 
 
