@@ -743,9 +743,14 @@ def _moe_facts(cfg: dict[str, Any], n_layers: int = 0) -> MoEFacts | None:
     per_tok = (cfg.get("num_experts_per_tok") or cfg.get("num_experts_per_token") or cfg.get("moe_topk")
                or cfg.get("top_k_experts") or 1)
     shared = cfg.get("n_shared_experts") or cfg.get("num_shared_experts") or 0
-    shared_inter = cfg.get("shared_expert_intermediate_size")
+    # Nemotron-H: moe_shared_expert_intermediate_size (vllm nemotron_h.py NemotronHMoE shared_experts)
+    shared_inter = cfg.get("shared_expert_intermediate_size") or cfg.get("moe_shared_expert_intermediate_size")
     if not shared and shared_inter:
         shared = 1
+    if cfg.get("model_type") in ("llama4", "llama4_text"):
+        # vllm llama4.py Llama4MoE: every MoE layer has a shared expert of intermediate_size beside the routed ones;
+        # the config names no count
+        shared, shared_inter = 1, cfg.get("intermediate_size")
     if cfg.get("model_type") == "gemma4_text" or "top_k_experts" in cfg:
         # Gemma-4 MoE (vllm gemma4.py Gemma4DecoderLayer): the dense MLP (intermediate_size) runs beside the
         # routed experts (moe_intermediate_size / expert_intermediate_size) in every layer, i.e. a shared expert

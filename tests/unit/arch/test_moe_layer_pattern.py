@@ -72,3 +72,14 @@ def test_config_size_estimate_matches_the_published_total(model: str, total_b: f
 
     arch = read_arch(find_entry(model).config)
     assert estimate_param_bytes(arch) / 2 / 1e9 == pytest.approx(total_b, rel=0.02)
+
+
+def test_llama4_and_nemotron_h_shared_experts() -> None:
+    # vllm llama4.py Llama4MoE builds a shared expert of intermediate_size in every MoE layer (the config names no
+    # count); nemotron_h.py takes its shared expert's width from moe_shared_expert_intermediate_size
+    from vllmkit.hub.catalog import find_entry
+
+    maverick = read_arch(find_entry("meta-llama/Llama-4-Maverick-17B-128E-Instruct").config).moe
+    assert (maverick.num_shared_experts, maverick.shared_expert_intermediate_size) == (1, 8192)
+    nano = read_arch(find_entry("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16").config).moe
+    assert (nano.num_shared_experts, nano.shared_expert_intermediate_size) == (1, 3712)
