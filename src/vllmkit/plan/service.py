@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from vllmkit.engine.versions import quant_method_warning, resolve_version, rules_for, version_warning
+from vllmkit.engine.versions import quant_method_warning, resolve_version, rules_for, untagged_build, version_warning
 from vllmkit.errors import UsageError, VllmkitError
 from vllmkit.hardware.host import host_memory_bytes
 from vllmkit.plan.candidates import (
@@ -119,7 +119,7 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
     arch = base.arch
     validate_parallelism(arch, tp=req.tensor_parallel_size, pp=req.pipeline_parallel_size, gpu_count=req.gpu_count, gpus_per_node=profile.gpus_per_node, device=profile.vendor)
     warnings = list(arch.warnings) + [n for n in meta.notes if n.startswith("offline")]
-    if version_src == "--vllm-version" and (vw := version_warning(version)):
+    if (version_src == "--vllm-version" or untagged_build(version)) and (vw := version_warning(version)):
         warnings.append(vw)  # issue 13
     if arch.quantization is not None and (qw := quant_method_warning(arch.quantization.method)):
         warnings.append(qw)

@@ -37,3 +37,21 @@ def test_plan_with_an_untagged_build_uses_the_v1_engine() -> None:
     doc = json.loads(r.stdout)
     assert doc["data"]["settings"]["engine"] == "v1"
     assert any(re.search(r"without release tags", w) for w in doc["data"]["warnings"])
+
+
+def test_an_installed_untagged_build_is_named_too(tmp_path, monkeypatch) -> None:
+    # a real dist-info on the path (importlib.metadata reads it as it reads any install): the plan takes the
+    # installed version when --vllm-version is not given, and an untagged one is warned about as well
+    import importlib
+
+    info = tmp_path / "vllm-0.1.dev19754+g3a0914114.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {FORK}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    r = invoke(["plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--json"], env={"HF_HUB_OFFLINE": "1"})
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)["data"]
+    assert data["vllm_version"] == FORK and data["vllm_version_source"].startswith("installed")
+    assert data["settings"]["engine"] == "v1"
+    assert any("without release tags" in w for w in data["warnings"])
