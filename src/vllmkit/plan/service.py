@@ -11,7 +11,13 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from vllmkit.engine.versions import quant_method_warning, resolve_version, rules_for, untagged_build, version_warning
+from vllmkit.engine.versions import (
+    quant_method_warning,
+    resolve_version,
+    rules_for,
+    untagged_build,
+    version_warning,
+)
 from vllmkit.errors import UsageError, VllmkitError
 from vllmkit.hardware.host import host_memory_bytes
 from vllmkit.plan.candidates import (
