@@ -104,6 +104,12 @@ EXPECTED = {
     "r37-recipes831-rtxpro6000maxq-qwen38-27b-bf16-tp1-util095-seqs1024-mamba-blocks-fail": "mamba-cache-blocks",
     "r37-recipes551-h100-qwen36-27b-fp8-util095-seqs1024-mamba-blocks-fail": "mamba-cache-blocks",
     "r37-gpustack1800-rtx3090-qwen25-vl-7b-len8192-v084-v0-kv-fail": "kv-cache-too-small",
+    # round 37 (collected-startup-logs-38)
+    "r38-rusteze-rtx5080-qwen25-coder-7b-util070-len32768-v0130-inductor-oom-fail": "cuda-oom",
+    "r38-kvcached110-a100-80gb-llama31-8b-util090-v092-second-instance-free-mem-fail": "insufficient-free-memory",
+    "r38-subgraphrag19-rtx3090-llama31-8b-default-len131072-v055-kv-fail": "kv-cache-too-small",
+    "r38-newblog-advopt-a10g-qwen25-14b-tp1-len4096-util090-seqs128-v0271-weight-load-oom-fail": "cuda-oom",
+    "r38-newblog-advopt-l4-qwen25-14b-tp1-len4096-util090-seqs128-v0280-weight-load-oom-fail": "cuda-oom",
 }
 
 NO_ERROR_TEXT = {
