@@ -35,6 +35,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from vllmkit.engine.versions import parse_version
 from vllmkit.errors import VllmkitError
 from vllmkit.hub.catalog import find_entry
 from vllmkit.plan.models import PlanRequest
@@ -270,7 +271,12 @@ def evaluate_row(row: dict) -> Row | None:
     if in_use:
         req = req.model_copy(update={"gpu_memory_in_use": in_use})
     # the model's own estimates, never a developer's local calibration store
-    plan = build_plan(req, {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"})
+    env = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
+    if row.get("engine") == "V0" and (0, 8, 0) <= parse_version(version) < (0, 11, 0):
+        # a V0 log of a release whose default is V1: VLLM_USE_V1=0 (gpustack#1800's build set it); where the
+        # release falls back to V0 by itself (an old GPU, a feature V1 lacks) this changes nothing
+        env["VLLM_USE_V1"] = "0"
+    plan = build_plan(req, env)
     out = Row(id=row["id"], model=model_id, engine=str(row.get("engine") or ""), source=_source_key(row))
     # a start predicted to fail KV sizing, refused at start, or to run out of memory capturing
     # CUDA graphs after KV sizing (releases that do not budget graphs) counts as "will not start"

@@ -143,6 +143,32 @@ def vit_bytes_per_patch(vision: VisionFacts, tp: int = 1) -> int:
     return (block + carried) * ACT_BYTES
 
 
+@dataclass(frozen=True)
+class V0MultimodalProfile:
+    sequences: int  # dummy sequences in the profile batch (each samples one row)
+    tokens: int  # language-model tokens of the profile forward
+    mm_tokens: int  # multimodal tokens of one dummy prompt
+
+
+def v0_multimodal_profile(*, max_num_batched_tokens: int, max_num_seqs: int, image_tokens: int,
+                          video_tokens: int) -> V0MultimodalProfile:
+    """The old engine's profile batch for a multimodal model (vLLM 0.8.4 worker/model_runner.py profile_run and
+    multimodal/profiling.py get_decoder_dummy_data, the same from 0.6): as many sequences as fit
+    max_num_batched_tokens at the model's worst-case multimodal tokens per prompt (every modality at its limit,
+    1 by default on V0: config.py get_default_limit_per_prompt), at least one; each of
+    max_num_batched_tokens / sequences tokens, unless its dummy multimodal prompt is longer, which V0 keeps
+    whole ("V0 does not support chunked prefill" -- only a warning that the sequence length "is too short to hold
+    the multi-modal embeddings in the worst case"). So a Qwen2.5-VL prompt of one 16,384-token image and a
+    one-frame 16,384-token video runs 32,768 tokens through the language model at max_model_len 8,192, and the
+    sampler sees one sequence, not max_num_seqs. image_tokens / video_tokens: one prompt's, limits applied."""
+    mm = max(image_tokens, 0) + max(video_tokens, 0)
+    if mm <= 0:
+        return V0MultimodalProfile(max_num_seqs, max_num_batched_tokens, 0)
+    seqs = max(1, min(max_num_seqs, max_num_batched_tokens // mm))
+    per_seq = max_num_batched_tokens // seqs
+    return V0MultimodalProfile(seqs, seqs * max(per_seq, mm), mm)
+
+
 def encoder_extra_bytes(profile: EncoderProfile, lm_activation_bytes: int) -> int:
     """Bytes the encoder adds to the profile's torch peak: the held embeddings during the LM
     dummy forward, or the ViT's own peak when that is higher than the LM forward."""

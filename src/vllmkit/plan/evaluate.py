@@ -34,7 +34,13 @@ from vllmkit.estimate.memory import (
     sampler_peak_non_torch_credit,
     unbudgeted_graph_capture,
 )
-from vllmkit.estimate.multimodal import encoder_extra_bytes, encoder_profile, qwen2_vl_video_tokens
+from vllmkit.estimate.multimodal import (
+    encoder_extra_bytes,
+    encoder_profile,
+    qwen2_vl_video_tokens,
+    tower_modalities,
+    v0_multimodal_profile,
+)
 from vllmkit.estimate.specs import ModelSpecs, build_specs, mamba_state_bytes, pp_layer_ranges
 from vllmkit.estimate.weights import LoadGrowth, WeightSplit, split_weights
 from vllmkit.units import GIB
@@ -498,12 +504,20 @@ def stage_budget(
     if sampler != "none" and settings.model_runner_v2:
         sampler = "mrv2"  # its dummy run samples without top-k / top-p (engine/versions.py)
     moe_gather = settings.data_parallel_size if settings.expert_parallel else 1
+    profile_tokens, profile_seqs, v0_mm = settings.max_num_batched_tokens, settings.max_num_seqs, None
+    if settings.v0_engine and arch.vision is not None:
+        v0_mm = v0_mm_profile(arch, settings, rules)
+        profile_tokens, profile_seqs = v0_mm.tokens, v0_mm.sequences
     activation = settings.calibrated.get("activation") or estimate_activation(
-        arch, tp=tp, max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs,
+        arch, tp=tp, max_num_batched_tokens=profile_tokens, max_num_seqs=profile_seqs,
         sampler=sampler, moe_gather=moe_gather,
         sampler_label="FlashInfer" if sampler == "triton" and rules.sampler_flashinfer_topk else "",
         hidden_kept=settings.v0_engine and sampler != "none",
     )
+    if v0_mm is not None and v0_mm.tokens > settings.max_num_batched_tokens and "activation" not in settings.calibrated:
+        activation = activation.model_copy(update={"note": (
+            f"{activation.note} (V0 keeps the whole dummy multimodal prompt, {v0_mm.mm_tokens} tokens, longer than "
+            f"max_num_batched_tokens {settings.max_num_batched_tokens})")})
     if settings.v0_engine and arch.mamba is not None and state_layers_on_stage and "activation" not in settings.calibrated:
         rows = v0_state_cache_rows(settings.max_num_seqs, settings.enforce_eager, rules.key)
         state = v0_state_cache_bytes(arch, tp, state_layers_on_stage, settings.max_num_seqs, settings.enforce_eager,
@@ -621,6 +635,22 @@ def sampler_path(settings: EngineSettings, rules: VersionRules) -> str:
     if settings.device == "cuda" and rules.sampler_triton:
         return "triton"
     return "flashinfer"
+
+
+def v0_mm_profile(arch: ModelArch, settings: EngineSettings, rules: VersionRules):
+    """The old engine's multimodal profile batch (estimate/multimodal.py v0_multimodal_profile): every modality
+    the tower serves at its V0 default limit of 1 (or the user's), images at the largest size, a Qwen2-VL-family
+    video of as many frames as fit the context after the image (at least one)."""
+    assert arch.vision is not None
+    image_limit = 1 if settings.mm_image_limit is None else settings.mm_image_limit
+    image = 0 if settings.mm_image_off or image_limit <= 0 else image_limit * arch.vision.max_tokens_per_item
+    video = 0
+    if ("video" in tower_modalities(arch.architectures) and arch.vision.family == "qwen2_vl"
+            and not settings.mm_video_off and image_limit > 0):
+        video = qwen2_vl_video_tokens(arch.vision, settings.mm_max_model_len or arch.native_max_model_len,
+                                      max_frames=rules.qwen2_vl_video_max_frames, after_image=image > 0)
+    return v0_multimodal_profile(max_num_batched_tokens=settings.max_num_batched_tokens,
+                                 max_num_seqs=settings.max_num_seqs, image_tokens=image, video_tokens=video)
 
 
 def encoder_term(arch: ModelArch, settings: EngineSettings, lm_activation_bytes: int,
