@@ -152,6 +152,9 @@ class VersionRules:
     # 0.10, fitted into max_model_len less one largest image; from 0.11 at most 14, fitted into max_model_len
     qwen2_vl_video_max_frames: int = 14
     qwen2_vl_video_after_image: bool = False
+    # V0's multimodal profile keeps a dummy prompt longer than its sequence's share of the batch whole (0.8.3+,
+    # multimodal/profiling.py get_decoder_dummy_data); 0.7.3 - 0.8.2 profile it as text only
+    v0_mm_keeps_overlong_prompt: bool = True
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -267,6 +270,7 @@ def rules_for(version: str) -> VersionRules:
         mamba_align_mode=v >= (0, 15, 0),
         qwen2_vl_video_max_frames=14 if v >= (0, 11, 0) else 16,
         qwen2_vl_video_after_image=v < (0, 11, 0),
+        v0_mm_keeps_overlong_prompt=v >= (0, 8, 3),
         # engine/arg_utils.py --language-model-only (MultiModalConfig.language_model_only): in the 0.17.0
         # wheel, not in 0.16.0
         language_model_only_flag=v >= (0, 17, 0),

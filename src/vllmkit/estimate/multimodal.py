@@ -148,10 +148,11 @@ class V0MultimodalProfile:
     sequences: int  # dummy sequences in the profile batch (each samples one row)
     tokens: int  # language-model tokens of the profile forward
     mm_tokens: int  # multimodal tokens of one dummy prompt
+    text_only: bool = False  # the prompt did not fit and was profiled without its multimodal items
 
 
 def v0_multimodal_profile(*, max_num_batched_tokens: int, max_num_seqs: int, image_tokens: int,
-                          video_tokens: int) -> V0MultimodalProfile:
+                          video_tokens: int, keep_overlong: bool = True) -> V0MultimodalProfile:
     """The old engine's profile batch for a multimodal model (vLLM 0.8.4 worker/model_runner.py profile_run and
     multimodal/profiling.py get_decoder_dummy_data, the same from 0.6): as many sequences as fit
     max_num_batched_tokens at the model's worst-case multimodal tokens per prompt (every modality at its limit,
@@ -160,12 +161,16 @@ def v0_multimodal_profile(*, max_num_batched_tokens: int, max_num_seqs: int, ima
     whole ("V0 does not support chunked prefill" -- only a warning that the sequence length "is too short to hold
     the multi-modal embeddings in the worst case"). So a Qwen2.5-VL prompt of one 16,384-token image and a
     one-frame 16,384-token video runs 32,768 tokens through the language model at max_model_len 8,192, and the
-    sampler sees one sequence, not max_num_seqs. image_tokens / video_tokens: one prompt's, limits applied."""
+    sampler sees one sequence, not max_num_seqs. image_tokens / video_tokens: one prompt's, limits applied.
+    keep_overlong=False: releases before 0.8.3 (multimodal/profiling.py of 0.7.3 - 0.8.2) profile such a prompt as
+    text only, seq_len tokens without the multimodal items (the encoder does not run in the profile)."""
     mm = max(image_tokens, 0) + max(video_tokens, 0)
     if mm <= 0:
         return V0MultimodalProfile(max_num_seqs, max_num_batched_tokens, 0)
     seqs = max(1, min(max_num_seqs, max_num_batched_tokens // mm))
     per_seq = max_num_batched_tokens // seqs
+    if mm > per_seq and not keep_overlong:
+        return V0MultimodalProfile(seqs, seqs * per_seq, mm, text_only=True)
     return V0MultimodalProfile(seqs, seqs * max(per_seq, mm), mm)
 
 

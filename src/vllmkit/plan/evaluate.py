@@ -531,7 +531,12 @@ def stage_budget(
         extra["other_processes"] = MemoryTerm(
             bytes=settings.gpu_memory_in_use_bytes, source="given",
             note=f"vLLM {rules.version} counts memory held by other processes as its own non-torch memory")
-    if arch.vision is not None and first_stage:
+    if v0_mm is not None and v0_mm.text_only:
+        extra["encoder"] = MemoryTerm(bytes=0, source="derived", note=(
+            f"vLLM {rules.version} (V0) profiles a text-only dummy prompt when one prompt's {v0_mm.mm_tokens} "
+            f"multimodal tokens exceed the {settings.max_num_batched_tokens // max(v0_mm.sequences, 1)} a sequence "
+            "gets: the encoder is not profiled"))
+    elif arch.vision is not None and first_stage:
         enc = encoder_term(arch, settings, activation.bytes, settings.mm_max_model_len or arch.native_max_model_len, tp,
                            rules)
         if enc is not None:
@@ -650,7 +655,8 @@ def v0_mm_profile(arch: ModelArch, settings: EngineSettings, rules: VersionRules
         video = qwen2_vl_video_tokens(arch.vision, settings.mm_max_model_len or arch.native_max_model_len,
                                       max_frames=rules.qwen2_vl_video_max_frames, after_image=image > 0)
     return v0_multimodal_profile(max_num_batched_tokens=settings.max_num_batched_tokens,
-                                 max_num_seqs=settings.max_num_seqs, image_tokens=image, video_tokens=video)
+                                 max_num_seqs=settings.max_num_seqs, image_tokens=image, video_tokens=video,
+                                 keep_overlong=rules.v0_mm_keeps_overlong_prompt)
 
 
 def encoder_term(arch: ModelArch, settings: EngineSettings, lm_activation_bytes: int,

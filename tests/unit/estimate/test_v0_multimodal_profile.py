@@ -39,3 +39,16 @@ def test_plan_of_a_v0_qwen25_vl_start_profiles_the_long_prompt() -> None:
     assert "32768 batched tokens" in mem["notes"]["activation"] and "over 1 sequences" in mem["notes"]["activation"]
     # what it leaves for the KV cache: 1.24 GiB planned (2.92 GiB before this rule, 0.13 GiB logged)
     assert mem["kv_cache_bytes"] < 1.5 * 2**30
+
+
+def test_before_083_an_overlong_prompt_is_profiled_as_text() -> None:
+    # 0.7.3 - 0.8.2 multimodal/profiling.py: "if total_len > seq_len and not envs.VLLM_USE_V1: ... return
+    # DummyData(seq_data=SequenceData.from_prompt_token_counts((0, seq_len)), multi_modal_data=None, ...)"
+    p = v0_multimodal_profile(max_num_batched_tokens=8192, max_num_seqs=256, image_tokens=16384, video_tokens=16384,
+                              keep_overlong=False)
+    assert (p.sequences, p.tokens, p.text_only) == (1, 8192, True)
+    r = invoke(["plan", "Qwen/Qwen2.5-VL-7B-Instruct", "--gpu", "rtx-3090", "--max-model-len", "8192",
+                "--vllm-version", "0.8.2", "--json"], env={"HF_HUB_OFFLINE": "1", "VLLM_USE_V1": "0"})
+    mem = json.loads(r.stdout)["data"]["memory"]
+    assert mem["encoder_bytes"] == 0 and "text-only dummy prompt" in mem["notes"]["encoder"]
+    assert "8192 batched tokens" in mem["notes"]["activation"]
