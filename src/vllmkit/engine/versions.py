@@ -153,7 +153,8 @@ class VersionRules:
     qwen2_vl_video_max_frames: int = 14
     qwen2_vl_video_after_image: bool = False
     # V0's multimodal profile keeps a dummy prompt longer than its sequence's share of the batch whole (0.8.3+,
-    # multimodal/profiling.py get_decoder_dummy_data); 0.7.3 - 0.8.2 profile it as text only
+    # multimodal/profiling.py get_decoder_dummy_data); 0.7.3 - 0.8.2 profile it as text only. (0.6.x built each
+    # model's dummy data itself: Qwen2-VL's raised "cannot process 1 images in a prompt" instead; planned as 0.7.3.)
     v0_mm_keeps_overlong_prompt: bool = True
 
     @property
