@@ -51,6 +51,16 @@ class WeightSplit(BaseModel):
         return max(self.per_stage_bytes)
 
 
+def routed_expert_params(arch: ModelArch) -> int:
+    """Routed-expert parameters of the whole model from the config's shapes: MoE layers x experts x weight
+    matrices per expert x hidden x the expert width (arch.model MoEFacts says which layers have experts)."""
+    m = arch.moe
+    if m is None or not m.num_experts:
+        return 0
+    width = m.moe_intermediate_size or arch.intermediate_size or 4 * arch.hidden_size
+    return m.moe_layer_count(arch.num_hidden_layers) * m.num_experts * m.expert_matrices * arch.hidden_size * width
+
+
 def estimate_param_bytes(arch: ModelArch) -> int:
     """Rough checkpoint size from the config, used only when the source has no sizes."""
     h, n = arch.hidden_size, arch.num_hidden_layers
@@ -64,9 +74,8 @@ def estimate_param_bytes(arch: ModelArch) -> int:
     if arch.moe is not None:
         m = arch.moe
         moe_inter = m.moe_intermediate_size or inter
-        moe_layers = m.moe_layer_count(n)
         # per layer on average: the experts' layers, and the plain MLPs of the others (arch.model MoEFacts)
-        mlp = (moe_layers * m.expert_matrices * h * moe_inter * (m.num_experts + m.num_shared_experts)
+        mlp = (routed_expert_params(arch) + m.moe_layer_count(n) * m.expert_matrices * h * moe_inter * m.num_shared_experts
                + m.dense_mlp_layer_count() * 3 * h * (m.dense_intermediate_size or inter)) / n
     else:
         mlp = 3 * h * inter
@@ -313,7 +322,7 @@ def expert_fraction(arch: ModelArch) -> float:
     h = arch.hidden_size
     moe_inter = arch.moe.moe_intermediate_size or arch.intermediate_size or 4 * h
     moe_layers = arch.moe.moe_layer_count(arch.num_hidden_layers)
-    experts = moe_layers * arch.moe.num_experts * arch.moe.expert_matrices * h * moe_inter
+    experts = routed_expert_params(arch)
     inter = arch.intermediate_size or 4 * h
     attn = attention_params(arch)
     shared = (moe_layers * arch.moe.expert_matrices * h * (arch.moe.shared_expert_intermediate_size or moe_inter)

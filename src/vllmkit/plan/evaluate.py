@@ -650,25 +650,28 @@ def v0_mm_profile(arch: ModelArch, settings: EngineSettings, rules: VersionRules
     image_limit = 1 if settings.mm_image_limit is None else settings.mm_image_limit
     image = 0 if settings.mm_image_off or image_limit <= 0 else image_limit * arch.vision.max_tokens_per_item
     video = 0
-    if ("video" in tower_modalities(arch.architectures) and arch.vision.family == "qwen2_vl"
-            and not settings.mm_video_off and image_limit > 0):
-        video = qwen2_vl_video_tokens(arch.vision, settings.mm_max_model_len or arch.native_max_model_len,
-                                      max_frames=rules.qwen2_vl_video_max_frames, after_image=image > 0)
+    if "video" in tower_modalities(arch.architectures) and image_limit > 0:
+        video = largest_video_tokens(arch, settings, rules, settings.mm_max_model_len or arch.native_max_model_len)
     return v0_multimodal_profile(max_num_batched_tokens=settings.max_num_batched_tokens,
                                  max_num_seqs=settings.max_num_seqs, image_tokens=image, video_tokens=video,
                                  keep_overlong=rules.v0_mm_keeps_overlong_prompt)
+
+
+def largest_video_tokens(arch: ModelArch, settings: EngineSettings, rules: VersionRules, max_model_len: int) -> int:
+    """The largest video item a Qwen2-VL-family tower is profiled with (estimate/multimodal.py
+    qwen2_vl_video_tokens); 0 for other towers or a video limit of 0."""
+    assert arch.vision is not None
+    if arch.vision.family != "qwen2_vl" or settings.mm_video_off:
+        return 0
+    return qwen2_vl_video_tokens(arch.vision, max_model_len, max_frames=rules.qwen2_vl_video_max_frames,
+                                 after_image=rules.qwen2_vl_video_after_image and not settings.mm_image_off)
 
 
 def encoder_term(arch: ModelArch, settings: EngineSettings, lm_activation_bytes: int,
                  max_model_len: int, tp: int, rules: VersionRules) -> MemoryTerm | None:
     """The vision tower's share of the profile-run peak (estimate/multimodal.py)."""
     assert arch.vision is not None
-    video = 0
-    if arch.vision.family == "qwen2_vl" and not settings.mm_video_off and not settings.v0_engine:
-        video = qwen2_vl_video_tokens(
-            arch.vision, max_model_len,
-            max_frames=rules.qwen2_vl_video_max_frames,
-            after_image=rules.qwen2_vl_video_after_image and not settings.mm_image_off)
+    video = 0 if settings.v0_engine else largest_video_tokens(arch, settings, rules, max_model_len)
     prof = encoder_profile(
         arch.vision,
         max_num_batched_tokens=settings.max_num_batched_tokens,

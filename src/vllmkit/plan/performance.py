@@ -36,7 +36,7 @@ from vllmkit.estimate.perf import (
 from vllmkit.estimate.scheduler_sim import SchedulerLimits
 from vllmkit.estimate.serving import ServingPrediction, Stat, Workload, default_num_requests, predict
 from vllmkit.estimate.speculative import EAGLE_METHODS, is_mtp
-from vllmkit.estimate.weights import attention_params, rope_cache_bytes
+from vllmkit.estimate.weights import attention_params, rope_cache_bytes, routed_expert_params
 
 # Efficiencies fitted on the public vLLM runs in benchmarks/data (benchmarks/perf_accuracy.py --fit-all,
 # 2026-12-02, round 13: the round-10 fit redone on the model as it now stands -- graph-capture ceiling,
@@ -188,12 +188,9 @@ def compute_mode(label: str, profile: Any) -> tuple[str, str]:
 
 def _expert_params(arch: ModelArch) -> tuple[float, int]:
     """(routed-expert parameters of the whole model, MoE layers)."""
-    moe = arch.moe
-    if moe is None:
+    if arch.moe is None:
         return 0.0, 0
-    inter = moe.moe_intermediate_size or arch.intermediate_size or 4 * arch.hidden_size
-    layers = moe.moe_layer_count(arch.num_hidden_layers)
-    return float(layers * moe.num_experts * moe.expert_matrices * arch.hidden_size * inter), layers
+    return float(routed_expert_params(arch)), arch.moe.moe_layer_count(arch.num_hidden_layers)
 
 
 def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> ModelPerf:
