@@ -15,6 +15,10 @@ from vllmkit.estimate.workloads import WORKLOAD_PRESETS
 if TYPE_CHECKING:
     from vllmkit.estimate.serving import Workload
 
+# requests per second one plan (--request-rate) or capacity plan (--qps) sizes: beyond this the answer is a fleet no
+# one deploys behind one endpoint (1e308 printed a 309-digit replica count, and overflowed plan's simulation)
+MAX_REQUEST_RATE = 1e6
+
 INPUT_LEN_OPTION = typer.Option(None, "--input-len", help="Prompt tokens per request (performance estimate).")
 OUTPUT_LEN_OPTION = typer.Option(None, "--output-len", help="Generated tokens per request.")
 CONCURRENCY_OPTION = typer.Option(None, "--concurrency", help="Closed loop: requests in flight at all times.")
@@ -78,6 +82,11 @@ def workload_from_flags(*, input_len: int | None, output_len: int | None, concur
         raise UsageError("--concurrency must be a positive integer", "e.g. --concurrency 32")
     if request_rate is not None and (not math.isfinite(request_rate) or request_rate <= 0):
         raise UsageError("--request-rate must be a positive number of requests per second", "e.g. --request-rate 5")
+    if request_rate is not None and request_rate > MAX_REQUEST_RATE:
+        # 1e308 overflowed the simulation's request count (an OverflowError, exit 1)
+        raise UsageError(f"--request-rate {request_rate:g} is more than one deployment takes (at most "
+                         f"{MAX_REQUEST_RATE:,.0f} req/s)", "split the traffic and plan each part, or use "
+                         "`vllmkit capacity --qps` to size replicas")
     if concurrency is None and request_rate is None:
         concurrency = 1
     shared = check_shared_prefix(shared_prefix_len, input_len)

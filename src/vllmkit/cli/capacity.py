@@ -9,12 +9,10 @@ import os
 
 import typer
 
-from vllmkit.cli._workload import SHARED_PREFIX_OPTION, WORKLOAD_OPTION
+from vllmkit.cli._workload import MAX_REQUEST_RATE, SHARED_PREFIX_OPTION, WORKLOAD_OPTION
 from vllmkit.cli.options import JSON_OPTION
 from vllmkit.errors import UsageError
 from vllmkit.output import CommandResult, waiting
-
-MAX_QPS = 1e6  # requests per second one capacity plan sizes
 
 
 def register(app: typer.Typer) -> None:
@@ -56,10 +54,9 @@ def register(app: typer.Typer) -> None:
 
         if not (math.isfinite(qps) and qps > 0):
             raise UsageError("--qps must be a positive number of requests per second", "e.g. --qps 20")
-        if qps > MAX_QPS:
-            # beyond this the answer is a fleet no one deploys behind one endpoint (1e308 printed a
-            # 309-digit replica count)
-            raise UsageError(f"--qps {qps:g} is more than one deployment plan covers (at most {MAX_QPS:,.0f} req/s)",
+        if qps > MAX_REQUEST_RATE:
+            raise UsageError(f"--qps {qps:g} is more than one deployment plan covers (at most {MAX_REQUEST_RATE:,.0f} "
+                             "req/s)",
                              "split the traffic (per region, per model) and size each part")
         input_len, output_len, preset = workload_lengths(input_len, output_len, workload,
                                                     example="--input-len 1024 --output-len 256 (or --workload chat)")

@@ -199,6 +199,7 @@ def check_positive(value: float, flag: str, hint: str) -> None:
 
 
 MAMBA_SSM_DTYPES = ("auto", "float32", "float16", "bfloat16")  # vllm/config/cache.py MambaDType
+MAX_CPU_OFFLOAD_GIB = 1 << 20  # 1 PiB of host memory per GPU: beyond any machine
 
 
 def check_flags(flags: PlanFlags) -> None:
@@ -214,6 +215,18 @@ def check_flags(flags: PlanFlags) -> None:
         raise UsageError(f"unknown --source {flags.source!r}", "use " + ", ".join(_SOURCES))
     if flags.cpu_offload_gb is not None and not (math.isfinite(flags.cpu_offload_gb) and flags.cpu_offload_gb >= 0):
         raise UsageError("--cpu-offload-gb must be a number of GiB, 0 or more", "e.g. --cpu-offload-gb 8")
+    if flags.cpu_offload_gb is not None and flags.cpu_offload_gb > MAX_CPU_OFFLOAD_GIB:
+        # 1e308 overflowed the byte count (an OverflowError, exit 1)
+        raise UsageError(f"--cpu-offload-gb {flags.cpu_offload_gb:g} is more host memory than any machine has "
+                         f"(at most {MAX_CPU_OFFLOAD_GIB:,} GiB per GPU)", "e.g. --cpu-offload-gb 8")
+    if flags.quantization is not None:
+        from vllmkit.engine.versions import KNOWN_QUANT_METHODS
+
+        if flags.quantization not in KNOWN_QUANT_METHODS:
+            # vLLM's argparse refuses it ("invalid choice"); the plan printed it in the serve line
+            raise UsageError(f"unknown --quantization {flags.quantization!r}: no vLLM release accepts it",
+                             "use fp8 (online FP8), bitsandbytes, or leave it out: vLLM reads the checkpoint's own "
+                             "quantization_config")
     if flags.gpu_memory_utilization is not None and not 0 < flags.gpu_memory_utilization <= 1:
         raise UsageError("--gpu-memory-utilization must be in (0, 1]", "e.g. 0.9")
     for flag, value in (("--tensor-parallel-size", flags.tensor_parallel_size),
