@@ -73,7 +73,8 @@ HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "coll
                   DATA_DIR / "collected-bench-results-25.jsonl", DATA_DIR / "collected-bench-results-26.jsonl",
                   DATA_DIR / "collected-bench-results-27.jsonl", DATA_DIR / "collected-bench-results-28.jsonl",
                   DATA_DIR / "collected-bench-results-29.jsonl", DATA_DIR / "collected-bench-results-30.jsonl",
-                  DATA_DIR / "collected-bench-results-31.jsonl", DATA_DIR / "collected-bench-results-32.jsonl")
+                  DATA_DIR / "collected-bench-results-31.jsonl", DATA_DIR / "collected-bench-results-32.jsonl",
+                  DATA_DIR / "collected-bench-results-33.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
@@ -280,13 +281,23 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     # the server's --max-model-len sets the old engine's batch defaults (chunked prefill only above 32K)
     mml = _flag(_dashed(str(row.get("server_cmd") or "")), "--max-model-len")
     offload = _flag(flags, "--cpu-offload-gb")
+    # --async-scheduling as the server command gives it (0.10+; from 0.14 the release's default is on)
+    cmd = _dashed(str(row.get("server_cmd") or ""))
+    asked = (False if re.search(r"--no-async-scheduling\b|--async-scheduling=(?:false|False|0)\b", cmd)
+             else True if re.search(r"(?<![\w-])--async-scheduling(?:=(?:true|True|1))?(?![\w-])", cmd) else None)
+    if asked and pp > 1:
+        # vLLM refuses it with pipeline parallelism (0.10.2 arg_utils.py: "Async scheduling is not supported with
+        # pipeline-parallel-size > 1"): GPUStack's gpt-oss-120b H100 page prints `--async-scheduling -pp 2`, a
+        # command that cannot have run as written; replayed with the release's loop
+        asked = None
     req = PlanRequest(model=catalog_id, gpu=gpu_name, tensor_parallel_size=tp, pipeline_parallel_size=pp,
                       kv_cache_dtype=row.get("kv_cache_dtype") or "auto",
                       gpu_memory_utilization=float(util.group(1)) if util else None,
                       enable_prefix_caching=pc if isinstance(pc, bool) else None,
                       max_model_len=int(mml) if mml and mml.isdigit() else None,
                       # weights read from host memory every step (plan/performance.py UVA_READ_FRACTION)
-                      cpu_offload_gb=float(offload) if offload and re.fullmatch(r"\d+(\.\d+)?", offload) else None)
+                      cpu_offload_gb=float(offload) if offload and re.fullmatch(r"\d+(\.\d+)?", offload) else None,
+                      async_scheduling=asked)
     if req.kv_cache_dtype in ("auto", None, ""):
         req.kv_cache_dtype = "auto"
     # the old engine by choice where V1 was the default (0.8 - 0.9: VLLM_USE_V1=0 before the server command)

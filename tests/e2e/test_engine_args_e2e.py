@@ -39,7 +39,14 @@ for kw in json.loads(sys.argv[2]):
                       "max_num_batched_tokens": c.scheduler_config.max_num_batched_tokens})
     except Exception as exc:
         cases.append({"error": str(exc)})
-print("ORACLE " + json.dumps({"cases": cases, "kv_dtypes": flat(CacheDType), "spec_methods": flat(SpeculativeMethod)}))
+try:
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+except ImportError:
+    from vllm.utils import FlexibleArgumentParser
+parser = EngineArgs.add_cli_args(FlexibleArgumentParser())
+async_flags = [parser.parse_args(a).async_scheduling for a in ([], ["--async-scheduling"], ["--no-async-scheduling"])]
+print("ORACLE " + json.dumps({"cases": cases, "kv_dtypes": flat(CacheDType), "spec_methods": flat(SpeculativeMethod),
+                              "async_flags": async_flags}))
 """
 
 CASES = [{}, {"max_num_batched_tokens": 64}, {"max_num_seqs": 32}, {"max_num_batched_tokens": 100, "max_num_seqs": 200},
@@ -89,3 +96,14 @@ def test_accepted_kv_dtypes_and_speculative_methods_are_vllms(oracle) -> None:
     for dtype in set(facts["kv_dtypes"]) - set(KV_CACHE_DTYPES):
         with pytest.raises(UsageError, match="cannot size"):
             check_kv_cache_dtype(dtype)
+
+
+def test_async_scheduling_flags_are_vllms(oracle) -> None:
+    """The serve line's --async-scheduling / --no-async-scheduling parse in the real vLLM as on / off, and
+    leaving both out leaves vLLM's default (None: on where the release can run it)."""
+    _, facts = oracle
+    assert facts["async_flags"] == [None, True, False]
+    for flag in ("--async-scheduling", "--no-async-scheduling"):
+        r = invoke(["plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--source", "catalog", flag, "--json"],
+                   env={"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"})
+        assert r.exit_code == 0 and flag in json.loads(r.stdout)["data"]["serve_command"], r.stderr

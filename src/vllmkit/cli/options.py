@@ -66,6 +66,7 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     "enable_expert_parallel": (bool | None, typer.Option(None, "--enable-expert-parallel", help="Spread MoE experts over TP x DP ranks.", show_default=False, rich_help_panel=_FP)),
     "mamba_ssm_cache_dtype": (str | None, typer.Option(None, "--mamba-ssm-cache-dtype", help="SSM state dtype of mamba / hybrid models: auto | float32 | float16 | bfloat16 (vLLM 0.10.1+).", rich_help_panel=_FP)),
     "cpu_offload_gb": (float | None, typer.Option(None, "--cpu-offload-gb", help="GiB of each GPU's weights kept in host memory and read over PCIe in every step (frees GPU memory for the KV cache; decoding slows to the PCIe rate).", rich_help_panel=_FP)),
+    "async_scheduling": (bool | None, typer.Option(None, "--async-scheduling/--no-async-scheduling", help="Schedule step N+1 while the GPU runs step N (vLLM 0.10+; default: the release's, on from 0.14 on GPUs): shorter decode steps, no memory change.", show_default=False, rich_help_panel=_FP)),
     "enable_extensible_kv_cache": (bool | None, typer.Option(None, "--enable-extensible-kv-cache/--no-enable-extensible-kv-cache", help="vLLM 0.34+: size the KV cache from memory measured after warm-up (default on CUDA / ROCm); off: the profiling estimate and a 0.92 utilization.", show_default=False, rich_help_panel=_FP)),
 }
 

@@ -128,20 +128,36 @@ def requested_bytes(total_bytes: int, utilization: float) -> int:
 V0_NON_TORCH_SINGLE = 64 * MIB
 V0_NON_TORCH_PARALLEL = 256 * MIB
 V0_CUDA_CONTEXT = int(0.35 * 1024) * MIB
+# ... but that 0.25 GiB holds only where the ranks talk over PCIe, where NCCL's shared-memory transport keeps its
+# buffers in host memory. Between NVLink peers NCCL's P2P transport allocates its per-channel buffers on the GPU
+# (and vLLM's custom all-reduce its IPC buffers), all after V0's baseline (worker.py init_device takes the
+# snapshot before init_worker_distributed_environment, 0.7.3 wheel). Public V0 logs with TP x PP > 1 print
+# non_torch_memory 1.39 (A800 TP4, 0.8.2), 1.54 (A100 40GB TP2, 0.7.2), 1.82 (A100 80GB TP8, 0.8.5), 1.96
+# (A100 80GB TP2, a 0.6 dev build), 2.10 (A100 40GB TP8, 0.7.1), 2.11, 2.11, 2.15, 2.24 GiB (A100 40GB TP4 / TP8
+# x PP2, 0.8.3; two publishers) on NVLink, against 0.20 - 0.33 on PCIe (RTX 3090 / 4090 / 5090, L40S, A40); the
+# median of the nine NVLink logs. V1 counts these buffers in its own non-torch term (NON_TORCH_NCCL fits its logs
+# on either link). One H200 TP8 log (0.7.3, DeepSeek-R1) prints 7.16 GiB: more than this, not modelled.
+V0_NON_TORCH_NVLINK = int(2.1 * 1024) * MIB
 
 
-def estimate_non_torch(tp: int, pp: int, vendor: str, *, v0: bool = False, context_charged: bool = False) -> MemoryTerm:
+def estimate_non_torch(tp: int, pp: int, vendor: str, *, v0: bool = False, context_charged: bool = False,
+                       nvlink: bool = False) -> MemoryTerm:
     """v0: the V0 engine's profile (only what grew after init_device); context_charged: the release counts
-    the whole device's non-torch use, CUDA context included (0.6.4)."""
+    the whole device's non-torch use, CUDA context included (0.6.4); nvlink: the ranks are NVLink peers (V0:
+    NCCL's buffers on the GPU, V0_NON_TORCH_NVLINK)."""
     if v0:
+        parallel = 0
+        if tp * pp > 1:
+            parallel = V0_NON_TORCH_NVLINK if nvlink else V0_NON_TORCH_PARALLEL
+        link = " over NVLink" if nvlink else ""
         if context_charged:
-            b = V0_CUDA_CONTEXT + (V0_NON_TORCH_PARALLEL if tp * pp > 1 else 0)
+            b = V0_CUDA_CONTEXT + parallel
             note = "V0 engine: the whole device's non-torch use, CUDA context included" + (
-                " + NCCL buffers (TP/PP > 1)" if tp * pp > 1 else "")
+                f" + NCCL buffers (TP/PP > 1{link})" if parallel else "")
         else:
-            b = V0_NON_TORCH_PARALLEL if tp * pp > 1 else V0_NON_TORCH_SINGLE
+            b = parallel or V0_NON_TORCH_SINGLE
             note = ("V0 engine: only non-torch memory that grew after the CUDA context"
-                    + (" (NCCL buffers, TP/PP > 1)" if tp * pp > 1 else ""))
+                    + (f" (NCCL buffers, TP/PP > 1{link})" if parallel else ""))
         if vendor == "amd":
             b += NON_TORCH_ROCM_EXTRA
             note += " + HIP runtime"

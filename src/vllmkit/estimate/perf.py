@@ -282,6 +282,9 @@ class Efficiency:
     # (ASYNC_HOST_SHARE where async scheduling is on, estimate/serving.py predict); negative: the
     # synchronous loop in any case.
     host_overlap: float = 0.0
+    # the share of the per-sequence cost that overlaps the GPU's work under async scheduling (1: all of it, the
+    # default loop of 0.14+; the opt-in loop of 0.10 - 0.13 hides as little of it as of the fixed cost)
+    host_overlap_seq: float = 1.0
     source: str = "estimated"
     note: str = ""
 
@@ -299,6 +302,12 @@ class Efficiency:
 # collected-bench-results-8 (collected after) check it: a Qwen2.5-0.5B on an RTX 5070 Ti (vLLM 0.22)
 # decodes at 2.0-2.2 ms a token at 1-16 clients, twice the synchronous model's 4.0-4.5 ms. README, round 23.
 ASYNC_HOST_SHARE = 0.8
+# Before 0.14 async scheduling is opt-in (--async-scheduling, from 0.10.0) and overlaps less: Anyscale's A/B runs
+# of gpt-oss-20b at TP 8 on H100s under vLLM 0.11 (collected-bench-results-33, the same server command with and
+# without the flag, 5,000-token prompts, 1 / 4 / 8 clients) decode at 0.77 / 0.75 / 0.84 x the synchronous
+# loop's TPOT; the 0.14 share gives 0.54 - 0.56 x, a share of 0.3 gives 0.79 / 0.80 / 0.77 x. Chosen on those
+# three pairs (one publisher).
+EARLY_ASYNC_HOST_SHARE = 0.3
 
 
 # Best-shape matmul efficiency of an A100 SXM over an H100 SXM (86.9 % vs 80.3 % of dense BF16 peak,
@@ -606,7 +615,8 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
     overhead = eff.step_overhead_s + eff.per_seq_overhead_s * (decode + (1 if prefill_tokens else 0))
     seconds = model.pp * stage + comm + overhead
     if eff.host_overlap > 0:
-        host = eff.host_overlap * eff.step_overhead_s + eff.per_seq_overhead_s * (decode + (1 if prefill_tokens else 0))
+        host = (eff.host_overlap * eff.step_overhead_s
+                + eff.host_overlap_seq * eff.per_seq_overhead_s * (decode + (1 if prefill_tokens else 0)))
         seconds = max(seconds - host, host)
     return StepCost(seconds=seconds, memory_s=model.pp * t_mem,
                     compute_s=model.pp * t_cmp, comm_s=comm, overhead_s=overhead)
@@ -639,6 +649,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     over, per_seq = eff.step_overhead_s, eff.per_seq_overhead_s
     overlap = eff.host_overlap > 0
     host_over = eff.host_overlap * over if overlap else 0.0
+    seq_share = eff.host_overlap_seq
     # host dispatch per layer: every step under --enforce-eager, else only steps above the graph ceiling
     layers = model.layers
     eager = eff.eager_dispatch_s if layers > 0 else 0.0
@@ -674,7 +685,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
         host = per_seq * (decode + (1 if prefill else 0))
         seconds = pp * stage + comm + over + host
         if overlap:
-            host += host_over
+            host = host_over + (host if seq_share == 1.0 else host * seq_share)
             seconds = max(seconds - host, host)
         return seconds, (gemm_cmp + attn_cmp) > (gemm_mem + attn_mem + host_s)
 
@@ -716,7 +727,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
             stage += host_s
             seconds = pp * stage + comm + over + seq
             if overlap:
-                host = seq + host_over
+                host = (seq if seq_share == 1.0 else seq * seq_share) + host_over
                 seconds = max(seconds - host, host)
             return seconds, (gemm_cmp + attn_cmp) > (gemm_mem + attn_mem + host_s)
 

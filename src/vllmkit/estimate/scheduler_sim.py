@@ -50,6 +50,9 @@ class SchedulerLimits:
     # step N runs is first scheduled in step N+2. While the engine is busy, a step admits only requests
     # that were there when the step before it began.
     async_scheduling: bool = False
+    # the share of the fixed step overhead that async scheduling overlaps with the GPU's work (0: the default
+    # loop's, estimate/perf.py ASYNC_HOST_SHARE; the opt-in loop of 0.10 - 0.13: EARLY_ASYNC_HOST_SHARE)
+    async_host_share: float = 0.0
 
 
 @dataclass

@@ -184,7 +184,9 @@ def predict(
     ins, outs = request_lengths(workload, n, seed)
 
     if limits.async_scheduling and eff.host_overlap == 0:
-        eff = replace(eff, host_overlap=ASYNC_HOST_SHARE)  # host work overlaps the GPU's (perf.py)
+        # host work overlaps the GPU's (perf.py)
+        share = limits.async_host_share  # the opt-in loop of 0.10 - 0.13 hides the same share of both costs
+        eff = replace(eff, host_overlap=share or ASYNC_HOST_SHARE, host_overlap_seq=share or 1.0)
     step_fn = make_step_fn(model, gpu, eff)
     sim = simulate(ins, outs, limits, step_fn, concurrency=workload.concurrency,
                    request_rate=None if workload.is_burst else workload.request_rate, seed=seed,

@@ -258,6 +258,8 @@ def _feature_flags(req: PlanRequest, add, vllm_version: str | None = None) -> No
         add("--cpu-offload-gb", f"{req.cpu_offload_gb:g}")
     if req.enable_extensible_kv_cache is not None:
         add("--enable-extensible-kv-cache" if req.enable_extensible_kv_cache else "--no-enable-extensible-kv-cache")
+    if req.async_scheduling is not None:
+        add("--async-scheduling" if req.async_scheduling else "--no-async-scheduling")
 
 
 def serve_env(plan: PlanResult, *, visible_devices: list[int] | None = None) -> dict[str, str]:

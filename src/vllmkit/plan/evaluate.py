@@ -94,6 +94,12 @@ class EngineSettings:
     # the old engine's default: on only for long contexts (engine/versions.py v0_batch_defaults); without
     # it prompts run in steps of their own, decodes waiting (estimate/scheduler_sim.py mixed_batches)
     chunked_prefill: bool = True
+    # --async-scheduling / --no-async-scheduling as given (None: the release's default, plan/performance.py
+    # async_scheduling_on); a performance setting only: the memory profile is the same
+    async_scheduling: bool | None = None
+    # the GPUs of a TP / PP group are NVLink peers (an NVIDIA profile whose interconnect is NVLink, not PCIe):
+    # the V0 engine's NCCL buffers then sit on the GPU (estimate/memory.py V0_NON_TORCH_NVLINK)
+    nvlink_peers: bool = False
     # vLLM 0.34's extensible KV cache sizes the cache from memory measured after warm-up and graph capture
     # (engine/versions.py extensible_kv_cache; estimate/memory.py extensible_kv_budget)
     extensible_kv_cache: bool = False
@@ -491,7 +497,7 @@ def stage_budget(
     # the worker that runs charges other processes' memory (and, the V0 one, the CUDA context)
     device_wide = charges_other_processes(settings, rules)
     non_torch = settings.calibrated.get("non_torch") or estimate_non_torch(
-        tp, pp, settings.vendor, v0=settings.v0_engine, context_charged=device_wide)
+        tp, pp, settings.vendor, v0=settings.v0_engine, context_charged=device_wide, nvlink=settings.nvlink_peers)
     fusion = allreduce_fusion_non_torch(
         tp=tp, pp=pp, dp=settings.data_parallel_size, compute_capability=settings.compute_capability,
         version=rules.key, multicast=settings.allreduce_fusion)

@@ -67,6 +67,8 @@ class PlanRequest(BaseModel):
     # --cpu-offload-gb (GiB per GPU): whole parameters of the decoder layers kept in pinned host memory, which the
     # GPU reads over PCIe in every forward pass (vLLM's UVA offloader)
     cpu_offload_gb: float | None = None
+    # --async-scheduling / --no-async-scheduling (vLLM 0.10+); None: the release's default (on from 0.14 on GPUs)
+    async_scheduling: bool | None = None
 
 
 class PlanOverrides(BaseModel):
@@ -115,6 +117,7 @@ class PlanOverrides(BaseModel):
     mamba_ssm_cache_dtype: str | None = None
     enable_extensible_kv_cache: bool | None = None
     cpu_offload_gb: float | None = None
+    async_scheduling: bool | None = None
 
     def given(self) -> dict[str, object]:
         return self.model_dump(exclude_none=True)
@@ -181,6 +184,9 @@ class SettingsInfo(BaseModel):
     # defaults to 1.0 and the serve line leaves it unset)
     extensible_kv_cache: bool = False
     cpu_offload_gb: float | None = None  # --cpu-offload-gb as given
+    # whether the server runs async scheduling: --async-scheduling / --no-async-scheduling as given, else the
+    # release's default (on from 0.14 on GPUs, not with pipeline parallelism or non-EAGLE speculative decoding)
+    async_scheduling: bool = False
 
 
 class MemoryInfo(BaseModel):

@@ -22,6 +22,7 @@ from vllmkit.engine.versions import parse_version, rules_for
 from vllmkit.errors import DoesNotFitError, UsageError
 from vllmkit.estimate.perf import (
     ASYNC_HOST_SHARE,
+    EARLY_ASYNC_HOST_SHARE,
     Efficiency,
     GpuPerf,
     KVRead,
@@ -411,10 +412,11 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
                "MI300X runs)") if model.weight_format == "mxfp4" else
               (f"FP8 MoE: the routed experts' weights stream at {expert_stream(model, eff):.0%} of the dense weight "
                "rate (vLLM's FP8 fused-MoE kernels; fitted on public runs)")] if expert_stream(model, eff) < 1.0 else [])
-        + (["async scheduling (vLLM's default from 0.14): the next step is scheduled while one runs, so a request "
-             "that arrives meanwhile starts a step later, and the host's per-step work "
-             f"({ASYNC_HOST_SHARE:.0%} of the fixed step cost and the per-sequence cost) overlaps the GPU's"]
-           if async_scheduling else [])
+        + ([("async scheduling (vLLM's default from 0.14)" if (eff.host_overlap or ASYNC_HOST_SHARE) == ASYNC_HOST_SHARE
+              else "async scheduling (--async-scheduling, opt-in before 0.14)")
+            + ": the next step is scheduled while one runs, so a request that arrives meanwhile starts a step later, "
+            f"and the host's per-step work ({eff.host_overlap or ASYNC_HOST_SHARE:.0%} of the fixed step cost and the "
+            "per-sequence cost) overlaps the GPU's"] if async_scheduling else [])
         + ([f"pipeline parallel {model.pp}: up to {model.pp} micro-batches in flight (vLLM's batch queue), each "
               "stage working on one while a token passes every stage"] if model.pp > 1 else [])
         + ([f"--enforce-eager: {eff.eager_dispatch_s * 1e3:.2f} ms of host kernel dispatch per decoder layer, "
@@ -551,17 +553,29 @@ def async_scheduling_on(release_default: bool, vendor: str, pp: int, speculative
     return method in EAGLE_METHODS or is_mtp(method)
 
 
+def async_scheduling_runs(settings: Any, vendor: str, pp: int, vllm_version: str | None) -> bool:
+    """Whether the planned server runs async scheduling: as --async-scheduling / --no-async-scheduling say
+    (EngineSettings.async_scheduling; the CPU build keeps the synchronous loop, evaluate.in_flight_tokens),
+    else the release's default (async_scheduling_on)."""
+    asked = getattr(settings, "async_scheduling", None)
+    if asked is not None:
+        return asked and vendor != "cpu"
+    return vllm_version is not None and async_scheduling_on(rules_for(vllm_version).async_scheduling, vendor, pp,
+                                                            getattr(settings, "speculative", None))
+
+
 def candidate_perf(arch: ModelArch, evaluation: Any, settings: Any, label: str, profile: Any,
                    records: Sequence[Any] = (), base: Efficiency = FITTED_EFFICIENCY,
                    vllm_version: str | None = None) -> CandidatePerf:
     model = model_perf(arch, evaluation, label, profile)
     gpu = gpu_perf(profile)
     version = parse_version(vllm_version) if vllm_version else None
-    lag = vllm_version is not None and async_scheduling_on(rules_for(vllm_version).async_scheduling, gpu.vendor,
-                                                           evaluation.pp, getattr(settings, "speculative", None))
+    lag = async_scheduling_runs(settings, gpu.vendor, evaluation.pp, vllm_version)
     chunked = bool(getattr(settings, "chunked_prefill", True))
+    early = lag and version is not None and version < (0, 14, 0)  # the opt-in loop (estimate/perf.py)
     limits = replace(scheduler_limits(evaluation, settings, chunked_prefill=chunked),
                      prefix_caching=bool(settings.prefix_caching), async_scheduling=lag,
+                     async_host_share=EARLY_ASYNC_HOST_SHARE if early else 0.0,
                      mixed_batches=chunked or not getattr(settings, "v0_engine", False))
     eff = calibrated_efficiency(base, gpu, model, limits, records, gpu_name=profile.name, precision=label,
                                 vllm_version=version)

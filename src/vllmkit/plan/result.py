@@ -22,6 +22,7 @@ from vllmkit.plan.models import (
     PlanResult,
     SettingsInfo,
 )
+from vllmkit.plan.performance import async_scheduling_runs
 from vllmkit.units import GIB
 
 
@@ -174,6 +175,7 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
             chunked_prefill=settings.chunked_prefill,
             extensible_kv_cache=settings.extensible_kv_cache,
             cpu_offload_gb=req.cpu_offload_gb or None,
+            async_scheduling=async_scheduling_runs(settings, profile.vendor, ev.pp, version),
         ),
         memory=memory,
         kv_cache=kv_info,

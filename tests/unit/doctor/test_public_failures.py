@@ -110,6 +110,10 @@ EXPECTED = {
     "r38-subgraphrag19-rtx3090-llama31-8b-default-len131072-v055-kv-fail": "kv-cache-too-small",
     "r38-newblog-advopt-a10g-qwen25-14b-tp1-len4096-util090-seqs128-v0271-weight-load-oom-fail": "cuda-oom",
     "r38-newblog-advopt-l4-qwen25-14b-tp1-len4096-util090-seqs128-v0280-weight-load-oom-fail": "cuda-oom",
+    # round 38 (collected-startup-logs-39)
+    "r39-lambo-4xrtx3090-qwen35-9b-tp4-len32768-v0190-graph-oom-fail": "cuda-oom",
+    "r39-agentichealth-t4-qwen25-7b-util085-len4096-v0191-inductor-oom-fail": "cuda-oom",
+    "r39-medqa-4xh100-qwen35-122b-a10b-tp4-v0230-free-mem-fail": "insufficient-free-memory",
 }
 
 NO_ERROR_TEXT = {

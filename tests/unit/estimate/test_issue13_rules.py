@@ -111,20 +111,21 @@ def test_v0_plan_has_no_cuda_graph_term_and_sizes_profile_from_max_model_len() -
 # V0 non-torch memory: vllm/worker/worker.py (0.7.2 and 0.8.2 wheels, identical) sizes the KV cache with
 # utils.memory_profiling from the baseline snapshot init_device takes after the CUDA context exists, so
 # the logged non_torch_memory is only what grew after it; 0.6.4 subtracts torch memory from the whole
-# device's use, CUDA context included. Expected values: the non_torch_memory each public log prints.
+# device's use, CUDA context included. Expected values: the non_torch_memory each public log prints, planned on
+# the GPU it ran on (PCIe here; NVLink groups: tests/unit/estimate/test_v0_nccl_non_torch.py).
 @pytest.mark.parametrize(
-    ("version", "tp", "pp", "logged_gib", "source"),
+    ("version", "gpu", "tp", "pp", "logged_gib", "source"),
     [
-        ("0.7.2", 1, 1, 0.01, "Colab T4 log, Qwen2.5-1.5B (collected-startup-logs-6)"),
-        ("0.6.5", 1, 1, 0.10, "vllm#12330, A100-40GB, Llama-3-8B"),
-        ("0.7.2", 2, 1, 0.25, "vllm#13061, 2 x RTX 4090, R1-Distill-Qwen-14B"),
-        ("0.7.3", 8, 4, 0.28, "vllm#15598, 32 x L40S, DeepSeek-R1"),
-        ("0.6.4", 1, 1, 0.35, "vllm#10517, RTX 3090: initial_memory_usage 15.34 GiB - 14.99 GiB of weights"),
+        ("0.7.2", "t4", 1, 1, 0.01, "Colab T4 log, Qwen2.5-1.5B (collected-startup-logs-6)"),
+        ("0.6.5", "a100-40gb-sxm", 1, 1, 0.10, "vllm#12330, A100-40GB, Llama-3-8B"),
+        ("0.7.2", "rtx-4090", 2, 1, 0.25, "vllm#13061, 2 x RTX 4090, R1-Distill-Qwen-14B"),
+        ("0.7.3", "l40s", 8, 4, 0.28, "vllm#15598, 32 x L40S, DeepSeek-R1"),
+        ("0.6.4", "rtx-3090", 1, 1, 0.35, "vllm#10517, RTX 3090: initial_memory_usage 15.34 GiB - 14.99 GiB of weights"),
     ],
 )
-def test_v0_non_torch_memory_is_what_the_public_logs_print(version: str, tp: int, pp: int, logged_gib: float,
-                                                           source: str) -> None:
-    plan = build_plan(PlanRequest(model="meta-llama/Llama-3.1-8B-Instruct", source="catalog", gpu="a100-80gb-sxm",
+def test_v0_non_torch_memory_is_what_the_public_logs_print(version: str, gpu: str, tp: int, pp: int,
+                                                           logged_gib: float, source: str) -> None:
+    plan = build_plan(PlanRequest(model="meta-llama/Llama-3.1-8B-Instruct", source="catalog", gpu=gpu,
                                   vllm_version=version, max_model_len=8192, tensor_parallel_size=tp,
                                   pipeline_parallel_size=pp), ENV)
     assert abs(plan.memory.non_torch_bytes / GIB - logged_gib) <= 0.06, source
