@@ -66,3 +66,9 @@ def test_every_method_the_installed_vllm_accepts_is_known() -> None:
             methods = {c.value for c in ast.walk(node.value) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
     assert len(methods) > 10, "QuantizationMethods not found in the installed vLLM's source"
     assert methods <= KNOWN_QUANT_METHODS, sorted(methods - KNOWN_QUANT_METHODS)
+
+
+def test_a_missing_prompts_file_is_named_before_the_server_is_asked() -> None:
+    # the port is closed: before, the unreachable server was reported and the missing file never was
+    r = invoke(["bench", "http://127.0.0.1:9", "--prompts", "/nonexistent/prompts.txt"], env=ENV)
+    _one_line_usage_error(r, "--prompts /nonexistent/prompts.txt: no such file")

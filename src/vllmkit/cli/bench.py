@@ -142,6 +142,9 @@ def register(app: typer.Typer) -> None:
             return CommandResult("bench", cmp, view=view.render_comparison, json_mode=json_output)
         if dataset is not None and prompts is not None:
             raise UsageError("--dataset and --prompts cannot be combined", "pick one workload")
+        if prompts is not None and not prompts.expanduser().is_file():
+            # said before the server is contacted (it was "cannot reach" first when both were wrong)
+            raise UsageError(f"--prompts {prompts}: no such file", "one prompt per line, or JSONL {\"prompt\": ...}")
         dur = None
         if duration is not None:
             try:
