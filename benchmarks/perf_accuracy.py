@@ -74,7 +74,7 @@ HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "coll
                   DATA_DIR / "collected-bench-results-27.jsonl", DATA_DIR / "collected-bench-results-28.jsonl",
                   DATA_DIR / "collected-bench-results-29.jsonl", DATA_DIR / "collected-bench-results-30.jsonl",
                   DATA_DIR / "collected-bench-results-31.jsonl", DATA_DIR / "collected-bench-results-32.jsonl",
-                  DATA_DIR / "collected-bench-results-33.jsonl")
+                  DATA_DIR / "collected-bench-results-33.jsonl", DATA_DIR / "collected-bench-results-34.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
@@ -214,8 +214,16 @@ VERSION_ASSUMED = {rid: "0.25.0" for rid in (
 )}
 
 
+# CloudRift's server-benchmark runs (collected-bench-results-29 and others) served from vllm/vllm-openai:latest with
+# results committed 2025-10-07 .. 17, when 0.11.0 (2025-10-02) was the newest release (each row's note says so):
+# 0.11.0, not the default 0.10.0, whose V1 oracle sends an FP8 KV cache on a non-Hopper GPU back to the old engine
+# (V0 was removed in 0.11)
+VERSION_ASSUMED_BY_PREFIX = {"cloudrift-": "0.11.0"}
+
+
 def _version(row: dict[str, Any]) -> str:
-    v = row.get("vllm_version") or VERSION_ASSUMED.get(row["id"]) or DEFAULT_VERSION
+    by_prefix = next((v for k, v in VERSION_ASSUMED_BY_PREFIX.items() if str(row["id"]).startswith(k)), None)
+    v = row.get("vllm_version") or VERSION_ASSUMED.get(row["id"]) or by_prefix or DEFAULT_VERSION
     m = re.match(r"(\d+\.\d+(?:\.\d+)?)", v)
     return m.group(1) if m else DEFAULT_VERSION
 
@@ -500,7 +508,7 @@ def model_prediction(case: Case, eff: Efficiency) -> dict[str, float]:
     p = case.perf
     from vllmkit.estimate.perf import efficiency_for
 
-    final = efficiency_for(eff, p.gpu, p.model, rules_version(case))
+    final = efficiency_for(eff, p.gpu, p.model, rules_version(case), v0_engine=p.limits.v0_engine)
     if case.offline:
         final = replace(final, request_overhead_s=0.0)  # LLM.generate: no API server in front
     if case.eager:

@@ -174,7 +174,7 @@ BENCH_FILES = ("collected-bench-results.jsonl", "collected-bench-results-2.jsonl
                "collected-bench-results-26.jsonl", "collected-bench-results-27.jsonl",
                "collected-bench-results-28.jsonl", "collected-bench-results-29.jsonl",
                "collected-bench-results-30.jsonl", "collected-bench-results-31.jsonl",
-               "collected-bench-results-32.jsonl", "collected-bench-results-33.jsonl")
+               "collected-bench-results-32.jsonl", "collected-bench-results-33.jsonl", "collected-bench-results-34.jsonl")
 STARTUP_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jsonl", "collected-startup-logs-4.jsonl",
                  "collected-startup-logs-5.jsonl", "collected-startup-logs-6.jsonl", "collected-startup-logs-7.jsonl",
                  "collected-startup-logs-8.jsonl", "collected-startup-logs-9.jsonl", "collected-startup-logs-10.jsonl",
@@ -191,7 +191,8 @@ STARTUP_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jso
                  "collected-startup-logs-30.jsonl", "collected-startup-logs-31.jsonl",
                  "collected-startup-logs-33.jsonl", "collected-startup-logs-34.jsonl",
                  "collected-startup-logs-35.jsonl", "collected-startup-logs-36.jsonl",
-                 "collected-startup-logs-37.jsonl", "collected-startup-logs-38.jsonl", "collected-startup-logs-39.jsonl")
+                 "collected-startup-logs-37.jsonl", "collected-startup-logs-38.jsonl", "collected-startup-logs-39.jsonl",
+                 "collected-startup-logs-40.jsonl")
 
 
 def main() -> int:

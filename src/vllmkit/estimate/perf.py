@@ -432,7 +432,10 @@ ROCM_MXFP4_EXPERT_STREAM = 0.45
 
 
 def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
-                   vllm_version: tuple[int, int, int] | None = None) -> Efficiency:
+                   vllm_version: tuple[int, int, int] | None = None, *, v0_engine: bool | None = None) -> Efficiency:
+    """The base efficiency for this GPU family, model and release. `v0_engine`: whether the old engine runs (its
+    synchronous per-sequence output work, `Efficiency.v0_seq_factor`); None: as the release's default engine
+    (V0 before 0.8). vLLM 0.8 - 0.10 run it with VLLM_USE_V1=0 or where the V1 oracle falls back."""
     bw, comp, over = FAMILY_PRIORS.get(gpu.family, (1.0, 1.0, 1.0))
     if gpu.family == "ampere":
         comp *= base.ampere_compute
@@ -440,7 +443,8 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
         comp *= base.ampere_compute / AMPERE_MAMF_RATIO  # mma.sync GEMMs: the A100's share of the best matmul
     if rocm_legacy_applies(gpu, model, vllm_version):
         bw, comp = bw * base.rocm_legacy, comp * base.rocm_legacy
-    seq = base.v0_seq_factor if vllm_version is not None and vllm_version < (0, 8, 0) else 1.0
+    v0 = v0_engine if v0_engine is not None else (vllm_version is not None and vllm_version < (0, 8, 0))
+    seq = base.v0_seq_factor if v0 else 1.0
     precision = model.compute_precision if model.weight_kernel == "dense" else ""
     stream = base.expert_stream_scale
     if gpu.vendor == "amd" and model.weight_format == "mxfp4" and "fp4" not in gpu.tflops and model.is_moe:

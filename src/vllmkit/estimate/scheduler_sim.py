@@ -53,6 +53,10 @@ class SchedulerLimits:
     # the share of the fixed step overhead that async scheduling overlaps with the GPU's work (0: the default
     # loop's, estimate/perf.py ASYNC_HOST_SHARE; the opt-in loop of 0.10 - 0.13: EARLY_ASYNC_HOST_SHARE)
     async_host_share: float = 0.0
+    # the old engine (V0) runs the step loop: every running sequence's output is processed synchronously in it
+    # (estimate/perf.py efficiency_for, Efficiency.v0_seq_factor); vLLM < 0.8, or 0.8 - 0.10 with VLLM_USE_V1=0
+    # or where the V1 oracle falls back
+    v0_engine: bool = False
 
 
 @dataclass

@@ -304,7 +304,7 @@ def calibrated_efficiency(base: Efficiency, gpu: GpuPerf, model: ModelPerf, limi
     """The family-adjusted efficiency, scaled so the model reproduces the measured output tokens/s of
     the records taken on this GPU and precision (median ratio; bandwidth and compute scale together,
     clamped to [0.3, 3])."""
-    eff = efficiency_for(base, gpu, model, vllm_version)
+    eff = efficiency_for(base, gpu, model, vllm_version, v0_engine=limits.v0_engine)
     mine = [r for r in records if r.gpu == gpu_name and r.precision == precision and r.output_tokens_per_s > 0]
     if not mine:
         return eff
@@ -576,6 +576,7 @@ def candidate_perf(arch: ModelArch, evaluation: Any, settings: Any, label: str, 
     limits = replace(scheduler_limits(evaluation, settings, chunked_prefill=chunked),
                      prefix_caching=bool(settings.prefix_caching), async_scheduling=lag,
                      async_host_share=EARLY_ASYNC_HOST_SHARE if early else 0.0,
+                     v0_engine=bool(getattr(settings, "v0_engine", False)),
                      mixed_batches=chunked or not getattr(settings, "v0_engine", False))
     eff = calibrated_efficiency(base, gpu, model, limits, records, gpu_name=profile.name, precision=label,
                                 vllm_version=version)

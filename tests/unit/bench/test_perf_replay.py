@@ -539,3 +539,34 @@ def test_mxfp4_moe_on_rocm_decodes_at_the_published_speed() -> None:
             errs.append(abs(e["tpot"][1]))
     assert len(errs) >= 5
     assert sorted(errs)[len(errs) // 2] < 0.25
+
+
+def test_the_old_engine_run_by_choice_pays_its_per_sequence_output_work() -> None:
+    """The V0 engine processes every running sequence's output in its step loop (`Efficiency.v0_seq_factor`),
+    whichever release runs it: Wang Junjian's Qwen3-4B runs on a T4 under vLLM 0.8.4 with VLLM_USE_V1=0
+    (collected-bench-results-34, 100-prompt bursts) decode at 90 - 106 ms a token; keyed to the release (< 0.8)
+    the factor was left out and the modelled TPOT came out 24 - 47 % fast, keyed to the engine 15 - 37 %."""
+    from dataclasses import replace
+
+    from vllmkit.estimate.perf import efficiency_for
+
+    profiles = load_profiles(include_user_config=False)
+    path = BENCH / "data" / "collected-bench-results-34.jsonl"
+    cases = [c for c in (pa.build_case(r, profiles) for r in pa.load_rows((path,))) if c is not None]
+    assert len(cases) >= 10 and all(c.perf.limits.v0_engine for c in cases)
+
+    def median_tpot_error(*, by_engine: bool) -> float:
+        errs = []
+        for c in cases:
+            limits = c.perf.limits if by_engine else replace(c.perf.limits, v0_engine=False)
+            case = replace(c, perf=replace(c.perf, limits=limits))
+            errs.append(abs(pa.errors(pa.model_prediction(case, pa.FITTED_EFFICIENCY), c.measured)["tpot"][1]))
+        return sorted(errs)[len(errs) // 2]
+
+    assert median_tpot_error(by_engine=True) < median_tpot_error(by_engine=False) - 0.05
+    # and the release's default engine is what an unspecified engine means
+    c = cases[0]
+    base = pa.FITTED_EFFICIENCY
+    assert efficiency_for(base, c.perf.gpu, c.perf.model, (0, 7, 3)).per_seq_overhead_s == \
+        efficiency_for(base, c.perf.gpu, c.perf.model, (0, 8, 4), v0_engine=True).per_seq_overhead_s > \
+        efficiency_for(base, c.perf.gpu, c.perf.model, (0, 8, 4)).per_seq_overhead_s
