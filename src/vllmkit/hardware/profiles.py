@@ -166,6 +166,17 @@ class GpuProfile(BaseModel):
         return int(major) * 10 + int(minor)
 
     @property
+    def link_kind(self) -> str:
+        """How the GPUs of a node reach each other: "pcie", "xgmi" (AMD's links), "nvlink" (NVLink / NVSwitch), or
+        "none" (no interconnect given)."""
+        name = (self.interconnect.name if self.interconnect else "").lower()
+        if "pcie" in name:
+            return "pcie"
+        if self.vendor == "amd":
+            return "xgmi"
+        return "nvlink" if self.interconnect else "none"
+
+    @property
     def fp8_supported(self) -> bool:
         """Native FP8 compute (what the precision recommendation needs)."""
         return self.supports.fp8

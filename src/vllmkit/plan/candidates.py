@@ -192,18 +192,12 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         cpu_offload_bytes=int((req.cpu_offload_gb or 0) * GIB),
         chunked_prefill=chunked,
         async_scheduling=req.async_scheduling,
-        nvlink_peers=nvlink_peers(profile),
+        nvlink_peers=profile.vendor == "nvidia" and profile.link_kind == "nvlink",
         # the all-reduce + RMSNorm fusion needs FlashInfer, compilation (not --enforce-eager) and a
         # multicast-capable NVLink fabric (NVSwitch); estimate/memory.py allreduce_fusion_non_torch
         allreduce_fusion=(profile.vendor == "nvidia" and not req.enforce_eager and req.flashinfer_installed is not False
                           and "nvswitch" in str(getattr(profile.interconnect, "name", "") or "").lower()),
     )
-
-
-def nvlink_peers(profile) -> bool:
-    """Whether the profile's GPUs reach each other over NVLink (NVIDIA, an interconnect not named PCIe)."""
-    name = str(getattr(profile.interconnect, "name", "") or "").lower() if profile.interconnect else ""
-    return profile.vendor == "nvidia" and bool(name) and "pcie" not in name
 
 
 def check_async_scheduling(asked: bool | None, rules: VersionRules, pp: int, spec: dict) -> None:

@@ -135,8 +135,7 @@ def gpu_perf(profile: Any) -> GpuPerf:
                                       ("fp8", profile.tflops_fp8), ("int8", profile.tflops_int8),
                                       ("fp4", profile.tflops_fp4)) if v}
     link = profile.interconnect
-    name = (link.name if link else "").lower()
-    kind = "pcie" if "pcie" in name else ("xgmi" if profile.vendor == "amd" else ("nvlink" if link else "none"))
+    kind = profile.link_kind
     family = gpu_family(profile.architecture)
     geforce = "geforce" in str(profile.display_name).lower()
     if geforce and family == "blackwell" and str(profile.architecture).startswith("sm_12"):

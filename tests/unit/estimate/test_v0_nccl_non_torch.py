@@ -19,7 +19,6 @@ import pytest
 from vllmkit.engine.versions import parse_version, rules_for
 from vllmkit.estimate.memory import V0_NON_TORCH_NVLINK, estimate_non_torch
 from vllmkit.hardware.profiles import load_profiles, resolve_gpu
-from vllmkit.plan.candidates import nvlink_peers
 from vllmkit.units import GIB
 
 DATA = Path(__file__).resolve().parents[3] / "benchmarks" / "data"
@@ -51,6 +50,11 @@ def _v0_parallel_rows() -> list[dict]:
 
 
 ROWS = _v0_parallel_rows()
+
+
+def nvlink_peers(profile) -> bool:
+    """What the plan reads (plan/candidates.py engine_settings): an NVIDIA profile whose link is NVLink."""
+    return profile.vendor == "nvidia" and profile.link_kind == "nvlink"
 
 
 def _predicted_gib(row: dict) -> float:
