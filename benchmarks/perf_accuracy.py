@@ -293,10 +293,11 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     cmd = _dashed(str(row.get("server_cmd") or ""))
     asked = (False if re.search(r"--no-async-scheduling\b|--async-scheduling=(?:false|False|0)\b", cmd)
              else True if re.search(r"(?<![\w-])--async-scheduling(?:=(?:true|True|1))?(?![\w-])", cmd) else None)
-    if asked and pp > 1:
-        # vLLM refuses it with pipeline parallelism (0.10.2 arg_utils.py: "Async scheduling is not supported with
-        # pipeline-parallel-size > 1"): GPUStack's gpt-oss-120b H100 page prints `--async-scheduling -pp 2`, a
-        # command that cannot have run as written; replayed with the release's loop
+    if asked and pp > 1 and rules.key < (0, 15, 0):
+        # vLLM refuses it with pipeline parallelism through 0.14 (0.10.2 arg_utils.py: "Async scheduling is not
+        # supported with pipeline-parallel-size > 1"): GPUStack's gpt-oss-120b H100 page prints
+        # `--async-scheduling -pp 2` for 0.10.2, a command that cannot have run as written; replayed with the
+        # release's loop
         asked = None
     req = PlanRequest(model=catalog_id, gpu=gpu_name, tensor_parallel_size=tp, pipeline_parallel_size=pp,
                       kv_cache_dtype=row.get("kv_cache_dtype") or "auto",

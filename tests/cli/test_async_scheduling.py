@@ -29,23 +29,49 @@ def test_releases_without_the_flag_refuse_it(flag: str) -> None:
     _usage_error(plan(flag, "--vllm-version", "0.9.2"), f"has no {flag} (added in 0.10.0)")
 
 
-def test_pipeline_parallelism_is_refused() -> None:
-    # 0.10.2 arg_utils.py: "Async scheduling is not supported with pipeline-parallel-size > 1" (0.12+: VllmConfig)
+def test_pipeline_parallelism_is_refused_through_0_14() -> None:
+    # 0.10.2 arg_utils.py: "Async scheduling is not supported with pipeline-parallel-size > 1"; 0.12 - 0.14
+    # VllmConfig: "Async scheduling is not yet compatible with pipeline_parallel_size > 1"
     _usage_error(plan("--async-scheduling", "--vllm-version", "0.11.0", "-pp", "2", "--gpu-count", "2"),
+                 "pipeline parallelism")
+    _usage_error(plan("--async-scheduling", "--vllm-version", "0.14.0", "-pp", "2", "--gpu-count", "2"),
                  "pipeline parallelism")
     # turning it off is fine with PP
     assert plan("--no-async-scheduling", "--vllm-version", "0.11.0", "-pp", "2", "--gpu-count", "2",
                 "--json").exit_code == 0
 
 
+def _settings(*args: str) -> dict:
+    r = plan(*args, "--json")
+    assert r.exit_code == 0, r.stderr
+    return json.loads(r.stdout)["data"]["settings"]
+
+
+def test_pipeline_parallelism_runs_async_from_0_15() -> None:
+    # the 0.15.0, 0.16.0 and 0.17.0 wheels have no pipeline-parallel check; 0.32's default turns async off with
+    # PP only on the V1 model runner, and Qwen3 runs on Model Runner V2 there
+    for version in ("0.15.0", "0.17.0", "0.32.0"):
+        assert _settings("--async-scheduling", "--vllm-version", version, "-pp", "2", "--gpu-count", "2")[
+            "async_scheduling"] is True
+    assert _settings("--vllm-version", "0.17.0", "-pp", "2", "--gpu-count", "2")["async_scheduling"] is True
+    # 0.14's default: "Async scheduling is not yet supported with pipeline_parallel_size > 1 and will be disabled"
+    assert _settings("--vllm-version", "0.14.0", "-pp", "2", "--gpu-count", "2")["async_scheduling"] is False
+
+
 def test_speculative_decoding_before_0_12_and_non_eagle_after() -> None:
     ngram = json.dumps({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4})
+    draft = json.dumps({"method": "draft_model", "model": "Qwen/Qwen3-0.6B", "num_speculative_tokens": 3})
     # 0.10 - 0.11: "Currently, speculative decoding is not supported with async scheduling."
     _usage_error(plan("--async-scheduling", "--vllm-version", "0.11.0", "--speculative-config", ngram),
-                 "no speculative decoding before 0.12")
-    # 0.12+: "async scheduling is only supported with EAGLE/MTP kind of speculative decoding"
+                 "none before 0.12")
+    # 0.12 - 0.15: "async scheduling is only supported with EAGLE/MTP kind of speculative decoding"
     _usage_error(plan("--async-scheduling", "--vllm-version", "0.13.0", "--speculative-config", ngram),
-                 "only EAGLE / MTP methods")
+                 "ngram-based speculative decoding")
+    _usage_error(plan("--async-scheduling", "--vllm-version", "0.15.0", "--speculative-config", draft),
+                 "draft_model-based speculative decoding")
+    # 0.16 adds the draft model (`method != "draft_model"` in the 0.16.0 wheel)
+    assert _settings("--async-scheduling", "--vllm-version", "0.16.0", "--speculative-config", draft)[
+        "async_scheduling"] is True
 
 
 def test_the_serve_line_carries_the_flag_as_given() -> None:

@@ -18,7 +18,6 @@ from vllmkit.engine.versions import (
 )
 from vllmkit.errors import UsageError
 from vllmkit.estimate.memory import MemoryTerm
-from vllmkit.estimate.speculative import EAGLE_METHODS, is_mtp
 from vllmkit.estimate.weights import LoadGrowth, mla_absorbed_bytes, rocm_fp8_padding
 from vllmkit.hardware.host import cpu_has_amx, cpu_has_avx512_bf16
 from vllmkit.plan.evaluate import (
@@ -113,7 +112,8 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         # engine/arg_utils.py: --mamba-ssm-cache-dtype first appears in 0.10.1 (absent from 0.10.0's)
         raise UsageError(f"vLLM {rules.version} has no --mamba-ssm-cache-dtype (added in 0.10.1)",
                          "leave it out, or plan for --vllm-version 0.10.1 or newer")
-    check_async_scheduling(req.async_scheduling, rules, pp, spec)
+    check_async_scheduling(req.async_scheduling, rules, pp, spec,
+                           mrv2=uses_model_runner_v2(req, arch, rules, profile.runtime, env))
     if verdict.refused:
         raise UsageError(f"vLLM {rules.version} will not start this: {verdict.refused}", verdict.hint)
     v1 = verdict.v1
@@ -200,8 +200,9 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
     )
 
 
-def check_async_scheduling(asked: bool | None, rules: VersionRules, pp: int, spec: dict) -> None:
-    """vLLM refuses --async-scheduling where it cannot run it (and has no such flag before 0.10)."""
+def check_async_scheduling(asked: bool | None, rules: VersionRules, pp: int, spec: dict, *, mrv2: bool) -> None:
+    """vLLM refuses --async-scheduling where it cannot run it (plan/performance.py async_scheduling_conflict), and
+    has no such flag before 0.10."""
     if asked is None:
         return
     flag = "--async-scheduling" if asked else "--no-async-scheduling"
@@ -209,19 +210,14 @@ def check_async_scheduling(asked: bool | None, rules: VersionRules, pp: int, spe
         # engine/arg_utils.py: the flag first appears in 0.10.0 (absent from 0.9.2's)
         raise UsageError(f"vLLM {rules.version} has no {flag} (added in 0.10.0)",
                          "leave it out, or plan for --vllm-version 0.10.0 or newer")
-    if not asked:
-        return
-    if pp > 1:
-        # 0.10 - 0.11 EngineArgs.create_engine_config, 0.12+ VllmConfig.__post_init__: ValueError
-        raise UsageError("vLLM refuses --async-scheduling with pipeline parallelism (--pipeline-parallel-size > 1)",
-                         "leave --async-scheduling out, or use tensor parallelism only")
-    method = str(spec.get("method") or "").lower() if spec else ""
-    if spec and (rules.key < (0, 12, 0) or not (method in EAGLE_METHODS or is_mtp(method))):
-        # 0.10 - 0.11: "speculative decoding is not supported with async scheduling"; 0.12+: EAGLE / MTP only
-        raise UsageError(f"vLLM {rules.version} refuses --async-scheduling with this --speculative-config"
-                         + (" (only EAGLE / MTP methods, from 0.12)" if rules.key >= (0, 12, 0) else
-                            " (no speculative decoding before 0.12)"),
-                         "leave --async-scheduling out, or the speculative config")
+    from vllmkit.plan.performance import async_scheduling_conflict
+
+    conflict = async_scheduling_conflict(rules.key, pp=pp, speculative=spec or None, mrv2=mrv2, explicit=True)
+    if asked and conflict:
+        raise UsageError(f"vLLM {rules.version} refuses --async-scheduling with {conflict}",
+                         "leave --async-scheduling out" + (", or use tensor parallelism only"
+                                                           if "pipeline" in conflict else
+                                                           ", or the speculative config"))
 
 
 def extensible_kv_cache(req: PlanRequest, rules: VersionRules, device: str) -> bool:

@@ -540,16 +540,41 @@ class CandidatePerf:
         return predict(self.model, self.gpu, eff, limits, wl, steady=steady, efficiency_is_final=True)
 
 
-def async_scheduling_on(release_default: bool, vendor: str, pp: int, speculative: dict | None) -> bool:
-    """Whether vLLM runs this candidate with async scheduling: the release's default (VersionRules), on
-    GPUs, not with pipeline parallelism or a speculative method other than EAGLE / MTP
-    (vllm/config/vllm.py, 0.14.0). The CPU build keeps the synchronous loop (evaluate.in_flight_tokens)."""
-    if not release_default or vendor == "cpu" or pp > 1:
+def async_scheduling_conflict(version: tuple[int, int, int], *, pp: int, speculative: dict | None, mrv2: bool,
+                              explicit: bool) -> str | None:
+    """What keeps vLLM from running async scheduling with this configuration (None: nothing). `explicit`: the
+    flag was given, and vLLM refuses to start on a conflict; else its default turns async off with a warning.
+    Read in vllm/config/vllm.py (engine/arg_utils.py before 0.12) of the 0.10.0 - 0.17 and 0.32 - 0.34 wheels:
+    pipeline parallelism conflicts through 0.14, not from 0.15; on 0.32 - 0.33 again on the V1 model runner (its
+    default turns async off there; 0.33 also refuses the flag); speculative decoding conflicts before 0.12, then
+    every method but EAGLE / MTP, from 0.16 not a draft model, from 0.32 not n-gram on the GPU, DSpark or DFlash,
+    on 0.33 only on the V1 model runner, on 0.34 never. 0.18 - 0.31 are taken as 0.17 (not re-read)."""
+    if speculative:
+        method = str(speculative.get("method") or "").lower()
+        ok = version >= (0, 12, 0) and (method in EAGLE_METHODS or is_mtp(method))
+        ok = ok or (version >= (0, 16, 0) and method == "draft_model")
+        ok = ok or (version >= (0, 32, 0) and method in ("ngram_gpu", "dspark", "dflash"))
+        ok = ok or version >= (0, 34, 0) or (version >= (0, 33, 0) and mrv2)
+        if not ok:
+            return ("speculative decoding (none before 0.12)" if version < (0, 12, 0)
+                    else f"{method or 'this'}-based speculative decoding")
+    if pp > 1:
+        if version < (0, 15, 0):
+            return "pipeline parallelism"
+        if (0, 32, 0) <= version < (0, 34, 0) and not mrv2 and (not explicit or version >= (0, 33, 0)):
+            return "pipeline parallelism on the V1 model runner"
+    return None
+
+
+def async_scheduling_on(release_default: bool, vendor: str, pp: int, speculative: dict | None, *,
+                        version: tuple[int, int, int] | None = None, mrv2: bool = False) -> bool:
+    """Whether vLLM runs this candidate with async scheduling by default: the release's default (VersionRules),
+    on GPUs, unless the configuration conflicts with it (async_scheduling_conflict). The CPU build keeps the
+    synchronous loop (evaluate.in_flight_tokens)."""
+    if not release_default or vendor == "cpu":
         return False
-    if not speculative:
-        return True
-    method = str(speculative.get("method") or "").lower()
-    return method in EAGLE_METHODS or is_mtp(method)
+    return async_scheduling_conflict(version or (0, 14, 0), pp=pp, speculative=speculative, mrv2=mrv2,
+                                     explicit=False) is None
 
 
 def async_scheduling_runs(settings: Any, vendor: str, pp: int, vllm_version: str | None) -> bool:
@@ -559,8 +584,9 @@ def async_scheduling_runs(settings: Any, vendor: str, pp: int, vllm_version: str
     asked = getattr(settings, "async_scheduling", None)
     if asked is not None:
         return asked and vendor != "cpu"
-    return vllm_version is not None and async_scheduling_on(rules_for(vllm_version).async_scheduling, vendor, pp,
-                                                            getattr(settings, "speculative", None))
+    return vllm_version is not None and async_scheduling_on(
+        rules_for(vllm_version).async_scheduling, vendor, pp, getattr(settings, "speculative", None),
+        version=parse_version(vllm_version), mrv2=bool(getattr(settings, "model_runner_v2", False)))
 
 
 def candidate_perf(arch: ModelArch, evaluation: Any, settings: Any, label: str, profile: Any,

@@ -252,13 +252,17 @@ def test_a_tied_embedding_is_read_every_step_as_the_lm_head() -> None:
     ("0.13.0", {}, False),  # 0.13's config/vllm.py leaves it off unless asked for
     ("0.14.0", {}, True),  # 0.14.0: on by default
     ("0.32.0", {}, True),
-    ("0.32.0", {"tensor_parallel_size": 1, "pipeline_parallel_size": 2}, False),  # not with PP > 1
+    ("0.14.0", {"tensor_parallel_size": 1, "pipeline_parallel_size": 2}, False),  # not with PP > 1 in 0.14
+    # 0.32 turns it off with PP only on the V1 model runner ("the V1 model runner does not support it with pipeline
+    # parallelism", config/vllm.py of the installed 0.32.0); this dense model runs on Model Runner V2
+    ("0.32.0", {"tensor_parallel_size": 1, "pipeline_parallel_size": 2}, True),
     ("0.32.0", {"speculative_config": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}},
      False),  # only EAGLE / MTP methods keep it
 ])
 def test_async_scheduling_follows_the_release_and_the_config(version, update, on) -> None:
     """vllm/config/vllm.py (0.14.0 wheel): async_scheduling None -> True unless pipeline parallel, a
-    speculative method other than EAGLE / MTP, or another executor; in the 0.13.0 wheel it stayed off.
+    speculative method other than EAGLE / MTP, or another executor; in the 0.13.0 wheel it stayed off; from 0.15
+    pipeline parallelism keeps it (0.32 - 0.33: on Model Runner V2 only).
     With it on, a closed loop's new requests wait one step more (estimate/scheduler_sim.py)."""
     req = REQ.model_copy(update={"vllm_version": version, **update})
     wl = Workload(1000, 200, concurrency=8)
