@@ -305,8 +305,10 @@ ASYNC_HOST_SHARE = 0.8
 # Before 0.14 async scheduling is opt-in (--async-scheduling, from 0.10.0) and overlaps less: Anyscale's A/B runs
 # of gpt-oss-20b at TP 8 on H100s under vLLM 0.11 (collected-bench-results-33, the same server command with and
 # without the flag, 5,000-token prompts, 1 / 4 / 8 clients) decode at 0.77 / 0.75 / 0.84 x the synchronous
-# loop's TPOT; the 0.14 share gives 0.54 - 0.56 x, a share of 0.3 gives 0.79 / 0.80 / 0.77 x. Chosen on those
-# three pairs (one publisher).
+# loop's TPOT; the 0.14 share gives 0.54 - 0.56 x, a share of 0.3 of both the fixed and the per-sequence host work
+# 0.80 / 0.82 / 0.80 x. Chosen on those three pairs (one publisher); GPUStack's six gpt-oss A/B pairs on 0.10.2 /
+# 0.11 (1,000-prompt bursts) then replay at 1.00 - 1.12 x the synchronous tokens/s against 1.01 - 1.16 x measured,
+# 1.00 - 1.35 x with the per-sequence cost fully overlapped (Efficiency.host_overlap_seq).
 EARLY_ASYNC_HOST_SHARE = 0.3
 
 
