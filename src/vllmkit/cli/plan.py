@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 
@@ -18,7 +17,14 @@ from vllmkit.cli._workload import (
     perf_options,
     workload_from_flags,
 )
-from vllmkit.cli.options import JSON_OPTION, PlanFlags, make_plan, plan_request, planning_options
+from vllmkit.cli.options import (
+    JSON_OPTION,
+    PlanFlags,
+    check_positive,
+    make_plan,
+    plan_request,
+    planning_options,
+)
 from vllmkit.errors import UsageError
 from vllmkit.output import CommandResult, waiting
 
@@ -45,9 +51,11 @@ def register(app: typer.Typer) -> None:
         precision / TP / PP / context, and the `vllm serve` line."""
         from vllmkit.plan.result import does_not_fit_error
 
-        if min_concurrency is not None and not (math.isfinite(min_concurrency) and 0 < min_concurrency <= 1e6):
-            raise UsageError("--min-concurrency must be a positive number of requests (at most 1,000,000)",
-                             "e.g. --min-concurrency 4")
+        if min_concurrency is not None:
+            check_positive(min_concurrency, "--min-concurrency", "e.g. --min-concurrency 4")
+            if min_concurrency > 1e6:
+                raise UsageError("--min-concurrency must be a positive number of requests (at most 1,000,000)",
+                                 "e.g. --min-concurrency 4")
         req = plan_request(model, flags)
         env = dict(os.environ)
         # --- performance model (issue 11): a workload adds data.performance ---

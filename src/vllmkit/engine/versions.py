@@ -116,7 +116,7 @@ class VersionRules:
     # --enable-lora builds LoRA stacks for every routed expert (FusedMoEWithLoRA, vllm PR #21229 "LoRA for
     # fused MoE", in the 0.12 release line; threshold approximate); before, expert layers took no adapter
     moe_lora: bool = False
-    # the V1 engine schedules step N+1 while step N runs (where it applies: plan/performance.async_scheduling_on)
+    # the V1 engine schedules step N+1 while step N runs (where it applies: plan/performance.async_scheduling_runs)
     async_scheduling: bool = False
     # hybrid (attention + recurrent) models: the attention block that holds one recurrent state is
     # align * cdiv(state page, align * attention bytes per token). Through 0.19 the model config fixed `align`

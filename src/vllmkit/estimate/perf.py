@@ -290,7 +290,7 @@ class Efficiency:
 
 
 # Async scheduling (vLLM's default from 0.14 on GPUs, engine/versions.py; plan/performance.py
-# async_scheduling_on says where it applies): the engine core schedules and prepares step N+1 and processes
+# async_scheduling_runs says where it applies): the engine core schedules and prepares step N+1 and processes
 # step N-1's outputs while the GPU runs step N, so that host work overlaps the GPU's instead of adding to it,
 # and a step takes max(GPU work + the GPU-side rest of the fixed cost, host work). The fitted step overhead
 # (`Efficiency.step_overhead_s`) comes from runs of the synchronous loop (every bundled run predates 0.14) and

@@ -112,8 +112,8 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         # engine/arg_utils.py: --mamba-ssm-cache-dtype first appears in 0.10.1 (absent from 0.10.0's)
         raise UsageError(f"vLLM {rules.version} has no --mamba-ssm-cache-dtype (added in 0.10.1)",
                          "leave it out, or plan for --vllm-version 0.10.1 or newer")
-    check_async_scheduling(req.async_scheduling, rules, pp, spec,
-                           mrv2=uses_model_runner_v2(req, arch, rules, profile.runtime, env))
+    mrv2 = uses_model_runner_v2(req, arch, rules, profile.runtime, env)
+    check_async_scheduling(req.async_scheduling, rules, pp, spec, mrv2=mrv2)
     if verdict.refused:
         raise UsageError(f"vLLM {rules.version} will not start this: {verdict.refused}", verdict.hint)
     v1 = verdict.v1
@@ -184,7 +184,7 @@ def engine_settings(req: PlanRequest, profile, rules: VersionRules, kv_dtype: st
         gpu_memory_in_use_bytes=req.gpu_memory_in_use or 0,
         flashinfer_installed=req.flashinfer_installed,
         compile_cache=req.compile_cache,
-        model_runner_v2=uses_model_runner_v2(req, arch, rules, profile.runtime, env),
+        model_runner_v2=mrv2,
         rocm_fp8_padding=(env or {}).get("VLLM_ROCM_FP8_PADDING", "1").strip() != "0",
         v0_engine=v0_engine,
         engine_fallback=verdict.fallback if v0_engine else None,

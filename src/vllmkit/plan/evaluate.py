@@ -95,7 +95,7 @@ class EngineSettings:
     # it prompts run in steps of their own, decodes waiting (estimate/scheduler_sim.py mixed_batches)
     chunked_prefill: bool = True
     # --async-scheduling / --no-async-scheduling as given (None: the release's default, plan/performance.py
-    # async_scheduling_on); a performance setting only: the memory profile is the same
+    # async_scheduling_runs); a performance setting only: the memory profile is the same
     async_scheduling: bool | None = None
     # the GPUs of a TP / PP group are NVLink peers (an NVIDIA profile whose interconnect is NVLink, not PCIe):
     # the V0 engine's NCCL buffers then sit on the GPU (estimate/memory.py V0_NON_TORCH_NVLINK)

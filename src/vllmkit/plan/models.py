@@ -185,7 +185,8 @@ class SettingsInfo(BaseModel):
     extensible_kv_cache: bool = False
     cpu_offload_gb: float | None = None  # --cpu-offload-gb as given
     # whether the server runs async scheduling: --async-scheduling / --no-async-scheduling as given, else the
-    # release's default (on from 0.14 on GPUs, not with pipeline parallelism or non-EAGLE speculative decoding)
+    # release's default (on from 0.14 on GPUs unless the configuration conflicts with it: plan/performance.py
+    # async_scheduling_conflict)
     async_scheduling: bool = False
 
 

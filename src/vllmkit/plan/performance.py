@@ -566,27 +566,20 @@ def async_scheduling_conflict(version: tuple[int, int, int], *, pp: int, specula
     return None
 
 
-def async_scheduling_on(release_default: bool, vendor: str, pp: int, speculative: dict | None, *,
-                        version: tuple[int, int, int] | None = None, mrv2: bool = False) -> bool:
-    """Whether vLLM runs this candidate with async scheduling by default: the release's default (VersionRules),
-    on GPUs, unless the configuration conflicts with it (async_scheduling_conflict). The CPU build keeps the
-    synchronous loop (evaluate.in_flight_tokens)."""
-    if not release_default or vendor == "cpu":
-        return False
-    return async_scheduling_conflict(version or (0, 14, 0), pp=pp, speculative=speculative, mrv2=mrv2,
-                                     explicit=False) is None
-
-
 def async_scheduling_runs(settings: Any, vendor: str, pp: int, vllm_version: str | None) -> bool:
     """Whether the planned server runs async scheduling: as --async-scheduling / --no-async-scheduling say
-    (EngineSettings.async_scheduling; the CPU build keeps the synchronous loop, evaluate.in_flight_tokens),
-    else the release's default (async_scheduling_on)."""
+    (EngineSettings.async_scheduling), else the release's default (VersionRules.async_scheduling) unless the
+    configuration conflicts with it (async_scheduling_conflict). The CPU build keeps the synchronous loop
+    (evaluate.in_flight_tokens)."""
+    if vendor == "cpu":
+        return False
     asked = getattr(settings, "async_scheduling", None)
     if asked is not None:
-        return asked and vendor != "cpu"
-    return vllm_version is not None and async_scheduling_on(
-        rules_for(vllm_version).async_scheduling, vendor, pp, getattr(settings, "speculative", None),
-        version=parse_version(vllm_version), mrv2=bool(getattr(settings, "model_runner_v2", False)))
+        return asked
+    if vllm_version is None or not rules_for(vllm_version).async_scheduling:
+        return False
+    return async_scheduling_conflict(parse_version(vllm_version), pp=pp, speculative=getattr(settings, "speculative", None),
+                                     mrv2=bool(getattr(settings, "model_runner_v2", False)), explicit=False) is None
 
 
 def candidate_perf(arch: ModelArch, evaluation: Any, settings: Any, label: str, profile: Any,
