@@ -74,7 +74,8 @@ HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "coll
                   DATA_DIR / "collected-bench-results-27.jsonl", DATA_DIR / "collected-bench-results-28.jsonl",
                   DATA_DIR / "collected-bench-results-29.jsonl", DATA_DIR / "collected-bench-results-30.jsonl",
                   DATA_DIR / "collected-bench-results-31.jsonl", DATA_DIR / "collected-bench-results-32.jsonl",
-                  DATA_DIR / "collected-bench-results-33.jsonl", DATA_DIR / "collected-bench-results-34.jsonl")
+                  DATA_DIR / "collected-bench-results-33.jsonl", DATA_DIR / "collected-bench-results-34.jsonl",
+                  DATA_DIR / "collected-bench-results-35.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
@@ -509,7 +510,8 @@ def model_prediction(case: Case, eff: Efficiency) -> dict[str, float]:
     p = case.perf
     from vllmkit.estimate.perf import efficiency_for
 
-    final = efficiency_for(eff, p.gpu, p.model, rules_version(case), v0_engine=p.limits.v0_engine)
+    final = efficiency_for(eff, p.gpu, p.model, rules_version(case), v0_engine=p.limits.v0_engine,
+                           chunked_prefill=p.limits.chunked_prefill)
     if case.offline:
         final = replace(final, request_overhead_s=0.0)  # LLM.generate: no API server in front
     if case.eager:

@@ -131,12 +131,17 @@ class ModelPerf:
         dense = self.host_bytes - self.host_expert_bytes
         return (dense + self.host_expert_bytes * self.touched_expert_fraction(tokens)) / gpu.host_link_bytes_s
 
-    def attention_flops(self, decode: int, context_sum: float, prefill_tokens: float, prefill_pairs: float) -> float:
-        """Attention FLOPs of one step: decode queries over their contexts, prompt tokens over theirs."""
-        pairs = context_sum + prefill_pairs
+    def attention_flops(self, decode: int, context_sum: float, prefill_tokens: float, prefill_pairs: float,
+                        prefill_rate: float = 1.0) -> float:
+        """Attention FLOPs of one step: decode queries over their contexts, prompt tokens over theirs. The
+        prompt tokens' FLOPs are divided by `prefill_rate` (Efficiency.prefill_attention: the prefill attention
+        kernel's rate relative to the GEMMs'), so that the result converts to time at the GEMM rate."""
+        slow = 1.0 / prefill_rate
+        pairs = context_sum + prefill_pairs * slow
         if not self.sparse_topk:
             return self.attn_flops_per_pair * pairs
-        attended = min(context_sum, decode * self.sparse_topk) + min(prefill_pairs, prefill_tokens * self.sparse_topk)
+        attended = (min(context_sum, decode * self.sparse_topk)
+                    + min(prefill_pairs, prefill_tokens * self.sparse_topk) * slow)
         return self.attn_flops_per_pair * attended + self.indexer_flops_per_pair * pairs
 
     def kernels_seconds(self, eff: Efficiency) -> float:
@@ -285,6 +290,9 @@ class Efficiency:
     # the share of the per-sequence cost that overlaps the GPU's work under async scheduling (1: all of it, the
     # default loop of 0.14+; the opt-in loop of 0.10 - 0.13 hides as little of it as of the fixed cost)
     host_overlap_seq: float = 1.0
+    # the rate of the prompt tokens' attention kernels relative to the GEMMs' (`compute`): 1 where one compute
+    # fraction serves both (the fitted NVIDIA runs); efficiency_for sets it by GPU vendor (ROCM_PREFILL_ATTENTION)
+    prefill_attention: float = 1.0
     source: str = "estimated"
     note: str = ""
 
@@ -433,11 +441,27 @@ def rocm_legacy_applies(gpu: GpuPerf, model: ModelPerf, vllm_version: tuple[int,
 ROCM_MXFP4_EXPERT_STREAM = 0.45
 
 
+# The old engine on ROCm runs a prompt chunk that has cached context before it (every chunk after a chunked
+# prompt's first, or a prefix-cache hit) through PagedAttention.forward_prefix, the Triton prefix-prefill kernel
+# (ops/prefix_prefill.py context_attention_fwd), not the flash-attention kernel that a whole prompt gets
+# (0.6.4 attention/backends/rocm_flash_attn.py forward: "prefix-enabled attention"); the CUDA backend reads the
+# paged cache in flash_attn_varlen_func instead. V0 chunks prompts whenever max_model_len > 32768
+# (engine/versions.py v0_batch_defaults: Llama-3.x at its 128k default), 512 tokens a step. dstack's single
+# requests of 10k - 128k tokens to Llama-3.1-405B (BF16, 8x MI300X, 0.6.3, bundled) take 12.3 / 23.8 / 66.5 /
+# 210 / 734 s: a + b L^2 with the GEMMs' linear part as modelled and a quadratic part ~10x the attention FLOPs
+# at the GEMM rate. The rate of prefill attention relative to the GEMMs' in that case, chosen on those five
+# runs (TTFT -33 / -44 / -57 / -69 / -78 % -> -6 / -8 / -6 / -4 / -4 %); no held-out ROCm run of the old engine
+# has prompts long enough to test it (those of 2k tokens move by a point or two).
+ROCM_V0_PREFIX_ATTENTION = 0.1
+
+
 def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
-                   vllm_version: tuple[int, int, int] | None = None, *, v0_engine: bool | None = None) -> Efficiency:
+                   vllm_version: tuple[int, int, int] | None = None, *, v0_engine: bool | None = None,
+                   chunked_prefill: bool = False) -> Efficiency:
     """The base efficiency for this GPU family, model and release. `v0_engine`: whether the old engine runs (its
     synchronous per-sequence output work, `Efficiency.v0_seq_factor`); None: as the release's default engine
-    (V0 before 0.8). vLLM 0.8 - 0.10 run it with VLLM_USE_V1=0 or where the V1 oracle falls back."""
+    (V0 before 0.8). vLLM 0.8 - 0.10 run it with VLLM_USE_V1=0 or where the V1 oracle falls back.
+    `chunked_prefill`: whether prompts are chunked (ROCM_V0_PREFIX_ATTENTION)."""
     bw, comp, over = FAMILY_PRIORS.get(gpu.family, (1.0, 1.0, 1.0))
     if gpu.family == "ampere":
         comp *= base.ampere_compute
@@ -451,8 +475,10 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
     stream = base.expert_stream_scale
     if gpu.vendor == "amd" and model.weight_format == "mxfp4" and "fp4" not in gpu.tflops and model.is_moe:
         stream = ROCM_MXFP4_EXPERT_STREAM
+    pa = ROCM_V0_PREFIX_ATTENTION if gpu.vendor == "amd" and v0 and chunked_prefill else base.prefill_attention
     return replace(
         base,
+        prefill_attention=pa,
         expert_stream_scale=stream,
         bandwidth=min(base.bandwidth * bw, 0.95),
         compute=min(base.compute * comp * kernel_compute_factor(model, base)
@@ -610,7 +636,7 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
     gemm_cmp = gemm_flops / peak
     # attention kernels run after / between the GEMMs (separate kernels): their time adds
     attn_mem = (model.kv_bytes_read(decode_mb, context_sum) + model.kv_bytes_per_token() * tokens) / bw
-    attn_cmp = model.attention_flops(decode_mb, context_sum, prefill_tokens, prefill_pairs) / peak
+    attn_cmp = model.attention_flops(decode_mb, context_sum, prefill_tokens, prefill_pairs, eff.prefill_attention) / peak
     host_s = model.host_seconds(gpu, tokens)
     t_mem = gemm_mem + attn_mem + host_s
     t_cmp = gemm_cmp + attn_cmp
@@ -646,6 +672,8 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     state_b = float(sum(2 * g.layers * g.state_bytes for g in model.kv if g.kind == "mamba"))
     write_tb = float(model.kv_bytes_per_token())
     attn_pair = model.attn_flops_per_pair
+    prefill_rate = eff.prefill_attention
+    slow_prefill = 1.0 / prefill_rate
     sparse = model.sparse_topk > 0
     pp = model.pp
     kernels = model.kernels_seconds(eff)
@@ -677,8 +705,8 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
         for tb, w in windowed:
             kv += tb * (min(context_sum, decode_mb * w) if w else context_sum)
         attn_mem = (kv + write_tb * tokens) / bw
-        attn_cmp = (attn_pair * (context_sum + pairs) if not sparse
-                    else model.attention_flops(decode_mb, context_sum, prefill, pairs)) / peak
+        attn_cmp = (attn_pair * (context_sum + pairs * slow_prefill) if not sparse
+                    else model.attention_flops(decode_mb, context_sum, prefill, pairs, prefill_rate)) / peak
         stage = (sqrt(gemm_mem * gemm_mem + gemm_cmp * gemm_cmp) + kernels
                  + (attn_mem if attn_mem > attn_cmp else attn_cmp))
         dispatch = eager or (graphless if 0 < graph_max < tokens else 0.0)
@@ -724,8 +752,8 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
             for tb, w in windowed:
                 kv += tb * (min(context_sum, decode_mb * w) if w else context_sum)
             attn_mem = (kv + write) / bw
-            attn_cmp = (attn_pair * (context_sum + pairs) if not sparse
-                        else model.attention_flops(decode_mb, context_sum, prefill, pairs)) / peak
+            attn_cmp = (attn_pair * (context_sum + pairs * slow_prefill) if not sparse
+                        else model.attention_flops(decode_mb, context_sum, prefill, pairs, prefill_rate)) / peak
             stage = head + (attn_mem if attn_mem > attn_cmp else attn_cmp)
             if dispatch:
                 per = stage / layers

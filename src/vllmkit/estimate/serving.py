@@ -179,7 +179,8 @@ def predict(
 ) -> ServingPrediction:
     """Simulate the workload. steady=True reports throughput over the middle of the run (what a
     replica sustains); steady=False reports the finite run as a benchmark prints it (tail included)."""
-    eff = base_efficiency if efficiency_is_final else efficiency_for(base_efficiency, gpu, model, vllm_version)
+    eff = base_efficiency if efficiency_is_final else efficiency_for(
+        base_efficiency, gpu, model, vllm_version, chunked_prefill=limits.chunked_prefill)
     n = default_num_requests(workload)
     ins, outs = request_lengths(workload, n, seed)
 

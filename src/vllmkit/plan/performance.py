@@ -303,7 +303,8 @@ def calibrated_efficiency(base: Efficiency, gpu: GpuPerf, model: ModelPerf, limi
     """The family-adjusted efficiency, scaled so the model reproduces the measured output tokens/s of
     the records taken on this GPU and precision (median ratio; bandwidth and compute scale together,
     clamped to [0.3, 3])."""
-    eff = efficiency_for(base, gpu, model, vllm_version, v0_engine=limits.v0_engine)
+    eff = efficiency_for(base, gpu, model, vllm_version, v0_engine=limits.v0_engine,
+                         chunked_prefill=limits.chunked_prefill)
     mine = [r for r in records if r.gpu == gpu_name and r.precision == precision and r.output_tokens_per_s > 0]
     if not mine:
         return eff
@@ -416,6 +417,9 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
             + ": the next step is scheduled while one runs, so a request that arrives meanwhile starts a step later, "
             f"and the host's per-step work ({eff.host_overlap or ASYNC_HOST_SHARE:.0%} of the fixed step cost and the "
             "per-sequence cost) overlaps the GPU's"] if async_scheduling else [])
+        + ([f"the old engine on ROCm: a prompt chunk after the first attends to the cached ones in the Triton "
+            f"prefix-prefill kernel, at {eff.prefill_attention:.0%} of the GEMM rate (chosen on public MI300X runs)"]
+           if eff.prefill_attention < 1.0 else [])
         + ([f"pipeline parallel {model.pp}: up to {model.pp} micro-batches in flight (vLLM's batch queue), each "
               "stage working on one while a token passes every stage"] if model.pp > 1 else [])
         + ([f"--enforce-eager: {eff.eager_dispatch_s * 1e3:.2f} ms of host kernel dispatch per decoder layer, "

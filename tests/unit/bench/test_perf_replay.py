@@ -570,3 +570,46 @@ def test_the_old_engine_run_by_choice_pays_its_per_sequence_output_work() -> Non
     assert efficiency_for(base, c.perf.gpu, c.perf.model, (0, 7, 3)).per_seq_overhead_s == \
         efficiency_for(base, c.perf.gpu, c.perf.model, (0, 8, 4), v0_engine=True).per_seq_overhead_s > \
         efficiency_for(base, c.perf.gpu, c.perf.model, (0, 8, 4)).per_seq_overhead_s
+
+
+def test_chunked_long_prompts_on_rocm_v0_pay_the_prefix_prefill_kernel(monkeypatch) -> None:
+    """The old engine on ROCm runs every prompt chunk after the first through the Triton prefix-prefill kernel
+    (estimate/perf.py ROCM_V0_PREFIX_ATTENTION). dstack's single requests of 10k - 128k tokens to Llama-3.1-405B on
+    8x MI300X under 0.6.3 (its default 128k context chunks prompts) grow like a + b L^2 with b ~10x the attention
+    FLOPs at the GEMM rate: at the GEMM rate the TTFT came out 33 - 78 % fast, longer prompts worse. The measured
+    TTFTs are the publisher's; the model must land within 12 % of each, and without the rule (prefill attention at
+    the GEMM rate) at least 30 % fast."""
+    from vllmkit.estimate import perf
+
+    profiles = load_profiles(include_user_config=False)
+    ids = {f"dstack-mi300x-405b-bf16-tp8-sonnet{n}k-single" for n in (16, 32, 64, 128)}
+    ids.add("dstack-mi300x-405b-bf16-tp8-sonnet10k-n1")
+    cases = [pa.build_case(r, profiles) for r in pa.load_rows() if r["id"] in ids]
+    assert len(cases) == 5 and all(c is not None and c.perf.limits.chunked_prefill for c in cases)
+    for c in cases:
+        ttft = pa.errors(pa.model_prediction(c, pa.FITTED_EFFICIENCY), c.measured)["ttft"][1]
+        assert abs(ttft) < 0.12, (c.row["id"], ttft)
+    monkeypatch.setattr(perf, "ROCM_V0_PREFIX_ATTENTION", 1.0)
+    for c in cases:
+        assert pa.errors(pa.model_prediction(c, pa.FITTED_EFFICIENCY), c.measured)["ttft"][1] < -0.3
+
+
+def test_the_prefix_prefill_rate_is_rocm_v0_only() -> None:
+    """The slow prefix-prefill attention is the ROCm V0 backend's: CUDA's V0 backend reads the paged cache in
+    flash-attention, and V1 on either vendor runs other kernels."""
+    from vllmkit.estimate.perf import ROCM_V0_PREFIX_ATTENTION, efficiency_for
+
+    profiles = load_profiles(include_user_config=False)
+    case = next(pa.build_case(r, profiles) for r in pa.load_rows()
+                if r["id"] == "dstack-mi300x-405b-bf16-tp8-sonnet10k-n1")
+    nvidia = next(pa.build_case(r, profiles) for r in pa.load_rows()
+                  if r["id"] == "gpustack-deepseek-r1-h200-sharegpt-c4-L404")
+    base = pa.FITTED_EFFICIENCY
+    amd, model = case.perf.gpu, case.perf.model
+    assert efficiency_for(base, amd, model, (0, 6, 3), chunked_prefill=True).prefill_attention == \
+        ROCM_V0_PREFIX_ATTENTION < 1
+    assert efficiency_for(base, amd, model, (0, 6, 3), chunked_prefill=False).prefill_attention == 1
+    assert efficiency_for(base, amd, model, (0, 9, 2), chunked_prefill=True).prefill_attention == 1
+    assert efficiency_for(base, amd, model, (0, 9, 2), v0_engine=True, chunked_prefill=True).prefill_attention == \
+        ROCM_V0_PREFIX_ATTENTION
+    assert efficiency_for(base, nvidia.perf.gpu, model, (0, 6, 3), chunked_prefill=True).prefill_attention == 1
