@@ -23,6 +23,7 @@ from vllmkit.errors import DoesNotFitError, UsageError
 from vllmkit.estimate.perf import (
     ASYNC_HOST_SHARE,
     EARLY_ASYNC_HOST_SHARE,
+    GEMM_KERNEL_S,
     Efficiency,
     GpuPerf,
     KVRead,
@@ -417,6 +418,8 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
             + ": the next step is scheduled while one runs, so a request that arrives meanwhile starts a step later, "
             f"and the host's per-step work ({eff.host_overlap or ASYNC_HOST_SHARE:.0%} of the fixed step cost and the "
             "per-sequence cost) overlaps the GPU's"] if async_scheduling else [])
+        + ([f"ROCm: each kernel's fixed cost in a step is {eff.gemm_kernel_s / GEMM_KERNEL_S:.1f}x CUDA's (HIP graphs; "
+            "chosen on public ROCm runs at a few clients)"] if eff.gemm_kernel_s > GEMM_KERNEL_S else [])
         + ([f"the old engine on ROCm: a prompt chunk after the first attends to the cached ones in the Triton "
             f"prefix-prefill kernel, at {eff.prefill_attention:.0%} of the GEMM rate (chosen on public MI300X runs)"]
            if eff.prefill_attention < 1.0 else [])

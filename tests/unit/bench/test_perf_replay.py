@@ -154,8 +154,10 @@ def test_fp8_moe_runs_of_publishers_the_fit_never_saw_decode_at_the_fitted_exper
 
     shipped = medians(pa.FITTED_EFFICIENCY)
     dense_rate = medians(replace(pa.FITTED_EFFICIENCY, fp8_moe_stream=1.0))
+    # round 39: ROCm's per-kernel cost (ROCM_KERNEL_COST_FACTOR) slows the MI300X / MI355X FP8-MoE runs at a few
+    # clients by itself, which narrowed the gap (dense rate 29 -> 23 % TPOT); the fitted stream still wins by a fifth
     for fam in ("throughput", "tpot"):
-        assert shipped[fam] < 0.25 < dense_rate[fam]
+        assert shipped[fam] < 0.2 and shipped[fam] < 0.8 * dense_rate[fam]
 
 def test_weight_only_4bit_runs_replay_at_the_fitted_kernel_rate() -> None:
     """The W4A16 (Marlin) compute rate (`Efficiency.w4a16_compute`) against the bundled W4A16 runs it is
@@ -613,3 +615,37 @@ def test_the_prefix_prefill_rate_is_rocm_v0_only() -> None:
     assert efficiency_for(base, amd, model, (0, 9, 2), v0_engine=True, chunked_prefill=True).prefill_attention == \
         ROCM_V0_PREFIX_ATTENTION
     assert efficiency_for(base, nvidia.perf.gpu, model, (0, 6, 3), chunked_prefill=True).prefill_attention == 1
+
+
+def test_rocm_v1_decode_at_a_few_clients_pays_hip_kernel_costs(monkeypatch) -> None:
+    """Every ROCm publisher of vLLM 0.8+ in the held-out files decodes slower at one to sixteen clients than CUDA's
+    per-kernel costs allow (estimate/perf.py ROCM_KERNEL_COST_FACTOR, chosen leaving each publisher out in turn).
+    The measured TPOTs are the publishers'; with the factor their median error must be under 20 %, without it over
+    30 % and fast (the model had them 40 % fast), and NVIDIA runs must not move."""
+    from vllmkit.estimate import perf
+
+    profiles = load_profiles(include_user_config=False)
+    amd, nvidia = [], []
+    for row in pa.load_rows(pa.HELD_OUT_FILES):
+        clients = row.get("concurrency") or 0
+        if not 1 <= clients <= 16:
+            continue
+        case = pa.build_case(row, profiles)
+        if case is None or case.perf.limits.v0_engine:
+            continue
+        (amd if case.perf.gpu.vendor == "amd" else nvidia).append(case)
+    assert len(amd) >= 15 and len(nvidia) >= 50
+
+    def tpot_errors(cases: list) -> list[float]:
+        errs = [pa.errors(pa.model_prediction(c, pa.FITTED_EFFICIENCY), c.measured).get("tpot") for c in cases]
+        return sorted(e[1] for e in errs if e)
+
+    def median(xs: list[float]) -> float:
+        return xs[len(xs) // 2]
+
+    with_factor, nv_with = tpot_errors(amd), tpot_errors(nvidia)
+    assert median([abs(e) for e in with_factor]) < 0.2
+    monkeypatch.setattr(perf, "ROCM_KERNEL_COST_FACTOR", 1.0)
+    without = tpot_errors(amd)
+    assert median([abs(e) for e in without]) > 0.3 and median(without) < -0.3
+    assert tpot_errors(nvidia) == nv_with
