@@ -113,6 +113,14 @@ class VersionRules:
     # exceeds the KV blocks (one mamba state block per decoding sequence): vllm PR #38270 (merged
     # 2026-03-26, in 0.19.0; config/compilation.py _check_and_update_cudagraph_mode in 0.32)
     mamba_blocks_bound_max_num_seqs: bool = False
+    # with speculative decoding every mamba / linear-attention layer holds one more state block a request per
+    # draft token (MambaSpec.max_memory_usage_bytes: page x (1 + num_speculative_blocks), "align" mode 2 + ...):
+    # from the 0.15.0 wheel; 0.11 - 0.14 declare num_speculative_blocks but size a request without it
+    mamba_speculative_blocks: bool = False
+    # recurrent-state variants whose conv state keeps one more column per draft token (MambaStateShapeCalculator:
+    # conv_kernel - 1 + num_spec): gated_delta_net_state_shape from the 0.10.2 wheel, kda_state_shape from 0.12,
+    # mamba2_state_shape from 0.17, short_conv_state_shape by 0.32 (absent from 0.17; 0.18 - 0.31 not read)
+    mamba_conv_spec_variants: frozenset[str] = frozenset()
     # --enable-lora builds LoRA stacks for every routed expert (FusedMoEWithLoRA, vllm PR #21229 "LoRA for
     # fused MoE", in the 0.12 release line; threshold approximate); before, expert layers took no adapter
     moe_lora: bool = False
@@ -257,6 +265,10 @@ def rules_for(version: str) -> VersionRules:
         # __init__: read in the 0.13.0 and 0.14.0 wheels; older releases not checked
         mm_tower_skipped_per_model=v >= (0, 13, 0),
         mamba_blocks_bound_max_num_seqs=v >= (0, 19, 0),
+        mamba_speculative_blocks=v >= (0, 15, 0),
+        mamba_conv_spec_variants=frozenset(name for name, since in (
+            ("gdn", (0, 10, 2)), ("kda", (0, 12, 0)), ("mamba2", (0, 17, 0)), ("short_conv", (0, 32, 0)))
+            if v >= since),
         moe_lora=v >= (0, 12, 0),
         # config/vllm.py in the 0.14.0 wheel: scheduler_config.async_scheduling defaults to None and is
         # resolved to True unless pipeline_parallel_size > 1, a non-EAGLE/MTP speculative method, or an

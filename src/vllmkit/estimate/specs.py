@@ -138,11 +138,12 @@ def _divide(a: int, b: int) -> int:
     return a // b
 
 
-def mamba_state_bytes(mamba: MambaFacts, tp: int, model_dtype_bytes: int) -> int:
-    """vLLM MambaStateShapeCalculator shapes x MambaStateDtypeCalculator dtypes, per rank."""
+def mamba_state_bytes(mamba: MambaFacts, tp: int, model_dtype_bytes: int, num_spec: int = 0) -> int:
+    """vLLM MambaStateShapeCalculator shapes x MambaStateDtypeCalculator dtypes, per rank. num_spec: draft tokens
+    the conv state keeps room for (conv_kernel - 1 + num_spec columns; VersionRules.mamba_conv_spec_variants)."""
     conv_b = model_dtype_bytes if mamba.conv_dtype == "auto" else DTYPE_BYTES[mamba.conv_dtype]
     ssm_b = conv_b if mamba.ssm_dtype == "auto" else DTYPE_BYTES[mamba.ssm_dtype]
-    k = int(mamba.conv_kernel or 4)
+    k = int(mamba.conv_kernel or 4) + num_spec
     if mamba.variant == "mamba2":
         n_groups = int(mamba.n_groups or 1)
         if n_groups % tp:
@@ -281,8 +282,13 @@ def build_specs(
     hybrid_alignment_from_backend: bool = True,
     mla_entry_align_256: bool = False,
     default_block: int = 16,
+    speculative_blocks: int = 0,
+    conv_spec_tokens: int = 0,
 ) -> ModelSpecs:
-    """ssm_dtype_override: the platform's forced SSM state dtype (vLLM's CPU platform stores SSM
+    """speculative_blocks: state blocks a request holds beyond mamba_pages_per_request in every recurrent layer,
+    one per draft token under speculative decoding (VersionRules.mamba_speculative_blocks); conv_spec_tokens: the
+    draft tokens the conv state keeps room for (mamba_state_bytes num_spec).
+    ssm_dtype_override: the platform's forced SSM state dtype (vLLM's CPU platform stores SSM
     state in float32 when the CPU has AVX512-BF16, platforms/cpu.py check_and_update_config).
     mla_entry_align_256: vLLM 0.7.2 / 0.7.3 on CUDA allocate each token's MLA latent with a stride rounded up
     to 256 bytes of the model dtype (engine/versions.py), in the cache dtype's bytes."""
@@ -302,8 +308,8 @@ def build_specs(
         mamba = arch.mamba
         if ssm_dtype_override is not None:
             mamba = mamba.model_copy(update={"ssm_dtype": ssm_dtype_override})
-        state = mamba_state_bytes(mamba, tp, arch.dtype_bytes)
-        pages = mamba_pages_per_request(arch.mamba, prefix_caching)
+        state = mamba_state_bytes(mamba, tp, arch.dtype_bytes, conv_spec_tokens)
+        pages = mamba_pages_per_request(arch.mamba, prefix_caching) + speculative_blocks
         if has_attention:
             config_token_bytes = attention_token_bytes(arch, tp, dtype_bytes, layer=False, kv_cache_dtype=kv_cache_dtype)
             aligned = align_hybrid_block_size(bs, config_token_bytes, state, device,

@@ -301,6 +301,9 @@ def prepare(
         kv_arch = kv_arch.model_copy(update={"layer_kinds": [*kv_arch.layer_kinds, *extra_kv_layers],
                                              "num_hidden_layers": arch.num_hidden_layers + len(extra_kv_layers)})
 
+    # speculative decoding: the recurrent layers keep state for every draft token (VersionRules)
+    draft_tokens = int(settings.speculative.get("num_speculative_tokens") or 1) if settings.speculative else 0
+
     def _specs(model: ModelArch) -> ModelSpecs:
         return build_specs(
             model,
@@ -317,6 +320,9 @@ def prepare(
             hybrid_alignment_from_backend=rules.hybrid_alignment_from_backend,
             mla_entry_align_256=rules.mla_entry_align_256,
             default_block=rules.default_block_size,
+            speculative_blocks=draft_tokens if rules.mamba_speculative_blocks else 0,
+            conv_spec_tokens=(draft_tokens if model.mamba is not None
+                              and model.mamba.variant in rules.mamba_conv_spec_variants else 0),
         )
 
     specs = _specs(kv_arch)

@@ -83,3 +83,25 @@ def test_qwen35_mtp_speculation_loads_the_block() -> None:
     # the MTP block comes back as the drafter's weights (~849 MB, see above), within 10 %
     assert spec.memory.speculative_bytes == pytest.approx(849_398_784, rel=0.10)
     assert spec.memory.weights_bytes == base.memory.weights_bytes
+
+
+def test_linear_attention_layers_hold_a_state_block_per_draft_token() -> None:
+    """With speculative decoding every recurrent layer keeps one more state block a request per draft token
+    (MambaSpec.max_memory_usage_bytes: page x (1 + num_speculative_blocks), from the 0.15 wheel). A public
+    DGX Spark start (benchmarks/data/collected-startup-logs-41.jsonl, sostrowsk/dgx-spark-local-llm qwen36.log)
+    of Qwen3.6-35B-A3B with MTP, 3 draft tokens, on vLLM 0.25.1 printed "Available KV cache memory: 74.22 GiB",
+    3,366,051 tokens and 12.84x for 262,144: its 10 + 1 (MTP) full-attention layers need 245 blocks of 1072
+    tokens a request, its three linear-attention groups 1 + 3 each, 257 in all. Counting one state block per
+    group (248) gave 13.30x."""
+    req = PlanRequest(model="Qwen/Qwen3.6-35B-A3B", source="catalog", gpu="gb10", gpu_count=1,
+                      vllm_version="0.25.1", max_model_len=262144, max_num_seqs=32,
+                      kv_cache_memory_bytes=int(74.22 * 2**30),
+                      speculative_config={"method": "mtp", "num_speculative_tokens": 3})
+    plan = build_plan(req, ENV)
+    assert plan.kv_cache.block_size == 1072
+    assert plan.kv_cache.max_concurrency == pytest.approx(12.84, abs=0.005)
+    # within one of its ~3,300 blocks: the log rounds the budget to 0.01 GiB (74.215 - 74.225 GiB is 3,299 - 3,300)
+    assert plan.kv_cache.tokens == pytest.approx(3_366_051, rel=1 / 3300)
+    # before 0.15 a request's state is one block whatever the drafter
+    old = build_plan(req.model_copy(update={"vllm_version": "0.14.0"}), ENV)
+    assert old.kv_cache.max_concurrency > 13.2
