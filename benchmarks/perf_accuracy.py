@@ -215,11 +215,32 @@ VERSION_ASSUMED = {rid: "0.25.0" for rid in (
 )}
 
 
-# CloudRift's server-benchmark runs (collected-bench-results-29 and others) served from vllm/vllm-openai:latest with
-# results committed 2025-10-07 .. 17, when 0.11.0 (2025-10-02) was the newest release (each row's note says so):
-# 0.11.0, not the default 0.10.0, whose V1 oracle sends an FP8 KV cache on a non-Hopper GPU back to the old engine
-# (V0 was removed in 0.11)
-VERSION_ASSUMED_BY_PREFIX = {"cloudrift-": "0.11.0"}
+# lhl's vault (AUGMXNT/llm-tracker.info-vault, collected-bench-results-21): the collector dated each build from its
+# log lines (the rows' vllm_version_note): MI300X source builds of vLLM main from mid-December 2024, V0 modules
+# (between 0.6.4.post1 and 0.6.5: "sched12"; the 0.6.5 / 0.6.6 era: "sched20"), and a 0.10.2-era build on the
+# RTX PRO 6000 (log date 2025-09-09). Without a version they replayed as the default release's V1 engine.
+# Also: CloudRift's server-benchmark runs (collected-bench-results-29 and others) served from
+# vllm/vllm-openai:latest with results committed 2025-10-07 .. 17, when 0.11.0 (2025-10-02) was the newest release
+# (each row's note says so): 0.11.0, not the default 0.10.0, whose V1 oracle sends an FP8 KV cache on a non-Hopper
+# GPU back to the old engine (V0 was removed in 0.11)
+VERSION_ASSUMED_BY_PREFIX = {"cloudrift-": "0.11.0", "lhl-vault-1xrtxpro6000ws-": "0.10.2",
+                             # dstack's 4x MI300X run of the amd FP8-KV checkpoint: its note, "probably the same
+                             # 0.6.4.dev4 build as the 8-GPU amd-model run" (same CSV, same settings columns)
+                             "dstack-mi300xx4-405b-fp8kv-amd-": "0.6.4"}
+VERSION_ASSUMED.update({rid: "0.6.4" for rid in (
+    "lhl-vault-8xmi300x-llama31-70b-bf16-tp8-sched12-sharegpt-c128-n1024",
+    "lhl-vault-8xmi300x-llama31-70b-bf16-tp2-pp4-sched12-sharegpt-c128-n1024",
+    "lhl-vault-1x-tp2-mi300x-llama31-70b-bf16-sched12-sharegpt-c32-n1024")})
+VERSION_ASSUMED.update({rid: "0.6.5" for rid in (
+    "lhl-vault-4xmi300x-llama31-70b-bf16-tp4-sched20-sharegpt-c128-n1024",
+    "lhl-vault-4xmi300x-llama31-70b-bf16-tp4-sched20-sharegpt-c256-n1024",
+    "lhl-vault-4xmi300x-llama31-70b-bf16-tp4-sched20-sharegpt-c512-n1024",
+    "lhl-vault-4xmi300x-llama31-70b-bf16-tp4-sched20-maxseqs4096-sharegpt-c128-n1024",
+    "lhl-vault-4xmi300x-llama31-70b-bf16-tp4-sched20-maxseqs4096-sharegpt-c256-n1024",
+    "lhl-vault-4xmi300x-llama31-70b-bf16-tp4-sched20-maxseqs4096-sharegpt-c512-n1024",
+    "lhl-vault-4xmi300x-llama31-70b-fp8dyn-tp4-sched20-maxseqs4096-sharegpt-c512-n1024",
+    "lhl-vault-2xmi300x-llama31-70b-fp8dyn-tp2-sched20-maxseqs4096-sharegpt-c512-n1024",
+    "lhl-vault-1xmi300x-llama31-70b-fp8dyn-tp1-sched20-maxseqs4096-len32k-sharegpt-c512-n1024")})
 
 
 def _version(row: dict[str, Any]) -> str:
