@@ -193,7 +193,8 @@ STARTUP_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jso
                  "collected-startup-logs-33.jsonl", "collected-startup-logs-34.jsonl",
                  "collected-startup-logs-35.jsonl", "collected-startup-logs-36.jsonl",
                  "collected-startup-logs-37.jsonl", "collected-startup-logs-38.jsonl", "collected-startup-logs-39.jsonl",
-                 "collected-startup-logs-40.jsonl", "collected-startup-logs-41.jsonl")
+                 "collected-startup-logs-40.jsonl", "collected-startup-logs-41.jsonl",
+                 "collected-startup-logs-42.jsonl")
 
 
 def main() -> int:

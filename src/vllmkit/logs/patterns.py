@@ -399,7 +399,9 @@ PATTERNS: tuple[Pattern, ...] = (
        "...'", "0.6+"),
     _p("engine_failed",
        r"Engine core initialization failed|EngineCore failed to start|RuntimeError: Engine process failed to start|"
-       r"EngineDeadError", "v1/engine/core_client.py / v1/engine/utils.py", "V1 0.8+"),
+       r"EngineDeadError|WorkerProc failed to start",
+       "v1/engine/core_client.py / v1/engine/utils.py; v1/executor/multiproc_executor.py 'WorkerProc failed to start.'",
+       "V1 0.8+"),
     _p("traceback_frame", r'File "[^"]*", line \d+, in (?P<func>\w+)',
        "Python traceback frame: 'File \"/x/vllm/v1/worker/gpu_model_runner.py\", line 2653, in capture_model'", "any"),
     _p("exception", r"^(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception))(?::\s*(?P<msg>.*))?$",

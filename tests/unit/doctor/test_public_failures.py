@@ -114,6 +114,12 @@ EXPECTED = {
     "r39-lambo-4xrtx3090-qwen35-9b-tp4-len32768-v0190-graph-oom-fail": "cuda-oom",
     "r39-agentichealth-t4-qwen25-7b-util085-len4096-v0191-inductor-oom-fail": "cuda-oom",
     "r39-medqa-4xh100-qwen35-122b-a10b-tp4-v0230-free-mem-fail": "insufficient-free-memory",
+    # round 39 (collected-startup-logs-42)
+    "r42-vllm26612-a800-80gb-qwen3-vl-30b-a3b-instruct-v011x-kv-check-fail": "startup-failed",
+    "r42-qwen3vl1489-8xa100-80gb-qwen3-vl-235b-a22b-instruct-tp8-v0102-load-model-oom-fail": "startup-failed",
+    "r42-vllm14376-l40s-tinyllama-11b-chat-util020-len1024-v1-second-instance-no-cache-blocks-fail": "no-kv-memory",
+    "r42-vllm14376-l40s-tinyllama-11b-chat-util030-len1024-v1-second-instance-after-030-fail": "no-kv-memory",
+    "r42-gpustack2076-4xh20-3e-qwen3-32b-tp4-util060-second-instance-no-cache-blocks-fail": "no-kv-memory",
 }
 
 NO_ERROR_TEXT = {
@@ -143,6 +149,21 @@ NO_ERROR_TEXT = {
     "('--max-model-len is required on 8xH200', 25.94 GiB of KV per rank)",
     "r37-vllm18124-a100-80g-qwen25-vl-3b-util03-no-cache-blocks-fail": "the error's words only in the issue's "
     "title, a '#' heading line (commentary to the reader), and no log line",
+    "r42-rocmvllm375-8xmi300x-deepseek-r1-fp8-tp8-kvfp8-len128000-v067dev215-fp8-padding-assert-fail": "the "
+    "AssertionError only in the issue's title, a '#' heading line",
+    "r42-djl3055-4xl4-llama3-8b-instruct-tp4-seqs256-util092-v0230-graph-capture-oom-fail": "the OOM in the PR "
+    "author's words and a results table",
+    "r42-djl3055-4xl4-llama3-8b-instruct-tp4-seqs256-util092-lmi27-v0231-graph-capture-oom-fail": "the OOM in the "
+    "PR author's words and a results table",
+    "r42-vllm7593-8xl4-gemma2-9b-it-tp8-v05x-v0-cudagraph-capture-oom-fail": "a traceback through capture_model "
+    "cut before its exception",
+    "r42-qwen3vl1493-8xh20-qwen3-vl-235b-a22b-instruct-fp8online-tp8-ep-util070-len8192-transformers-backend-oom-fail":
+    "the OOM in the reporter's words ('I met an OOM error')",
+    "r42-lmcache1435-8xh200-qwen3-coder-480b-a35b-fp8-dp8-ep-len131072-util075-v01011-lmcache-fail": "an API "
+    "server's traceback cut before its exception",
+    "r42-vllm21361-8xh20-qwen3-235b-a22b-tp8-llm-sdk-default-len40960-v083-oom-fail": "the workers' SystemExit at "
+    "shutdown; the OOM only in the reporter's words",
+    "r42-vllm10797-rtx4080-llama32-3b-util100-v064-fail": "the failure only in the issue's title",
 }
 
 
