@@ -527,12 +527,22 @@ def rules_version(case: Case) -> tuple[int, int, int]:
     return parse_version(_version(case.row))
 
 
+def scheduler_steps(row: dict[str, Any]) -> int:
+    """The old engine's `--num-scheduler-steps` of a run: in its server command, or, for dstack's CSV runs, in the
+    row's notes, which copy the CSV's settings columns ("num-scheduler-step 15"); 1 where neither names it."""
+    text = f"{row.get('server_cmd') or ''} {row.get('notes') or ''}"
+    m = re.search(r"num[-_]scheduler[-_]steps?[ =]+(\d+)", text)
+    return int(m.group(1)) if m else 1
+
+
 def model_prediction(case: Case, eff: Efficiency) -> dict[str, float]:
     p = case.perf
-    from vllmkit.estimate.perf import efficiency_for
+    from vllmkit.estimate.perf import efficiency_for, with_multi_step
 
     final = efficiency_for(eff, p.gpu, p.model, rules_version(case), v0_engine=p.limits.v0_engine,
                            chunked_prefill=p.limits.chunked_prefill)
+    if p.limits.v0_engine:
+        final = with_multi_step(final, scheduler_steps(case.row))
     if case.offline:
         final = replace(final, request_overhead_s=0.0)  # LLM.generate: no API server in front
     if case.eager:

@@ -546,6 +546,16 @@ def with_eager(eff: Efficiency, model: ModelPerf) -> Efficiency:
     return replace(eff, eager_dispatch_s=EAGER_DISPATCH_PER_LAYER_S * eager_launch_factor(model))
 
 
+def with_multi_step(eff: Efficiency, steps: int) -> Efficiency:
+    """The old engine's multi-step scheduling (`--num-scheduler-steps k`, vLLM 0.5.x - 0.7.x, V0 only): the
+    scheduler runs and the outputs are processed once per k forward passes (engine/llm_engine.py
+    `_has_remaining_steps`; the model runner advances the k steps on the GPU), so the host's per-step work, fixed
+    and per sequence, is paid once every k steps. Not modelled: prompts are admitted only at a round's start."""
+    if steps <= 1:
+        return eff
+    return replace(eff, step_overhead_s=eff.step_overhead_s / steps, per_seq_overhead_s=eff.per_seq_overhead_s / steps)
+
+
 def with_graph_limit(eff: Efficiency, model: ModelPerf, max_capture_tokens: int) -> Efficiency:
     """Steps of more tokens than the largest captured CUDA graph run the model without a graph (vLLM's
     CUDAGraphWrapper falls through above max_cudagraph_capture_size): each layer's kernels are dispatched
