@@ -291,7 +291,7 @@ class Efficiency:
     # default loop of 0.14+; the opt-in loop of 0.10 - 0.13 hides as little of it as of the fixed cost)
     host_overlap_seq: float = 1.0
     # the rate of the prompt tokens' attention kernels relative to the GEMMs' (`compute`): 1 where one compute
-    # fraction serves both (the fitted NVIDIA runs); efficiency_for sets it by GPU vendor (ROCM_PREFILL_ATTENTION)
+    # fraction serves both (the fitted runs); efficiency_for lowers it for the old engine on ROCm (ROCM_V0_PREFIX_ATTENTION)
     prefill_attention: float = 1.0
     source: str = "estimated"
     note: str = ""
