@@ -26,6 +26,12 @@ MTP_METHODS = ("mtp", "deepseek_mtp", "qwen3_next_mtp", "qwen3_5_mtp", "glm4_moe
 EAGLE_METHODS = ("eagle", "eagle3")
 
 
+def draft_token_count(spec: dict | None) -> int:
+    """The draft tokens a step proposes under a --speculative-config (its num_speculative_tokens, 1 where it
+    gives none); 0 without speculative decoding."""
+    return int(spec.get("num_speculative_tokens") or 1) if spec else 0
+
+
 def is_mtp(method: str) -> bool:
     """An MTP method: every MTP model type vLLM knows ends in "_mtp" (MTPModelTypes in
     vllm/config/speculative.py)."""

@@ -307,7 +307,7 @@ def feature_terms(variant: Variant, tp: int, settings: EngineSettings, rules: Ve
                                    source="derived", note=f"LoRA stacks for {loras} adapter(s) of rank {rank_}"
                                    + (" (routed experts included)" if moe else ""))
     if settings.speculative:
-        from vllmkit.estimate.speculative import speculative_terms
+        from vllmkit.estimate.speculative import draft_token_count, speculative_terms
         from vllmkit.estimate.weights import split_weights
 
         spec = settings.speculative
@@ -317,7 +317,7 @@ def feature_terms(variant: Variant, tp: int, settings: EngineSettings, rules: Ve
             full = split_weights(arch, variant.weight_bytes, tp=1, pp=1, mtp_layers=n_mtp, mtp_own_embeddings=False)
             mtp_bytes = full.skipped_bytes
         draft_bytes, draft_arch = settings.speculative_draft or (None, None)
-        terms = speculative_terms(arch, speculative_method(spec), int(spec.get("num_speculative_tokens") or 1), tp=tp,
+        terms = speculative_terms(arch, speculative_method(spec), draft_token_count(spec), tp=tp,
                                   mtp_layer_bytes=mtp_bytes, mtp_layers=n_mtp,
                                   draft_weight_bytes=draft_bytes, draft_arch=draft_arch)
         last["speculative"] = MemoryTerm(bytes=terms.weight_bytes, source="estimated", note=terms.note)

@@ -42,6 +42,7 @@ from vllmkit.estimate.multimodal import (
     v0_multimodal_profile,
 )
 from vllmkit.estimate.specs import ModelSpecs, build_specs, mamba_state_bytes, pp_layer_ranges
+from vllmkit.estimate.speculative import draft_token_count
 from vllmkit.estimate.weights import LoadGrowth, WeightSplit, split_weights
 from vllmkit.units import GIB
 
@@ -302,7 +303,7 @@ def prepare(
                                              "num_hidden_layers": arch.num_hidden_layers + len(extra_kv_layers)})
 
     # speculative decoding: the recurrent layers keep state for every draft token (VersionRules)
-    draft_tokens = int(settings.speculative.get("num_speculative_tokens") or 1) if settings.speculative else 0
+    draft_tokens = draft_token_count(settings.speculative)
 
     def _specs(model: ModelArch) -> ModelSpecs:
         return build_specs(
