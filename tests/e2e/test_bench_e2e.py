@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +168,39 @@ def _by_delivery(pairs: list[tuple[float, float]]) -> dict[str, list[tuple[float
     return out
 
 
+def _server_e2e(server: VllmServer) -> tuple[float, float]:
+    """(sum of seconds, count) of the server's own end-to-end request latency histogram on /metrics
+    (vllm:e2e_request_latency_seconds: from a request's arrival at the API server to its last output
+    there), read with prometheus_client's parser, not vllmkit's."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(server.url + "/metrics", timeout=30) as resp:
+        text = resp.read().decode()
+    total = count = 0.0
+    for family in text_string_to_metric_families(text):
+        if family.name == "vllm:e2e_request_latency_seconds":
+            for sample in family.samples:
+                if sample.name.endswith("_sum"):
+                    total += sample.value
+                elif sample.name.endswith("_count"):
+                    count += sample.value
+    return total, count
+
+
+def _served_share(server: VllmServer, run: Callable[[], dict[str, Any]], duration_key: str) -> dict[str, Any]:
+    """Runs a client once; adds to its result "served_share": the share of the run's duration the server
+    spent on the requests the run timed, by the server's own clock (its mean e2e over every request it
+    saw meanwhile, warm-ups and vLLM's one test request included, all of the same shape, times the
+    requests the run completed). A client that times its run right lands near 1 - its gaps between
+    requests, however fast the server was at that moment."""
+    before = _server_e2e(server)
+    result = run()
+    after = _server_e2e(server)
+    mean_e2e = (after[0] - before[0]) / (after[1] - before[1])
+    result["served_share"] = mean_e2e * result["completed"] / result[duration_key]
+    return result
+
+
 def test_agrees_with_vllms_own_benchmark(served, tmp_path: Path) -> None:
     """Same server, same workload (random, 64 in / 32 out, one closed-loop user, 40 requests per run):
     three rounds of vllmkit, vLLM's benchmark, vllmkit (each run with its own prompt seed). vllmkit
@@ -193,10 +226,19 @@ def test_agrees_with_vllms_own_benchmark(served, tmp_path: Path) -> None:
     is the server's speed at that moment and that swings between the runs of one round (CI on dc83dd8:
     86.1 vs 63.5 ms in the burst class while the streamed class agreed at 11.9 vs 11.9 ms).
 
-    Tolerances: output tokens/s (tokens over run time, pooled per client) within 25 %: the server's
-    speed swung 161-338 tok/s between back-to-back runs of vLLM's own benchmark; bracketing and
-    pooling three rounds cut that, and a throughput over the wrong duration (warm-up, start-up
-    included) or token counts from text move it by more. Streamed TTFT within max(15 ms, 30 %) of
+    Why throughput is compared through the server's own clock: the server's speed swung 161-338 tok/s
+    between back-to-back runs of vLLM's own benchmark, and bracketing and pooling three rounds did not
+    always cancel it (CI on 2497d67: vllmkit 697 tok/s pooled against vLLM's 956, 27 %, while every
+    per-request comparison agreed). So each run's tokens/s is compared with the server's own account
+    of the same run (`_served_share`: the server's mean e2e on /metrics times the requests timed, over
+    the run's duration), which the server's speed cancels from: measured here 0.930-0.977 per vllmkit
+    run, 0.948-0.959 per vLLM run, pooled 0.955 against 0.954, whether answers streamed or burst.
+
+    Tolerances: the pooled served share within 0.05 of vLLM's: a duration that takes in the warm-up
+    (4 of 44 requests) lowers it by ~0.09 (tried: 0.862 against vLLM's 0.956, where the old
+    25 % bound on raw tokens/s let it pass at 383 against 452 tok/s), a start-up inside the clock by more, a run of 40 requests
+    timed as fewer or more moves it by 1/40 each; token counts are checked exactly (the server's usage,
+    not the text). Streamed TTFT within max(15 ms, 30 %) of
     vLLM's: the per-run medians of one client spread by 8-28 ms here; a TTFT from the wrong clock
     (from the last token, or across the warm-up) moves it by more than that. Burst share of e2e within
     0.1 of vLLM's."""
@@ -210,27 +252,38 @@ def test_agrees_with_vllms_own_benchmark(served, tmp_path: Path) -> None:
             "--warmup", "4", "--metrics-interval", "0", "--no-store", "--json"]
 
     def ours(seed: int) -> dict[str, Any]:
-        proc = vllmkit(env, *args, "--seed", str(seed))
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        point = json.loads(proc.stdout)["data"]["points"][0]
+        def run() -> dict[str, Any]:
+            proc = vllmkit(env, *args, "--seed", str(seed))
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            return json.loads(proc.stdout)["data"]["points"][0]
+
+        point = _served_share(server, run, "duration_s")
         assert point["completed"] == n and point["output_tokens"] == n * 32
         return point
+
+    def theirs_run(seed: int) -> dict[str, Any]:
+        return _served_share(server, lambda: _vllm_bench(server, model, tmp_path, n=n, conc=1, inp=64, out=32,
+                                                         seed=seed), "duration")
 
     mine: list[dict[str, Any]] = []
     theirs: list[dict[str, Any]] = []
     lines = []
     for r in range(3):
         before = ours(100 + 2 * r)
-        ref = _vllm_bench(server, model, tmp_path, n=n, conc=1, inp=64, out=32, seed=200 + r)
+        ref = theirs_run(200 + r)
         after = ours(101 + 2 * r)
         assert ref["completed"] == n and ref["total_output_tokens"] == n * 32
         mine += [before, after]
         theirs.append(ref)
         lines.append(f"r{r}: vllmkit {before['output_tokens_per_s']:.0f}/{after['output_tokens_per_s']:.0f} tok/s "
+                     f"(served {before['served_share']:.3f}/{after['served_share']:.3f}) "
                      f"TTFT {before['ttft_ms']['p50']:.1f}/{after['ttft_ms']['p50']:.1f} ms | vLLM "
-                     f"{ref['output_throughput']:.0f} tok/s TTFT {ref['median_ttft_ms']:.1f} ms")
+                     f"{ref['output_throughput']:.0f} tok/s (served {ref['served_share']:.3f}) "
+                     f"TTFT {ref['median_ttft_ms']:.1f} ms")
     our_tps = sum(p["output_tokens"] for p in mine) / sum(p["duration_s"] for p in mine)
     their_tps = sum(t["total_output_tokens"] for t in theirs) / sum(t["duration"] for t in theirs)
+    our_share = statistics.fmean(p["served_share"] for p in mine)
+    their_share = statistics.fmean(t["served_share"] for t in theirs)
     # a mode's TTFTs are pooled only over the rounds in which both clients saw that mode
     our_ttft: dict[str, list[tuple[float, float]]] = {"streamed": [], "burst": []}
     their_ttft: dict[str, list[tuple[float, float]]] = {"streamed": [], "burst": []}
@@ -248,13 +301,14 @@ def test_agrees_with_vllms_own_benchmark(served, tmp_path: Path) -> None:
     def share(pairs: list[tuple[float, float]]) -> float:
         return statistics.median(t / e for t, e in pairs) if pairs else float("nan")
 
-    lines.append(f"pooled: vllmkit {our_tps:.0f} tok/s, vLLM {their_tps:.0f} tok/s")
+    lines.append(f"pooled: vllmkit {our_tps:.0f} tok/s served {our_share:.3f}, vLLM {their_tps:.0f} tok/s served "
+                 f"{their_share:.3f}")
     lines += [f"{m}: vllmkit n={len(our_ttft[m])} TTFT p50 {ttft(our_ttft[m]):.1f} ms ({share(our_ttft[m]):.2f} of "
               f"e2e) | vLLM n={len(their_ttft[m])} TTFT p50 {ttft(their_ttft[m]):.1f} ms ({share(their_ttft[m]):.2f})"
               for m in ("streamed", "burst")]
     report = "; ".join(lines)
     print(report)
-    assert abs(our_tps / their_tps - 1) <= 0.25, report
+    assert abs(our_share - their_share) <= 0.05, report
     # streamed: the TTFT itself (queue + prefill + first chunk), the client's clock
     assert len(our_ttft["streamed"]) >= 10 and len(their_ttft["streamed"]) >= 10, \
         "fewer than 10 streamed answers from a client: " + report

@@ -38,14 +38,20 @@ def _data(result) -> dict:
 
 
 def test_timings_follow_the_server_clock() -> None:
-    """TTFT/TPOT/ITL/e2e measured against a server that waits 200 ms then 20 ms per token: bench's
+    """TTFT/TPOT/ITL/e2e measured against a server that waits 200 ms then 40 ms per token: bench's
     numbers must land on the schedule the server kept: never below the nominal one (exact lower bounds:
     the server sleeps at least that long), and above what the server itself recorded by no more than
     delivery adds (a clock started at the wrong moment, or a TPOT over the wrong token count, misses by
     multiples). Comparing with the kept schedule, not the nominal one, is what keeps this test right on
     a loaded machine, where the server's own sleeps overshoot (TPOT 56 ms for a nominal 20 ms was seen
-    while four agents shared the two cores)."""
-    server = FakeOpenAI(ttft_s=0.2, itl_s=0.02).start()
+    while four agents shared the two cores).
+
+    Why 40 ms per token: the error the delivery bound exists to catch, a TTFT read at the last token,
+    adds the whole decode span (10 gaps); client and server share one process here (the server is a
+    thread), so on a box whose two cores are oversubscribed the send and the first token's delivery
+    wait for the GIL and for a core, and once took more than the 0.15 s the bound then allowed while the
+    span it guarded was only 0.2 s. At 40 ms the span is 0.4 s, and 0.3 s of delivery is tolerated."""
+    server = FakeOpenAI(ttft_s=0.2, itl_s=0.04).start()
     try:
         opts = BenchOptions(target=server.url, input_len=16, output_len=11, num_prompts=5, warmup=0, store=False,
                             points=[LoadPoint(concurrency=1)])
@@ -58,21 +64,21 @@ def test_timings_follow_the_server_clock() -> None:
     itl_kept = server.kept_sorted("itl")
     for i, s in enumerate(sorted(point.samples, key=lambda x: x.start_s)):
         assert s.ok and s.output_tokens == 11 and s.input_tokens == 16
-        # delivery (connect, send, receive) adds tens of ms on a busy box; a wrong clock adds >= 200
-        assert 0.2 <= server.ttft_kept(i) <= s.ttft_s < server.ttft_kept(i) + 0.15
+        # delivery (connect, send, receive) adds tens of ms on a busy box; a wrong clock adds >= 400
+        assert 0.2 <= server.ttft_kept(i) <= s.ttft_s < server.ttft_kept(i) + 0.3
         # (last - first arrival) / 10 differs from the kept spacing by the two deliveries' jitter / 10
-        assert s.tpot_s >= 0.02 and abs(s.tpot_s - server.tpot_kept(i)) < 0.01
-        assert server.e2e_kept(i) <= s.e2e_s < server.e2e_kept(i) + 0.15
-    assert point.itl_ms.p50 >= 20.0 and abs(point.itl_ms.p50 / 1e3 - itl_kept[len(itl_kept) // 2]) < 0.012
+        assert s.tpot_s >= 0.04 and abs(s.tpot_s - server.tpot_kept(i)) < 0.01
+        assert server.e2e_kept(i) <= s.e2e_s < server.e2e_kept(i) + 0.3
+    assert point.itl_ms.p50 >= 40.0 and abs(point.itl_ms.p50 / 1e3 - itl_kept[len(itl_kept) // 2]) < 0.012
     # requests sent as vLLM's benchmark sends them: exact token ids, ignore_eos, usage in the stream
     body = server.completions[0]
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     assert body["ignore_eos"] is True and body["max_tokens"] == 11
     assert isinstance(body["prompt"], list) and len(body["prompt"]) == 16
     assert report.workload.tokenizer == "server /tokenize" and report.workload.exact_input
-    # closed loop, one user: 5 requests back to back, so throughput = 55 tokens over ~5 x 0.4 s
+    # closed loop, one user: 5 requests back to back, so throughput = 55 tokens over ~5 x 0.6 s
     assert point.output_tokens_per_s == pytest.approx(55 / point.duration_s)
-    assert 2.0 <= point.duration_s < 4.0
+    assert 3.0 <= point.duration_s < 6.0
 
 
 def test_closed_loop_holds_the_concurrency_and_reads_metrics() -> None:
