@@ -75,7 +75,8 @@ HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "coll
                   DATA_DIR / "collected-bench-results-29.jsonl", DATA_DIR / "collected-bench-results-30.jsonl",
                   DATA_DIR / "collected-bench-results-31.jsonl", DATA_DIR / "collected-bench-results-32.jsonl",
                   DATA_DIR / "collected-bench-results-33.jsonl", DATA_DIR / "collected-bench-results-34.jsonl",
-                  DATA_DIR / "collected-bench-results-35.jsonl", DATA_DIR / "collected-bench-results-36.jsonl")
+                  DATA_DIR / "collected-bench-results-35.jsonl", DATA_DIR / "collected-bench-results-36.jsonl",
+                  DATA_DIR / "collected-bench-results-37.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;

@@ -175,7 +175,8 @@ BENCH_FILES = ("collected-bench-results.jsonl", "collected-bench-results-2.jsonl
                "collected-bench-results-28.jsonl", "collected-bench-results-29.jsonl",
                "collected-bench-results-30.jsonl", "collected-bench-results-31.jsonl",
                "collected-bench-results-32.jsonl", "collected-bench-results-33.jsonl", "collected-bench-results-34.jsonl",
-               "collected-bench-results-35.jsonl", "collected-bench-results-36.jsonl")
+               "collected-bench-results-35.jsonl", "collected-bench-results-36.jsonl",
+               "collected-bench-results-37.jsonl")
 STARTUP_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jsonl", "collected-startup-logs-4.jsonl",
                  "collected-startup-logs-5.jsonl", "collected-startup-logs-6.jsonl", "collected-startup-logs-7.jsonl",
                  "collected-startup-logs-8.jsonl", "collected-startup-logs-9.jsonl", "collected-startup-logs-10.jsonl",
