@@ -168,23 +168,25 @@ def _by_delivery(pairs: list[tuple[float, float]]) -> dict[str, list[tuple[float
     return out
 
 
-def _server_e2e(server: VllmServer) -> tuple[float, float]:
-    """(sum of seconds, count) of the server's own end-to-end request latency histogram on /metrics
-    (vllm:e2e_request_latency_seconds: from a request's arrival at the API server to its last output
-    there), read with prometheus_client's parser, not vllmkit's."""
+def _scrape(server: VllmServer) -> dict[str, float]:
+    """The server's /metrics, read with prometheus_client's parser (not vllmkit's): each sample name's value
+    summed over its label sets."""
     from prometheus_client.parser import text_string_to_metric_families
 
     with urllib.request.urlopen(server.url + "/metrics", timeout=30) as resp:
         text = resp.read().decode()
-    total = count = 0.0
+    sums: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
-        if family.name == "vllm:e2e_request_latency_seconds":
-            for sample in family.samples:
-                if sample.name.endswith("_sum"):
-                    total += sample.value
-                elif sample.name.endswith("_count"):
-                    count += sample.value
-    return total, count
+        for sample in family.samples:
+            sums[sample.name] = sums.get(sample.name, 0.0) + sample.value
+    return sums
+
+
+def _server_e2e(server: VllmServer) -> tuple[float, float]:
+    """(sum of seconds, count) of the server's own end-to-end request latency histogram
+    (vllm:e2e_request_latency_seconds: from a request's arrival at the API server to its last output there)."""
+    sums = _scrape(server)
+    return sums["vllm:e2e_request_latency_seconds_sum"], sums["vllm:e2e_request_latency_seconds_count"]
 
 
 def _served_share(server: VllmServer, run: Callable[[], dict[str, Any]], duration_key: str) -> dict[str, Any]:
@@ -353,9 +355,7 @@ def test_a_rerun_that_finds_its_prompts_cached_is_flagged_not_stored(served, tmp
 
 
 def _finished(server: VllmServer) -> float:
-    with urllib.request.urlopen(server.url + "/metrics", timeout=30) as resp:
-        text = resp.read().decode()
-    return sum(float(ln.rsplit(" ", 1)[1]) for ln in text.splitlines() if ln.startswith("vllm:request_success_total"))
+    return _scrape(server)["vllm:request_success_total"]
 
 
 def test_server_killed_mid_run_exits_6_with_partial_results(served, tmp_path: Path) -> None:
