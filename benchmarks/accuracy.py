@@ -95,6 +95,16 @@ VERSION_ASSUMED = {
     # 0.27.1 wheel's logger call (~765) and 0.29.0's (860), and counts Model Runner V2's CUDA-graph estimate, which
     # 0.29 introduced (engine/versions.py mrv2_graph_estimate). Scored blind first with the 0.11.0 fallback
     "vllm-pr48601-4xh100-qwen36-27b-fp8-tp4-mrv2-util092-kernel-warmup-oom-fail": "0.29.0",
+    # collected-startup-logs-42 (scored blind first with the 0.11.0 fallback, README round 41): the rows' version
+    # notes place them. vllm#7593 (August 2024, the V0 source lines model_runner.py:732 / distributed_gpu_executor
+    # .py:56): 0.5.4, the release of that month before 0.5.5 (08-23); vllm#10797's collect_env shows torch
+    # 2.5.1+cu124, the torch of 0.6.4; the DeepSeek-V3 start in ROCm/vllm#375 ran the thread's 0.6.7.dev215
+    # nightly; GPUStack#2076 (May 2025): GPUStack's bundled vLLM of that month, 0.8.5
+    "r42-vllm7593-8xl4-gemma2-9b-it-tp8-v05x-v0-cudagraph-capture-oom-fail": "0.5.4",
+    "r42-vllm10797-rtx4080-llama32-3b-util100-v064-fail": "0.6.4",
+    "r42-rocmvllm375-8xmi300x-deepseek-v3-fp8-tp8-fp8padding0-v067dev-weights-then-stuck": "0.6.7",
+    "r42-gpustack2076-4xh20-3e-qwen25-32b-tp4-util030-first-instance-ok": "0.8.5",
+    "r42-gpustack2076-4xh20-3e-qwen3-32b-tp4-util060-second-instance-no-cache-blocks-fail": "0.8.5",
 }
 
 
