@@ -76,7 +76,7 @@ HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "coll
                   DATA_DIR / "collected-bench-results-31.jsonl", DATA_DIR / "collected-bench-results-32.jsonl",
                   DATA_DIR / "collected-bench-results-33.jsonl", DATA_DIR / "collected-bench-results-34.jsonl",
                   DATA_DIR / "collected-bench-results-35.jsonl", DATA_DIR / "collected-bench-results-36.jsonl",
-                  DATA_DIR / "collected-bench-results-37.jsonl")
+                  DATA_DIR / "collected-bench-results-37.jsonl", DATA_DIR / "collected-bench-results-38.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
@@ -116,6 +116,12 @@ MODEL_MAP = {
     "RedHatAI/Llama-3.1-8B-Instruct-FP8-block": ("meta-llama/Llama-3.1-8B-Instruct", "fp8-online"),
     "cpatonn/Qwen3-Coder-30B-A3B-Instruct-GPTQ-4bit": ("Qwen/Qwen3-Coder-30B-A3B-Instruct", "gptq-int4"),
     "cpatonn/Qwen3-Next-80B-A3B-Instruct-AWQ-4bit": ("Qwen/Qwen3-Next-80B-A3B-Instruct", "awq"),
+    # the publishers' own block-FP8 releases of catalog models (collected-bench-results-38.jsonl): the 16-bit
+    # checkpoint's shapes with one-byte weights in the linear layers (embeddings and LM head 16-bit), as
+    # --quantization fp8 makes them; scored blind first without them (README, round 41)
+    "zai-org/GLM-4.7-FP8": ("zai-org/GLM-4.7", "fp8-online"),
+    "zai-org/GLM-4.5-Air-FP8": ("zai-org/GLM-4.5-Air", "fp8-online"),
+    "Qwen/Qwen3-VL-32B-Instruct-FP8": ("Qwen/Qwen3-VL-32B-Instruct", "fp8-online"),
 }
 GPU_MAP = {
     "h100 sxm": "h100-sxm", "h100 80gb": "h100-sxm", "h100 sxm 80gb": "h100-sxm", "a100 80gb": "a100-80gb-sxm",
