@@ -22,7 +22,8 @@ token passes every stage.
   recurrent state the step reads (full attention: the whole context; sliding window: at most the
   window; MLA: one latent per token; mamba / linear attention: the constant state, read and written).
 - compute: FLOPs per rank / (dense peak for the compute precision x achievable fraction). FLOPs =
-  2 x active parameters per token x tokens + attention (4 x heads x head_dim per query-key pair).
+  2 x active parameters per token x tokens + attention (4 x heads x head_dim per query-key pair), less the
+  LM head at the positions whose logits vLLM never computes (all but one per request: lm_head_excess_flops).
 - t_allreduce: tensor parallel runs two all-reduces per layer (after attention and after the MLP,
   vLLM RowParallelLinear); each is latency + 2 (tp-1)/tp x message / link bandwidth, message =
   hidden x tokens x 2 bytes (ring all-reduce bus traffic). Over PCIe with more than two GPUs (or
@@ -105,6 +106,10 @@ class ModelPerf:
     num_experts: int = 0
     experts_per_token: int = 0
     active_params: float = 0.0  # parameters one token goes through, whole model (all ranks, stages)
+    # of which the LM head (vocabulary x hidden): vLLM computes logits only at each scheduled request's last
+    # position (v1/worker/gpu_model_runner.py: compute_logits(hidden_states[logits_indices]), one index per
+    # request), so a prompt chunk of n tokens runs it once, not n times
+    lm_head_params: float = 0.0
     attn_flops_per_pair: float = 0.0  # FLOPs per (query token, context token) pair, per rank and stage
     kv: tuple[KVRead, ...] = ()
     compute_precision: str = "bf16"  # bf16 | fp16 | fp8 | int8 | fp4 (what the GEMMs run in)
@@ -659,6 +664,9 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
         # the routed-expert share of the FLOPs runs as grouped GEMMs at a lower rate
         share = min(_expert_flop_share(model), 1.0)
         gemm_flops = gemm_flops * (1 - share) + gemm_flops * share / moe_efficiency(model, eff)
+    # the LM head runs at each request's last position only: a decoding sequence's token, and one position of
+    # the step's prompt chunks (the rest of a chunk's tokens pass the decoder layers only)
+    gemm_flops -= lm_head_excess_flops(model, tokens, decode_mb + (1 if prefill_tokens else 0))
     gemm_cmp = gemm_flops / peak
     # attention kernels run after / between the GEMMs (separate kernels): their time adds
     attn_mem = (model.kv_bytes_read(decode_mb, context_sum) + model.kv_bytes_per_token() * tokens) / bw
@@ -692,6 +700,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     if model.is_moe and model.active_params > 0:
         share = min(_expert_flop_share(model), 1.0)
         flop_tok = flop_tok * (1 - share) + flop_tok * share / moe_efficiency(model, eff)
+    lm_tok = 2.0 * model.lm_head_params / (model.tp * model.pp)  # lm_head_excess_flops per unsampled token
     full_tb = float(sum(g.layers * g.token_bytes for g in model.kv if g.kind in ("full", "mla")))
     windowed = [(float(g.layers * g.token_bytes), float(g.window or 0)) for g in model.kv
                 if g.kind in ("sliding", "chunked")]
@@ -727,6 +736,8 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
         wbytes = dense_b + (expert_b * (1.0 - miss ** tokens) if expert_b else 0.0)
         gemm_mem = wbytes / bw
         gemm_cmp = flop_tok * tokens / peak
+        if prefill and lm_tok:
+            gemm_cmp -= lm_tok * max(tokens - decode_mb - 1, 0.0) / peak
         kv = full_tb * context_sum + state_b * decode_mb
         for tb, w in windowed:
             kv += tb * (min(context_sum, decode_mb * w) if w else context_sum)
@@ -821,6 +832,14 @@ def moe_efficiency(model: ModelPerf, eff: Efficiency) -> float:
     if not model.expert_width:
         return eff.moe_compute
     return eff.moe_compute * min(1.0, model.expert_width / max(eff.moe_width_ref, 1.0))
+
+
+def lm_head_excess_flops(model: ModelPerf, tokens: float, sampled: float) -> float:
+    """FLOPs that 2 x active parameters x tokens counts for the LM head at positions whose logits vLLM never
+    computes (all but `sampled` of the step's `tokens`), per rank."""
+    if not model.lm_head_params or sampled >= tokens:
+        return 0.0
+    return 2.0 * model.lm_head_params / (model.tp * model.pp) * (tokens - sampled)
 
 
 def _expert_flop_share(model: ModelPerf) -> float:

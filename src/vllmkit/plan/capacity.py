@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from vllmkit.errors import DoesNotFitError, UsageError
-from vllmkit.estimate.perf import decode_floor_seconds
+from vllmkit.estimate.perf import decode_floor_seconds, lm_head_excess_flops
 from vllmkit.estimate.serving import Workload, requests_for_rate
 from vllmkit.plan.candidates import SEARCH_NODES, WIDE_SEARCH_NODES
 from vllmkit.plan.models import PlanRequest
@@ -520,7 +520,8 @@ def _online_fp8_hint(req: CapacityRequest, rows: list, fp8_gpu: bool) -> str:
 
 def _prefill_floor_s(cp: CandidatePerf, input_len: float) -> float:
     m, g = cp.model, cp.gpu
-    flops = m.flops(input_len, input_len * input_len / 2)
+    # the prompt's logits are computed at its last position only
+    flops = m.flops(input_len, input_len * input_len / 2) - lm_head_excess_flops(m, input_len, 1)
     return max(flops / g.peak_flops(m.compute_precision), m.weight_bytes_read(input_len) / g.bandwidth_bytes_s)
 
 

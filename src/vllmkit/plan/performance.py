@@ -232,7 +232,8 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
         if arch.moe is not None and arch.moe.num_experts:
             active_bytes += expert_total * arch.moe.experts_per_token / arch.moe.num_experts
         active_params = active_bytes / bpw
-    active_params += (split.lm_head_bytes or split.embedding_bytes) / 2.0  # the LM head (16-bit)
+    lm_head_params = (split.lm_head_bytes or split.embedding_bytes) / 2.0  # the LM head (16-bit)
+    active_params += lm_head_params
     attn_layers = sum(1 for k in arch.layer_kinds if k in (LayerKind.FULL, LayerKind.SLIDING, LayerKind.CHUNKED,
                                                             LayerKind.MLA))
     q_heads_rank = max(arch.num_attention_heads // tp, 1)
@@ -263,7 +264,7 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
         dense_bytes=int(dense_rank), expert_bytes=int(expert_rank),
         num_experts=arch.moe.num_experts if arch.moe else 0,
         experts_per_token=arch.moe.experts_per_token if arch.moe else 0,
-        active_params=active_params, attn_flops_per_pair=attn_pair, kv=kv,
+        active_params=active_params, lm_head_params=lm_head_params, attn_flops_per_pair=attn_pair, kv=kv,
         compute_precision=precision, weight_kernel=kernel, moe_layers=moe_layers,
         expert_width=(arch.moe.moe_intermediate_size or arch.intermediate_size or 0) // tp if arch.moe else 0,
         shared_experts=arch.moe.num_shared_experts if arch.moe else 0,

@@ -162,8 +162,10 @@ def test_fp8_moe_runs_of_publishers_the_fit_never_saw_decode_at_the_fitted_exper
 def test_weight_only_4bit_runs_replay_at_the_fitted_kernel_rate() -> None:
     """The W4A16 (Marlin) compute rate (`Efficiency.w4a16_compute`) against the bundled W4A16 runs it is
     fitted on: GPUStack's gpt-oss MXFP4 and Qwen3 AWQ on A100 and RTX 4090. At the Marlin-figure
-    prior of 0.6 they replay 20 % slower than measured at the median, and 29 of 31 slower; at the fitted
-    rate the median error is within the issue's 15 % and the runs fall on both sides."""
+    prior of 0.6 they replay 14 % slower than measured at the median, and 26 of 31 slower (20 % and 29 of 31
+    before round 41 counted the LM head at a prompt's last position only: gpt-oss's 201k-token vocabulary
+    is a sixth of its active parameters); at the fitted rate the median error is within the issue's 15 % and
+    the runs fall on both sides."""
     from dataclasses import replace
 
     eff = pa.FITTED_EFFICIENCY
@@ -179,7 +181,26 @@ def test_weight_only_4bit_runs_replay_at_the_fitted_kernel_rate() -> None:
     assert sorted(abs(e) for e in shipped)[len(shipped) // 2] < 0.15
     assert 0.25 < sum(e < 0 for e in shipped) / len(shipped) < 0.75
     old = tokens_errors(replace(eff, w4a16_compute=pa.PRIORS["w4a16_compute"]))
-    assert old[len(old) // 2] < -0.15 and sum(e < 0 for e in old) / len(old) > 0.9
+    assert old[len(old) // 2] < -0.10 and sum(e < 0 for e in old) / len(old) > 0.8
+
+
+def test_held_out_weight_only_4bit_runs_keep_the_shipped_kernel_rate() -> None:
+    """Round 41's LM-head rule made the bundled W4A16 runs prefill faster, and `--fit-one w4a16_compute` on them
+    then gives 0.747 instead of the shipped 0.839. The 4-bit runs of the held-out files (other publishers: AWQ,
+    GPTQ and MXFP4 on RTX 30 / 40 / 50, A100, L4, L40S, Jetson) replay better at the shipped rate, so it stays."""
+    from dataclasses import replace
+
+    profiles = load_profiles(include_user_config=False)
+    runs = [c for c, _, _ in pa.score_held_out(list(pa.HELD_OUT_FILES), profiles)[0]
+            if c.perf.model.weight_kernel == "w4a16"]
+    assert len(runs) >= 80 and len({c.source for c in runs}) >= 5
+
+    def tpot_median(eff) -> float:
+        errs = sorted(abs(e["tpot"][1]) for e in (pa.errors(pa.model_prediction(c, eff), c.measured) for c in runs)
+                      if "tpot" in e)
+        return errs[len(errs) // 2]
+
+    assert tpot_median(pa.FITTED_EFFICIENCY) < 0.9 * tpot_median(replace(pa.FITTED_EFFICIENCY, w4a16_compute=0.747))
 
 
 def test_enforce_eager_adds_the_launch_cost_per_layer(held) -> None:

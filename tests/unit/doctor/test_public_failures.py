@@ -64,6 +64,10 @@ EXPECTED = {
     "llmdplanner-2xh100-gpt-oss-20b-tp2-util095-sampler-oom": "cuda-oom",
     "vllm-15598-deepseek-r1-32xl40s-tp8-pp4-util098-capture-oom": "cuda-oom",
     "offload-profiles-rtx3090-llama31-8b-util090-len8192-v0171-sampler-oom-fail": "cuda-oom",
+    # collected-startup-logs-43 (round 41): the sampler warm-up's torch.OutOfMemoryError after graph capture, and
+    # a reporter quoting vLLM's "No available memory for the cache blocks." as one of the two errors they got
+    "r43-vllm27782-4xrtx4090-qwen3-30b-a3b-tp4-v0110-sampler-oom-after-capture-fail": "cuda-oom",
+    "r43-vllm41695-rtx5090-qwen3-coder-30b-a3b-instruct-fp8-len16384-util095-fail": "no-kv-memory",
     # HIP out of memory warming up the sampler on 2 x Radeon AI PRO R9700 at utilization 0.98 (-34)
     "r9700x2-gpt-oss-20b-mxfp4-tp2-len32768-seqs64-util098-v0130rc2dev112-rocmattn-sampler-oom-fail": "cuda-oom",
     "r9700x2-qwen3-14b-fp8dyn-tp2-len32000-seqs64-util098-v0130rc2dev112-rocmattn-sampler-oom-fail": "cuda-oom",
@@ -164,6 +168,10 @@ NO_ERROR_TEXT = {
     "r42-vllm21361-8xh20-qwen3-235b-a22b-tp8-llm-sdk-default-len40960-v083-oom-fail": "the workers' SystemExit at "
     "shutdown; the OOM only in the reporter's words",
     "r42-vllm10797-rtx4080-llama32-3b-util100-v064-fail": "the failure only in the issue's title",
+    "r43-vllm33155-h100-gpt-oss-120b-len5120-seqs1-util097-O3-v0141-oom-fail": "a log cut after torch.compile; the "
+    "OOM only in the title and the reporter's words",
+    "r43-vllm15092-4xrtx4090-qwen25-32b-instruct-tp4-defaults-v080-not-enough-memory-fail": "the failure only in "
+    "the reporter's words ('it will prompt that there is not enough memory')",
 }
 
 

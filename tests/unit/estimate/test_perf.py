@@ -522,3 +522,38 @@ def test_rocm_legacy_slows_16_bit_models_on_rocm_before_0_8_only() -> None:
     new = efficiency_for(base, mi300, fp8, (0, 11, 0))
     assert efficiency_for(base, mi300, fp8, (0, 6, 3)).bandwidth == pytest.approx(new.bandwidth)
     assert efficiency_for(base, mi300, DENSE, (0, 6, 3)).bandwidth == pytest.approx(new.bandwidth * 0.5)
+
+
+# DENSE with a 0.5e9-parameter LM head inside its 8e9 active parameters (Llama-3.1-8B: 128,256 x 4096 = 0.525e9)
+DENSE_LM = replace(DENSE, lm_head_params=0.5e9)
+
+
+def test_a_prompt_chunk_runs_the_lm_head_at_its_last_position_only() -> None:
+    # vLLM computes logits at one position per request (gpu_model_runner.py: compute_logits on
+    # hidden_states[logits_indices]). 4096 prompt tokens: GEMM 2 x 7.5e9 x 4096 + 2 x 0.5e9 x 1
+    # = 61.44 TFLOP / 494.75 TFLOP/s = 124.19 ms, blended with the weight stream sqrt(124.19^2 + 5.97^2)
+    # = 124.33 ms, + 0.5472 ms of GEMM kernels + 10.0 ms of attention (test_prefill_step_by_hand_is_compute_bound)
+    cost = step_cost(DENSE_LM, H100, EFF, decode=0, context_sum=0, prefill_tokens=4096, prefill_pairs=4096 * 2048)
+    assert cost.seconds == pytest.approx(124.33e-3 + 0.5472e-3 + 10.0e-3, rel=1e-3)
+    # the same step without the split counts the LM head at all 4096 positions: 8.3 ms more
+    plain = step_cost(DENSE, H100, EFF, decode=0, context_sum=0, prefill_tokens=4096, prefill_pairs=4096 * 2048)
+    assert plain.seconds - cost.seconds == pytest.approx(8.27e-3, rel=2e-2)
+
+
+def test_decode_steps_compute_the_lm_head_for_every_sequence() -> None:
+    # every decoding sequence samples a token: nothing to subtract, the step is the plain model's
+    for batch in (1, 64, 512):
+        assert (step_cost(DENSE_LM, H100, EFF, decode=batch, context_sum=1000.0 * batch).seconds
+                == step_cost(DENSE, H100, EFF, decode=batch, context_sum=1000.0 * batch).seconds)
+
+
+def test_fast_step_function_matches_step_cost_with_an_lm_head() -> None:
+    fn = make_step_fn(DENSE_LM, H100, EFF)
+    rng = random.Random(5)
+    for _ in range(200):
+        d = rng.randint(0, 300)
+        ctx = rng.random() * 1e5 if d else 0.0
+        p = rng.choice([0, rng.randint(1, 8000)])
+        pairs = p * rng.random() * 2000
+        want = step_cost(DENSE_LM, H100, EFF, decode=d, context_sum=ctx, prefill_tokens=p, prefill_pairs=pairs).seconds
+        assert fn(d, ctx, p, pairs)[0] == pytest.approx(want, rel=1e-9)
