@@ -24,6 +24,9 @@ import datetime as dt
 import json
 import subprocess
 import sys
+from functools import partial
+
+from gpu_timing import emit, median_seconds
 
 HIDDEN, INTER, HEADS, KV_HEADS, HEAD_DIM, LAYERS = 4096, 14336, 32, 8, 128, 32  # Llama-3.1-8B config.json
 SHAPES = {  # (in, out) of each linear layer (vLLM fuses q/k/v and gate/up)
@@ -64,20 +67,7 @@ def main() -> int:
     del a
     torch.cuda.empty_cache()
 
-    def timed(fn, reps: int) -> float:
-        for _ in range(2):
-            fn()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        times = []
-        for _ in range(reps):
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / 1e3)
-        times.sort()
-        return times[len(times) // 2]
+    timed = partial(median_seconds, warmup=2)
 
     # raw copy bandwidth: 4 GiB read + 4 GiB written
     src = torch.empty(4 << 30, dtype=torch.uint8, device=dev)
@@ -128,12 +118,7 @@ def main() -> int:
         del weights
         torch.cuda.empty_cache()
     out["linear_layers"] = {"model": "Llama-3.1-8B shapes", "params": params, "layers": LAYERS, "rows": results}
-    text = json.dumps(out, indent=1)
-    if args.out == "-":
-        print(text)
-    else:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write(text + "\n")
+    emit(out, args.out)
     return 0
 
 

@@ -16,8 +16,10 @@ Results kept in benchmarks/data/gpu-probe-h200-shapes.json (2026-11-30, H200, to
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from functools import partial
+
+from gpu_timing import emit, median_seconds
 
 SHAPES = {
     "8b-tp1": (4096, 14336, 32, 8, 32, 1),
@@ -40,19 +42,7 @@ def main() -> int:
     f8 = torch.float8_e4m3fn
     one = torch.ones((), device=dev)
 
-    def timed(fn) -> float:
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        times = []
-        for _ in range(args.reps):
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / 1e3)
-        return sorted(times)[args.reps // 2]
+    timed = partial(median_seconds, reps=args.reps, warmup=3)
 
     out: dict = {"torch": torch.__version__, "timing": "eager" if args.eager else "CUDA graph replay"}
     for name, (hidden, inter, heads, kv_heads, layers, tp) in SHAPES.items():
@@ -98,12 +88,7 @@ def main() -> int:
             del weights
             torch.cuda.empty_cache()
         out[name] = {"params": params, "layers": layers, "tp": tp, "shapes": shapes, "rows": rows}
-    text = json.dumps(out, indent=1)
-    if args.out == "-":
-        print(text)
-    else:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write(text + "\n")
+    emit(out, args.out)
     return 0
 
 
