@@ -299,15 +299,21 @@ def test_pipeline_parallel_decode_by_hand() -> None:
     assert many.seconds < 0.55 * serial
 
 
-def test_fast_step_function_matches_step_cost_with_pipeline_stages() -> None:
-    fn = make_step_fn(DENSE_PP2, H100, EFF)
+# DENSE with a 0.5e9-parameter LM head inside its 8e9 active parameters (Llama-3.1-8B: 128,256 x 4096 = 0.525e9)
+DENSE_LM = replace(DENSE, lm_head_params=0.5e9)
+
+
+@pytest.mark.parametrize("model", [DENSE_PP2, DENSE_LM, replace(DENSE_PP2, lm_head_params=0.5e9)],
+                         ids=["pipeline-stages", "lm-head", "pipeline-stages-lm-head"])
+def test_fast_step_function_matches_step_cost_with_pipeline_stages(model: ModelPerf) -> None:
+    fn = make_step_fn(model, H100, EFF)
     rng = random.Random(11)
     for _ in range(200):
         d = rng.randint(0, 300)
         ctx = rng.random() * 1e5 if d else 0.0
         p = rng.choice([0, rng.randint(1, 4000)])
         pairs = p * rng.random() * 2000
-        want = step_cost(DENSE_PP2, H100, EFF, decode=d, context_sum=ctx, prefill_tokens=p, prefill_pairs=pairs).seconds
+        want = step_cost(model, H100, EFF, decode=d, context_sum=ctx, prefill_tokens=p, prefill_pairs=pairs).seconds
         assert fn(d, ctx, p, pairs)[0] == pytest.approx(want, rel=1e-9)
 
 
@@ -524,10 +530,6 @@ def test_rocm_legacy_slows_16_bit_models_on_rocm_before_0_8_only() -> None:
     assert efficiency_for(base, mi300, DENSE, (0, 6, 3)).bandwidth == pytest.approx(new.bandwidth * 0.5)
 
 
-# DENSE with a 0.5e9-parameter LM head inside its 8e9 active parameters (Llama-3.1-8B: 128,256 x 4096 = 0.525e9)
-DENSE_LM = replace(DENSE, lm_head_params=0.5e9)
-
-
 def test_a_prompt_chunk_runs_the_lm_head_at_its_last_position_only() -> None:
     # vLLM computes logits at one position per request (gpu_model_runner.py: compute_logits on
     # hidden_states[logits_indices]). 4096 prompt tokens: GEMM 2 x 7.5e9 x 4096 + 2 x 0.5e9 x 1
@@ -546,14 +548,3 @@ def test_decode_steps_compute_the_lm_head_for_every_sequence() -> None:
         assert (step_cost(DENSE_LM, H100, EFF, decode=batch, context_sum=1000.0 * batch).seconds
                 == step_cost(DENSE, H100, EFF, decode=batch, context_sum=1000.0 * batch).seconds)
 
-
-def test_fast_step_function_matches_step_cost_with_an_lm_head() -> None:
-    fn = make_step_fn(DENSE_LM, H100, EFF)
-    rng = random.Random(5)
-    for _ in range(200):
-        d = rng.randint(0, 300)
-        ctx = rng.random() * 1e5 if d else 0.0
-        p = rng.choice([0, rng.randint(1, 8000)])
-        pairs = p * rng.random() * 2000
-        want = step_cost(DENSE_LM, H100, EFF, decode=d, context_sum=ctx, prefill_tokens=p, prefill_pairs=pairs).seconds
-        assert fn(d, ctx, p, pairs)[0] == pytest.approx(want, rel=1e-9)
