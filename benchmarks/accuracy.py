@@ -254,14 +254,16 @@ def unresolved_drafter(row: dict) -> str | None:
 
 def skip_reason(row: dict) -> str:
     """Why `evaluate_row` cannot replay a row (it returned None)."""
-    if (drafter := unresolved_drafter(row)) and row.get("quantization") and not catalog_id(row):
-        return f"KV maths only, with a {row['speculative_config'].get('method')} drafter the catalog lacks ({drafter})"
     if GPU_MAP.get(row["id"]) is None and not row.get("gpu_profile") and not gpu_from_text(row.get("gpu")):
         return f"no GPU profile for {row.get('gpu')!r}"
     if not row.get("model_family_key"):
         return "no model named"
     quant = (row.get("quantization") or "").lower()
     if quant and quant not in ("fp8", "bitsandbytes") and not catalog_id(row):
+        # evaluate_row's KV-maths-only branch (_kv_only_row), for a base the catalog holds
+        if (drafter := unresolved_drafter(row)) and find_entry(str(row["model_family_key"])):
+            return (f"KV maths only, with a {row['speculative_config'].get('method')} drafter the catalog lacks "
+                    f"({drafter})")
         return f"{quant} checkpoint of {row['model_family_key']} not in the bundled catalog"
     return f"model not in the bundled catalog ({row.get('model_catalog_id') or row.get('model_family_key')})"
 
