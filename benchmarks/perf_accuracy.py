@@ -39,6 +39,7 @@ from vllmkit.estimate.perf import (
     AMPERE_MAMF_RATIO,
     Efficiency,
     max_graph_tokens,
+    mxfp4_upcast,
     naive_roofline_tpot,
     with_eager,
     with_graph_limit,
@@ -603,7 +604,8 @@ def errors(pred: dict[str, float], measured: dict[str, float]) -> dict[str, tupl
 # --------------------------------------------------------------------------- fitting
 
 PARAMS = ("bandwidth", "compute", "step_overhead_s", "per_seq_overhead_s", "moe_compute", "request_overhead_s",
-          "rocm_legacy", "moe_width_ref", "v0_seq_factor", "ampere_compute", "fp8_moe_stream", "w4a16_compute")
+          "rocm_legacy", "moe_width_ref", "v0_seq_factor", "ampere_compute", "fp8_moe_stream", "w4a16_compute",
+          "mxfp4_upcast_compute")
 PROBE = DATA_DIR / "gpu-probe-h200.json"
 PROBE_SHAPES = DATA_DIR / "gpu-probe-h200-shapes.json"
 
@@ -650,14 +652,17 @@ BOUNDS = {"v0_seq_factor": (1.0, 100.0), "bandwidth": (0.3, _BW_CEIL), "compute"
           # FP8 fused-MoE experts stream no faster than the dense GEMMs' weights (1) and not below a fifth
           "fp8_moe_stream": (0.2, 1.0),
           # a 4-bit weight-only GEMM computes no faster than a dense one at large batches (Marlin paper fig. 1)
-          "w4a16_compute": (0.3, 1.0)}
+          "w4a16_compute": (0.3, 1.0),
+          # unpacking 4-bit experts inside a BF16 GEMM computes no faster than the dense BF16 GEMM
+          "mxfp4_upcast_compute": (0.2, 1.0)}
 # Parameters only some runs exercise are fitted in a second stage, alone, on every training run that
 # exercises them, the main parameters fixed at the first stage's values (what `--fit-one` does with the
 # shipped ones): an extra dimension in the main fit would move the others for the sake of a few runs, and a
 # fit none of whose runs exercises one keeps its prior (the start value) instead of wandering over a flat
 # loss.
-PRIORS = {"w4a16_compute": 0.6}
-EXERCISED_BY = {"w4a16_compute": lambda case: case.perf.model.weight_kernel == "w4a16"}
+PRIORS = {"w4a16_compute": 0.6, "mxfp4_upcast_compute": 1.0}
+EXERCISED_BY = {"w4a16_compute": lambda case: case.perf.model.weight_kernel == "w4a16",
+                "mxfp4_upcast_compute": lambda case: mxfp4_upcast(case.perf.model)}
 
 
 def exercising(name: str, cases: list[Case]) -> list[Case]:

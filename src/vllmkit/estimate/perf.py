@@ -279,6 +279,10 @@ class Efficiency:
     # The compute rate of a 4-bit weight-only GEMM (Marlin: AWQ, GPTQ, MXFP4 without native FP4 units) as a
     # fraction of a dense one's at the same shapes; fitted (see KERNEL_COMPUTE_FACTOR for the prior)
     w4a16_compute: float = 0.6
+    # The compute rate of an MXFP4 MoE's GEMMs on a GPU that has FP4 weights but no FP4 tensor units and does
+    # not fall back to Marlin (Hopper: OpenAI's triton_kernels matmul_ogs unpacks the 4-bit experts to BF16
+    # inside the kernel), as a fraction of a dense BF16 GEMM's at the same shapes; fitted (1: the dense rate)
+    mxfp4_upcast_compute: float = 1.0
     # --enforce-eager: the host's cost of dispatching one decoder layer's kernels (with_eager; 0: CUDA
     # graphs replay the step without it)
     eager_dispatch_s: float = 0.0
@@ -414,7 +418,16 @@ def kernel_compute_factor(model: ModelPerf, eff: Efficiency) -> float:
     """The model's GEMM compute rate relative to a dense GEMM's, by its weight kernel."""
     if model.weight_kernel == "w4a16":
         return eff.w4a16_compute
+    if mxfp4_upcast(model):
+        return eff.mxfp4_upcast_compute
     return KERNEL_COMPUTE_FACTOR.get(model.weight_kernel, 1.0)
+
+
+def mxfp4_upcast(model: ModelPerf) -> bool:
+    """Whether the model's MXFP4 experts run as BF16 GEMMs over weights unpacked inside the kernel (Hopper's
+    triton matmul_ogs path: plan/performance.py maps MXFP4 there to dense BF16 compute)."""
+    return (model.is_moe and model.weight_format == "mxfp4" and model.weight_kernel == "dense"
+            and model.compute_precision in ("bf16", "fp16"))
 
 
 def rocm_legacy_applies(gpu: GpuPerf, model: ModelPerf, vllm_version: tuple[int, int, int] | None) -> bool:
@@ -879,6 +892,7 @@ __all__ = [
     "gemm_seconds",
     "make_step_fn",
     "max_graph_tokens",
+    "mxfp4_upcast",
     "naive_roofline_tpot",
     "step_cost",
     "with_eager",

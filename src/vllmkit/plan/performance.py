@@ -32,6 +32,7 @@ from vllmkit.estimate.perf import (
     efficiency_for,
     expert_stream,
     max_graph_tokens,
+    mxfp4_upcast,
     with_eager,
     with_graph_limit,
 )
@@ -57,7 +58,9 @@ from vllmkit.estimate.weights import attention_params, rope_cache_bytes, routed_
 # the others keep their round-13 values: the joint refit moved them within their fold-to-fold spread, and
 # keeping them leaves every run without FP8 MoE experts as it was. Round 19 fitted the 4-bit weight-only
 # (Marlin) GEMM rate alone on the 31 bundled W4A16 runs (`perf_accuracy.py --fit-one w4a16_compute`: 0.839,
-# against the 0.6 prior read off the Marlin paper), the others fixed, so only W4A16 runs moved.
+# against the 0.6 prior read off the Marlin paper), the others fixed, so only W4A16 runs moved. Round 42 fitted
+# the rate of Hopper's MXFP4 MoE GEMMs (triton matmul_ogs, experts unpacked to BF16 in the kernel) alone on the
+# 27 bundled H100 gpt-oss runs (`--fit-one mxfp4_upcast_compute`: 0.705, prior 1), so only those runs moved.
 FITTED_EFFICIENCY = Efficiency(
     bandwidth=0.8917,
     compute=0.4343,
@@ -72,9 +75,10 @@ FITTED_EFFICIENCY = Efficiency(
     ampere_compute=1.249,
     fp8_moe_stream=0.6332,
     w4a16_compute=0.839,
+    mxfp4_upcast_compute=0.705,
     source="estimated",
     note="fitted on public vLLM runs of 8 publishers (benchmarks/perf_accuracy.py --fit-all, round 13; FP8-MoE expert "
-         "stream round 17; W4A16 compute round 19), bounded by the "
+         "stream round 17; W4A16 compute round 19; Hopper MXFP4 compute round 42), bounded by the "
          "GEMM ceilings measured on an H200 and the API-server cost measured on a real vLLM",
 )
 
@@ -431,6 +435,9 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
         + ([f"CUDA graphs cover steps of up to {eff.graph_max_tokens} tokens (vLLM's default capture sizes); a "
             f"larger step pays {eff.graphless_dispatch_s * 1e3:.2f} ms of host dispatch per decoder layer, as "
             "under --enforce-eager"] if eff.graph_max_tokens and max(pred.max_batch, wl.input_len) > eff.graph_max_tokens else [])
+        + ([f"MXFP4 MoE without FP4 tensor units ({gpu.name}): the experts' 4-bit weights are unpacked to BF16 "
+            f"inside triton matmul_ogs, computing at {eff.mxfp4_upcast_compute:.0%} of a dense BF16 GEMM's rate "
+            "(fitted on public H100 gpt-oss runs)"] if mxfp4_upcast(model) and eff.mxfp4_upcast_compute < 1.0 else [])
         + (["4-bit weights on ROCm: vLLM has no Marlin kernels there (awq_marlin / gptq_marlin fall back to its AWQ "
             "Triton and GPTQ kernels); the estimate takes the CUDA W4A16 rate, and the one public ROCm set (4x MI100, "
             "collected-bench-results-18) decoded GPTQ 2-5x slower than that"]

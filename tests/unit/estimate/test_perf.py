@@ -255,6 +255,29 @@ def test_mxfp4_experts_stream_slower_on_rocm_without_fp4_units() -> None:
     assert got == pytest.approx((2e9 + 1.25e9 / ROCM_MXFP4_EXPERT_STREAM) / (5.3e12 * eff.bandwidth), rel=1e-3)
 
 
+def test_mxfp4_upcast_compute_applies_to_hopper_mxfp4_experts_only() -> None:
+    # plan/performance.py maps MXFP4 on Hopper to dense BF16 compute (triton matmul_ogs unpacks the experts inside
+    # the GEMM): that model, and only it, computes at `mxfp4_upcast_compute` of the dense rate. Marlin's W4A16
+    # (Ampere, ROCm) keeps `w4a16_compute`, native FP4 (Blackwell) the dense rate, an AWQ MoE its own kernel's
+    hopper = ModelPerf(**{**MXFP4_MOE.__dict__, "weight_kernel": "dense"})
+    base = Efficiency(compute=0.5, w4a16_compute=0.8, mxfp4_upcast_compute=0.7)
+    assert efficiency_for(base, H100, hopper).compute == pytest.approx(0.5 * 0.7)
+    assert efficiency_for(base, H100, MXFP4_MOE).compute == pytest.approx(0.5 * 0.8)
+    fp4 = ModelPerf(**{**hopper.__dict__, "compute_precision": "fp4"})
+    b200 = GpuPerf("b200", "nvidia", "blackwell", 8.0e12, {"bf16": 2250.0, "fp8": 4500.0, "fp4": 9000.0}, 900e9)
+    assert efficiency_for(base, b200, fp4).compute == pytest.approx(0.5)
+    assert efficiency_for(base, H100, ModelPerf(**{**hopper.__dict__, "weight_format": ""})).compute == pytest.approx(0.5)
+    assert efficiency_for(base, H100, DENSE).compute == pytest.approx(0.5)
+    # a compute-bound prefill step of the Hopper model takes 1 / 0.7 as long in its GEMMs
+    eff = replace(efficiency_for(replace(EFF, mxfp4_upcast_compute=0.7), H100, hopper), gemm_kernel_s=0.0,
+                  quant_kernel_s=0.0)
+    assert eff.compute == pytest.approx(0.35)
+    slow = step_cost(hopper, H100, eff, decode=0, context_sum=0, prefill_tokens=8192).compute_s
+    fast = step_cost(hopper, H100, replace(eff, compute=EFF.compute), decode=0, context_sum=0,
+                     prefill_tokens=8192).compute_s
+    assert slow == pytest.approx(fast / 0.7, rel=1e-3)
+
+
 def test_kv_reads_by_layer_kind() -> None:
     # 2 sequences, contexts summing to 10,000 tokens
     m = ModelPerf(tp=1, pp=1, layers=4, hidden_size=1024, dense_bytes=1, kv=(
