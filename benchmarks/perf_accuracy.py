@@ -77,7 +77,8 @@ HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "coll
                   DATA_DIR / "collected-bench-results-31.jsonl", DATA_DIR / "collected-bench-results-32.jsonl",
                   DATA_DIR / "collected-bench-results-33.jsonl", DATA_DIR / "collected-bench-results-34.jsonl",
                   DATA_DIR / "collected-bench-results-35.jsonl", DATA_DIR / "collected-bench-results-36.jsonl",
-                  DATA_DIR / "collected-bench-results-37.jsonl", DATA_DIR / "collected-bench-results-38.jsonl")
+                  DATA_DIR / "collected-bench-results-37.jsonl", DATA_DIR / "collected-bench-results-38.jsonl",
+                  DATA_DIR / "collected-bench-results-39.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
@@ -123,6 +124,9 @@ MODEL_MAP = {
     "zai-org/GLM-4.7-FP8": ("zai-org/GLM-4.7", "fp8-online"),
     "zai-org/GLM-4.5-Air-FP8": ("zai-org/GLM-4.5-Air", "fp8-online"),
     "Qwen/Qwen3-VL-32B-Instruct-FP8": ("Qwen/Qwen3-VL-32B-Instruct", "fp8-online"),
+    # Qwen's own block-FP8 release of Qwen3.8-27B (collected-bench-results-39.jsonl, 2x L40S); scored blind first
+    # without it (README, round 42)
+    "Qwen/Qwen3.8-27B-FP8": ("Qwen/Qwen3.8-27B", "fp8-online"),
 }
 GPU_MAP = {
     "h100 sxm": "h100-sxm", "h100 80gb": "h100-sxm", "h100 sxm 80gb": "h100-sxm", "a100 80gb": "a100-80gb-sxm",

@@ -2,8 +2,8 @@
 
 Sources: shared/reference/vllm-memory.md (read from released wheels 0.11.0 … 0.33.0) and the
 installed 0.32.0 wheel: gpu_memory_utilization default 0.9 -> 0.92 in 0.20; CUDA-graph memory
-counted from 0.20 (opt-in 0.18/0.19); "KV cache size" tokens = int(concurrency * L) from 0.21
-(num_blocks // groups * block_size before); sliding-window in-flight term
+counted from 0.20 (opt-in 0.18/0.19); "KV cache size" tokens = int(concurrency * L) from 0.20.1
+(num_blocks // groups * block_size before: read in the 0.20.0, 0.20.1 and 0.20.2 wheels); sliding-window in-flight term
 max_concurrent_batches * max_num_batched_tokens from 0.29 (max_num_batched_tokens before);
 YaRN max length scaled by factor up to 0.29; "<dev> KV cache size … Maximum concurrency" on one
 line from 0.28 (0.30 prefixes the device); >= 160 GiB GPUs default to 16384 batched tokens from 0.28.
@@ -203,7 +203,7 @@ def rules_for(version: str) -> VersionRules:
         # or two 0.11.0 first starts without it. The public logs do not show the cache state, so the rule stays
         # keyed to the releases whose logs show the share; `--compile-cache warm` is the user's way to say it.
         compile_memory_in_profile=not ((0, 14, 0) <= v < (0, 24, 0)),
-        tokens_from_concurrency=v >= (0, 21, 0),
+        tokens_from_concurrency=v >= (0, 20, 1),
         sliding_in_flight_uses_concurrent_batches=v >= (0, 29, 0),
         yarn_scales_max_len=v <= (0, 29, 99),
         large_gpu_batch_defaults=v >= (0, 28, 0),

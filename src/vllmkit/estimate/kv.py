@@ -292,9 +292,9 @@ def kv_capacity(
     ppr = pages_per_request(groups, max_model_len, in_flight_tokens)
     concurrency = num_blocks / ppr if ppr else 0.0
     if tokens_from_concurrency:
-        tokens = int(concurrency * max_model_len)  # vLLM >= 0.21 get_kv_cache_capacity
+        tokens = int(concurrency * max_model_len)  # vLLM >= 0.20.1 (_report_kv_cache_config, later get_kv_cache_capacity)
     else:
-        # vLLM <= 0.20: num_blocks // num_groups * min block size
+        # vLLM <= 0.20.0: num_blocks // num_groups * min block size
         min_block = min((g.specs[0].block_size for g in groups if g.specs), default=0)
         tokens = num_blocks // max(len(groups), 1) * min_block
     return KVCapacity(

@@ -68,6 +68,14 @@ EXPECTED = {
     # a reporter quoting vLLM's "No available memory for the cache blocks." as one of the two errors they got
     "r43-vllm27782-4xrtx4090-qwen3-30b-a3b-tp4-v0110-sampler-oom-after-capture-fail": "cuda-oom",
     "r43-vllm41695-rtx5090-qwen3-coder-30b-a3b-instruct-fp8-len16384-util095-fail": "no-kv-memory",
+    # collected-startup-logs-44 (round 42): the "To serve at least one request" check of a 180k context on one RTX
+    # 3090, V0's 33.75 GiB MambaCacheManager allocation (Nemotron-Nano-9B-v2), and the hybrid models' "max_num_seqs
+    # exceeds available Mamba cache blocks" on an H100 and on two RX 7900 XT
+    "r44-club3090-35-rtx3090-qwen36-27b-autoround-int4-long-text-len180000-util093-kv-check-fail": "kv-cache-too-small",
+    "r44-vllm23230-l40s-nemotron-nano-9b-v2-v0101-defaults-oom-after-load-fail": "cuda-oom",
+    "r44-vllm49064-h100-qwen38-27b-len132000-util090-seqs1024-mamba-blocks-969-v0280-fail": "mamba-cache-blocks",
+    "r44-vllm49064-2xrx7900xt-rocm-qwen38-27b-tp2-len122633-util085-seqs256-mamba-blocks-161-v0231-fail":
+        "mamba-cache-blocks",
     # HIP out of memory warming up the sampler on 2 x Radeon AI PRO R9700 at utilization 0.98 (-34)
     "r9700x2-gpt-oss-20b-mxfp4-tp2-len32768-seqs64-util098-v0130rc2dev112-rocmattn-sampler-oom-fail": "cuda-oom",
     "r9700x2-qwen3-14b-fp8dyn-tp2-len32000-seqs64-util098-v0130rc2dev112-rocmattn-sampler-oom-fail": "cuda-oom",
@@ -172,6 +180,11 @@ NO_ERROR_TEXT = {
     "OOM only in the title and the reporter's words",
     "r43-vllm15092-4xrtx4090-qwen25-32b-instruct-tp4-defaults-v080-not-enough-memory-fail": "the failure only in "
     "the reporter's words ('it will prompt that there is not enough memory')",
+    "r44-vllm15664-l40s-nemotron-super-49b-gptq-4bit-len32768-v1-v083-oom-fail": "the failure only in the issue's "
+    "title ('VLLM 0.8.2 OOM error') and the reporters' words",
+    "r44-vllm49064-2xrx7900xt-rocm-qwen38-27b-tp2-len132000-util085-kv-check-v0231-fail": "the KV check only "
+    "paraphrased ('first failed on KV capacity (estimated maximum model length is 123872)') inside the comment it "
+    "shares with two mamba-block failures",
 }
 
 

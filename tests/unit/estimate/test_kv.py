@@ -117,7 +117,7 @@ def test_pipeline_parallel_min_blocks_over_stages() -> None:
 
 
 def test_legacy_token_formula_before_0_21() -> None:
-    # vLLM <= 0.20: tokens = num_blocks // num_groups * block_size (granite-4.0-micro L40S log, 0.11:
+    # vLLM <= 0.20.0: tokens = num_blocks // num_groups * block_size (granite-4.0-micro L40S log, 0.11:
     # 28,946 blocks x 16 = 463,136 tokens)
     specs = [full(16, 81920)] * 40
     per_block = 40 * 16 * 81920
@@ -148,3 +148,29 @@ def test_qwen3_next_h200_tp2_public_log() -> None:
     cap = kv_capacity(groups, [groups], [int(44.59 * GIB)], 262_144, 8192, tokens_from_concurrency=False)
     assert cap.tokens == 973_760
     assert f"{cap.max_concurrency:.2f}" == "14.77"
+
+
+def test_qwen36_27b_2x3090_public_log_counts_tokens_from_concurrency_from_0_20_1() -> None:
+    """club-3090#104 (collected-startup-logs-44): Qwen3.6-27B (AutoRound INT4, the catalog model's shapes) at TP 2
+    on 2x RTX 3090, vLLM 0.20.2rc1.dev9, fp8_e5m2 KV, 262,144 tokens, prefix caching on, 8,192 batched tokens:
+      Available KV cache memory: 9.84 GiB
+      GPU KV cache size: 619,202 tokens / Maximum concurrency for 262,144 tokens per request: 2.36x
+    The old report (num_blocks // 4 groups x block size) would print 150,400 tokens: the concurrency-based one
+    (tokens = int(concurrency x L)) is in the 0.20.1 and 0.20.2 wheels' kv_cache_utils._report_kv_cache_config,
+    not in 0.20.0's, and the version rules now say so (they said 0.21)."""
+    from vllmkit.arch import read_arch
+    from vllmkit.engine.versions import rules_for
+    from vllmkit.estimate.specs import build_specs
+    from vllmkit.hub.catalog import find_entry
+
+    arch = read_arch(find_entry("Qwen/Qwen3.6-27B").config)
+    specs = build_specs(arch, tp=2, kv_cache_dtype="fp8_e5m2", device="cuda", prefix_caching=True)
+    groups = group_layers(list(specs.specs))
+    assert len(groups) == 4
+    rules = rules_for("0.20.2rc1.dev9")
+    assert rules.tokens_from_concurrency and rules_for("0.20.1").tokens_from_concurrency
+    assert not rules_for("0.20.0").tokens_from_concurrency
+    cap = kv_capacity(groups, [groups], [int(9.84 * GIB)], 262_144, 8192,
+                      tokens_from_concurrency=rules.tokens_from_concurrency)
+    assert cap.tokens == 619_202
+    assert f"{cap.max_concurrency:.2f}" == "2.36"

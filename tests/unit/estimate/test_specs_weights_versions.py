@@ -112,7 +112,7 @@ def test_mtp_layer_removed_glm45_air() -> None:
 @pytest.mark.parametrize(
     ("version", "util", "graphs", "concurrency_tokens", "sliding_mcb"),
     [("0.11.0", 0.9, False, False, False), ("0.20.0", 0.92, True, False, False),
-     ("0.21.0", 0.92, True, True, False), ("0.29.0", 0.92, True, True, True), ("0.33.0", 0.92, True, True, True)],
+     ("0.20.1", 0.92, True, True, False), ("0.21.0", 0.92, True, True, False), ("0.29.0", 0.92, True, True, True), ("0.33.0", 0.92, True, True, True)],
 )
 def test_version_rules(version, util, graphs, concurrency_tokens, sliding_mcb) -> None:
     r = rules_for(version)
