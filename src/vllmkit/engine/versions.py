@@ -4,7 +4,8 @@ Sources: shared/reference/vllm-memory.md (read from released wheels 0.11.0 … 0
 installed 0.32.0 wheel: gpu_memory_utilization default 0.9 -> 0.92 in 0.20; CUDA-graph memory
 counted from 0.20 (opt-in 0.18/0.19); "KV cache size" tokens = int(concurrency * L) from 0.20.1
 (num_blocks // groups * block_size before: read in the 0.20.0, 0.20.1 and 0.20.2 wheels); sliding-window in-flight term
-max_concurrent_batches * max_num_batched_tokens from 0.29 (max_num_batched_tokens before);
+max_concurrent_batches * max_num_batched_tokens from 0.26 (max_num_batched_tokens before: 0.25.1
+kv_cache_interface.py, 0.26.0 config/vllm.py max_in_flight_tokens; read in the wheels, round 42);
 YaRN max length scaled by factor up to 0.29; "<dev> KV cache size … Maximum concurrency" on one
 line from 0.28 (0.30 prefixes the device); >= 160 GiB GPUs default to 16384 batched tokens from 0.28.
 """
@@ -204,7 +205,7 @@ def rules_for(version: str) -> VersionRules:
         # keyed to the releases whose logs show the share; `--compile-cache warm` is the user's way to say it.
         compile_memory_in_profile=not ((0, 14, 0) <= v < (0, 24, 0)),
         tokens_from_concurrency=v >= (0, 20, 1),
-        sliding_in_flight_uses_concurrent_batches=v >= (0, 29, 0),
+        sliding_in_flight_uses_concurrent_batches=v >= (0, 26, 0),
         yarn_scales_max_len=v <= (0, 29, 99),
         large_gpu_batch_defaults=v >= (0, 28, 0),
         # ModelConfig.is_prefix_caching_supported, read in the wheels: "Hybrid models do not support prefix
@@ -234,10 +235,11 @@ def rules_for(version: str) -> VersionRules:
         capacity_line_prefix="<DEV> KV cache size" if v >= (0, 30, 0) else "GPU KV cache size",
         # V1 became the default engine in 0.8.0 (release notes); V0 code was removed in 0.10/0.11
         v1_engine=v >= (0, 8, 0),
-        # vllm#47366 (commit 88e5e2c57, after v0.23.1rc1) switched the graph-memory reservation guard
-        # in v1/worker/gpu_worker.py from is_cuda() to is_cuda_alike(); vllm#48453 reports it. The
-        # 0.28.0 wheel's gpu_worker.py has the is_cuda_alike() guard.
-        rocm_cudagraph_counted=v >= (0, 24, 0),
+        # vllm#47366 (commit 88e5e2c57) switched the graph-memory reservation guard in v1/worker/gpu_worker.py
+        # from is_cuda() to is_cuda_alike(); vllm#48453 reports it. Read in the wheels (round 42): is_cuda() in
+        # 0.22.x, 0.23.0, 0.24.0 ("# Skip on ROCm/HIP/XPU"), 0.25.0 and 0.25.1; is_cuda_alike() from 0.26.0
+        # ("# ROCm is included: #44825 ...") through 0.28.0 / 0.29.0. 0.23.1 was never published.
+        rocm_cudagraph_counted=v >= (0, 26, 0),
         # vllm#50780: a 0.23 -> 0.26 regression, still in 0.32's profile_cudagraph_memory
         gdn_graph_profile_transient=v >= (0, 26, 0),
         # 0.6.4 deepseek_v2.py: Attention(num_local_heads, 256, num_kv_heads=num_local_heads) and

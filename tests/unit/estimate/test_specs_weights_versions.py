@@ -112,7 +112,11 @@ def test_mtp_layer_removed_glm45_air() -> None:
 @pytest.mark.parametrize(
     ("version", "util", "graphs", "concurrency_tokens", "sliding_mcb"),
     [("0.11.0", 0.9, False, False, False), ("0.20.0", 0.92, True, False, False),
-     ("0.20.1", 0.92, True, True, False), ("0.21.0", 0.92, True, True, False), ("0.29.0", 0.92, True, True, True), ("0.33.0", 0.92, True, True, True)],
+     ("0.20.1", 0.92, True, True, False), ("0.21.0", 0.92, True, True, False),
+     # the sliding-window in-flight term max_concurrent_batches x max_num_batched_tokens: 0.25.1's
+     # kv_cache_interface.py has max_num_batched_tokens, 0.26.0's config/vllm.py max_in_flight_tokens (wheels)
+     ("0.25.1", 0.92, True, True, False), ("0.26.0", 0.92, True, True, True),
+     ("0.29.0", 0.92, True, True, True), ("0.33.0", 0.92, True, True, True)],
 )
 def test_version_rules(version, util, graphs, concurrency_tokens, sliding_mcb) -> None:
     r = rules_for(version)
@@ -156,3 +160,11 @@ def test_mla_block_size_by_backend(cc: float, generation: int, block: int) -> No
     assert default_block_size(a, "rocm", compute_capability=None).block_size == 16  # AITER MLA: any size
     assert default_block_size(a, "cpu", cpu_amx=False).block_size == 16  # CPU MLA kernel
     assert default_block_size(a, "cpu", cpu_amx=True).block_size == 128  # AMX MLA (seen in the oracle)
+
+
+@pytest.mark.parametrize(("version", "counted"), [("0.23.0", False), ("0.24.0", False), ("0.25.1", False),
+                                                  ("0.26.0", True), ("0.28.0", True)])
+def test_rocm_counts_the_graph_estimate_from_0_26(version, counted) -> None:
+    # gpu_worker.py's guard before profile_cudagraph_memory(), read in the wheels: current_platform.is_cuda() in
+    # 0.23.0, 0.24.0 ("Skip on ROCm/HIP/XPU") and 0.25.x, is_cuda_alike() from 0.26.0 (vllm#47366)
+    assert rules_for(version).rocm_cudagraph_counted is counted
