@@ -430,6 +430,12 @@ def mxfp4_upcast(model: ModelPerf) -> bool:
             and model.compute_precision in ("bf16", "fp16"))
 
 
+def rocm_fp8_gemms(gpu: GpuPerf, model: ModelPerf, v0: bool) -> bool:
+    """Whether the model's linear layers run as W8A8 FP8 GEMMs on an AMD GPU under the V1 engine
+    (ROCM_FP8_COMPUTE_FACTOR)."""
+    return gpu.vendor == "amd" and not v0 and model.weight_kernel == "dense" and model.compute_precision == "fp8"
+
+
 def rocm_legacy_applies(gpu: GpuPerf, model: ModelPerf, vllm_version: tuple[int, int, int] | None) -> bool:
     """Whether `Efficiency.rocm_legacy` slows this run: a 16-bit dense model on a ROCm build of vLLM before 0.8.
     FP8 checkpoints there run their linear layers as hipBLASLt FP8 GEMMs (torch._scaled_mm: ROCm has no
@@ -484,6 +490,15 @@ ROCM_V0_PREFIX_ATTENTION = 0.1
 # measured (no GPU here). The old engine's ROCm runs are covered by `Efficiency.rocm_legacy` instead.
 ROCM_KERNEL_COST_FACTOR = 2.5
 
+# W8A8 FP8 GEMMs under ROCm's V1 engine (hipBLASLt / AITER scaled GEMMs on MI300X, MI355X and the R9700) reach a
+# smaller share of the FP8 peak than the H200-measured PRECISION_COMPUTE_FACTOR gives: every held-out ROCm FP8
+# publisher of 0.8+ but two prefilled slower than modelled (TTFT 21 - 52 % fast at the median, 11 publishers, 72
+# runs), while the BF16 runs on the same GPUs did not (CDNA 3 dense BF16 +17 %, RDNA 4 +28 %). Chosen by leaving
+# each of those publishers out in turn and taking the factor (0.4 - 1, a grid of eight) that minimises the others'
+# summed median tokens/s, TPOT and TTFT errors: 0.6 - 0.7 in every fold; on the left-out publishers TTFT 38.1 ->
+# 29.6 %, tokens/s 12.5 -> 12.1 %, TPOT 14.8 -> 17.7 % (pooled medians). Round 42. Not measured on a GPU here.
+ROCM_FP8_COMPUTE_FACTOR = 0.65
+
 
 def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
                    vllm_version: tuple[int, int, int] | None = None, *, v0_engine: bool | None = None,
@@ -500,6 +515,8 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
     if rocm_legacy_applies(gpu, model, vllm_version):
         bw, comp = bw * base.rocm_legacy, comp * base.rocm_legacy
     v0 = v0_engine if v0_engine is not None else (vllm_version is not None and vllm_version < (0, 8, 0))
+    if rocm_fp8_gemms(gpu, model, v0):
+        comp *= ROCM_FP8_COMPUTE_FACTOR
     seq = base.v0_seq_factor if v0 else 1.0
     precision = model.compute_precision if model.weight_kernel == "dense" else ""
     stream = base.expert_stream_scale

@@ -24,6 +24,7 @@ from vllmkit.estimate.perf import (
     ASYNC_HOST_SHARE,
     EARLY_ASYNC_HOST_SHARE,
     GEMM_KERNEL_S,
+    ROCM_FP8_COMPUTE_FACTOR,
     Efficiency,
     GpuPerf,
     KVRead,
@@ -33,6 +34,7 @@ from vllmkit.estimate.perf import (
     expert_stream,
     max_graph_tokens,
     mxfp4_upcast,
+    rocm_fp8_gemms,
     with_eager,
     with_graph_limit,
 )
@@ -438,6 +440,9 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
         + ([f"MXFP4 MoE without FP4 tensor units ({gpu.name}): the experts' 4-bit weights are unpacked to BF16 "
             f"inside triton matmul_ogs, computing at {eff.mxfp4_upcast_compute:.0%} of a dense BF16 GEMM's rate "
             "(fitted on public H100 gpt-oss runs)"] if mxfp4_upcast(model) and eff.mxfp4_upcast_compute < 1.0 else [])
+        + ([f"FP8 GEMMs on ROCm ({gpu.name}): {ROCM_FP8_COMPUTE_FACTOR:.0%} of the compute rate an H200's FP8 GEMMs "
+            "reach relative to their peak (chosen on public MI300X / MI355X / R9700 FP8 runs, leave-one-publisher-out)"]
+           if rocm_fp8_gemms(gpu, model, v0=eff.gemm_kernel_s <= GEMM_KERNEL_S) else [])
         + (["4-bit weights on ROCm: vLLM has no Marlin kernels there (awq_marlin / gptq_marlin fall back to its AWQ "
             "Triton and GPTQ kernels); the estimate takes the CUDA W4A16 rate, and the one public ROCm set (4x MI100, "
             "collected-bench-results-18) decoded GPTQ 2-5x slower than that"]

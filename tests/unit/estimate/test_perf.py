@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vllmkit.estimate.perf import (
+    ROCM_FP8_COMPUTE_FACTOR,
     ROCM_MXFP4_EXPERT_STREAM,
     Efficiency,
     GpuPerf,
@@ -276,6 +277,20 @@ def test_mxfp4_upcast_compute_applies_to_hopper_mxfp4_experts_only() -> None:
     fast = step_cost(hopper, H100, replace(eff, compute=EFF.compute), decode=0, context_sum=0,
                      prefill_tokens=8192).compute_s
     assert slow == pytest.approx(fast / 0.7, rel=1e-3)
+
+
+def test_rocm_fp8_gemms_compute_at_their_own_factor_under_v1_only() -> None:
+    # W8A8 FP8 linear layers on an AMD GPU under V1: the family's compute fraction x the FP8 factor x the ROCm one;
+    # BF16 on the same GPU, FP8 on an NVIDIA GPU, and the old engine (rocm_legacy's own rule) keep theirs
+    fp8 = ModelPerf(**{**DENSE.__dict__, "compute_precision": "fp8"})
+    base = Efficiency(compute=0.5)
+    bf16_mi300x = efficiency_for(base, MI300X, DENSE, (0, 11, 0)).compute
+    fp8_mi300x = efficiency_for(base, MI300X, fp8, (0, 11, 0)).compute
+    assert fp8_mi300x == pytest.approx(bf16_mi300x * 0.902 * ROCM_FP8_COMPUTE_FACTOR)
+    assert efficiency_for(base, H100, fp8, (0, 11, 0)).compute == pytest.approx(0.5 * 0.902)
+    v0 = efficiency_for(base, MI300X, fp8, (0, 6, 4)).compute
+    assert v0 == pytest.approx(bf16_mi300x * 0.902)
+    assert 0.5 < ROCM_FP8_COMPUTE_FACTOR < 0.8
 
 
 def test_kv_reads_by_layer_kind() -> None:
