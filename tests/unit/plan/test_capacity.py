@@ -148,11 +148,14 @@ def test_searched_candidates_are_listed_by_replica_size_and_skips_say_why() -> N
 
 
 def test_latencies_at_a_rate_are_the_sustained_ones() -> None:
-    # DeepSeek-R1 on 8 x MI300X, 2048 / 512 tokens at 5 req/s: a request lives about a minute, so by
-    # Little's law the engine holds ~5 x 60 = 300 requests once full, and fills only after a minute or
+    # DeepSeek-R1 on 8 x MI300X, 2048 / 512 tokens at 4 req/s: a request lives about a minute, so by
+    # Little's law the engine holds ~4 x 60 = 240 requests once full, and fills only after a minute or
     # so. The fixed 20 s of arrivals the search used to simulate ended while the engine was still filling
-    # (p99 TPOT 68 ms, inside an 80 ms SLO). The reference here is independent of the search's window
-    # rule: a run of 3000 arrivals (10 minutes), scored on the middle third of them.
+    # (p99 TPOT ~65 ms against ~135 ms sustained). The reference here is independent of the search's window
+    # rule: a run of 3000 arrivals (12.5 minutes), scored on the middle third of them. (The rate was 5 req/s
+    # until round 42's ROCm FP8 compute rate made that rate overload the replica: its TTFT then grows through
+    # the run, and the search rightly stops lengthening a run that already misses the SLO.) The SLO is loose
+    # enough that the steady state meets it, so the search does lengthen the run.
     from vllmkit.estimate.scheduler_sim import percentile
     from vllmkit.plan.capacity import _rate_workload, sustained_predict
     from vllmkit.plan.models import PlanRequest
@@ -162,15 +165,17 @@ def test_latencies_at_a_rate_are_the_sustained_ones() -> None:
     plan = build_plan(PlanRequest(model="deepseek-ai/DeepSeek-R1", gpu="mi300x", gpu_count=8, source="catalog"),
                       ENV, perf=PerfOptions(workload=None, collect=True, min_context=2560))
     cp = next(cp for alt, cp in plan._perf_candidates if alt.tensor_parallel_size == 8)
-    req = CapacityRequest(model="x", gpu="mi300x", qps=5, input_len=2048, output_len=512, tpot_p99_ms=80)
-    long = cp.predict(_rate_workload(req, 5.0, 3000), max_num_seqs=1024)
-    span = 2999 / 5.0
+    req = CapacityRequest(model="x", gpu="mi300x", qps=4, input_len=2048, output_len=512, tpot_p99_ms=200)
+    long = cp.predict(_rate_workload(req, 4.0, 3000), max_num_seqs=1024)
+    span = 2999 / 4.0
     ttft, tpot, _ = long.sim.latencies_of_arrivals(span / 3, 2 * span / 3)
+    late_ttft, _, _ = long.sim.latencies_of_arrivals(2 * span / 3, span)
     assert long.batch > 150  # the long run does fill the engine
-    sustained = sustained_predict(cp, req, 5.0, 1024)
+    assert percentile(late_ttft, 99) < 1.5 * percentile(ttft, 99)  # and is not overloaded (no growing queue)
+    sustained = sustained_predict(cp, req, 4.0, 1024)
     assert sustained.tpot_ms.p99 == pytest.approx(percentile(tpot, 99) * 1000, rel=0.1)
     assert sustained.ttft_ms.p99 == pytest.approx(percentile(ttft, 99) * 1000, rel=0.25)
-    short = cp.predict(_rate_workload(req, 5.0, 100), max_num_seqs=1024)
+    short = cp.predict(_rate_workload(req, 4.0, 100), max_num_seqs=1024)
     assert short.tpot_ms.p99 < 0.8 * percentile(tpot, 99) * 1000
 
 

@@ -307,7 +307,8 @@ def test_async_scheduling_overlaps_host_work_with_a_gpu_bound_decode() -> None:
 
 def test_a_plan_says_when_mxfp4_experts_stream_slower() -> None:
     """gpt-oss on an MI300X (no FP4 units): the performance section names the ROCm MXFP4 expert-stream rule
-    (estimate/perf.py ROCM_MXFP4_EXPERT_STREAM, 0.45); on an H100 and an MI355X (FP4 units) it does not apply."""
+    (estimate/perf.py ROCM_MXFP4_EXPERT_STREAM, 0.45); on an H100 and an MI355X (FP4 units) it does not apply. The H100
+    names its own rule instead: triton matmul_ogs unpacks the experts to BF16 (Efficiency.mxfp4_upcast_compute)."""
     def assumptions(gpu: str) -> list[str]:
         res = invoke(["plan", "openai/gpt-oss-20b", "--gpu", gpu, "--source", "catalog", "--vllm-version", "0.32.0",
                       "--workload", "chat", "--json"])
@@ -315,5 +316,7 @@ def test_a_plan_says_when_mxfp4_experts_stream_slower() -> None:
         return json.loads(res.stdout)["data"]["performance"]["assumptions"]
 
     assert any("MXFP4 MoE" in a and "45%" in a for a in assumptions("mi300x"))
-    assert not any("MXFP4 MoE" in a for a in assumptions("h100"))
+    h100 = assumptions("h100")
+    assert not any("MXFP4 MoE" in a and "stream" in a for a in h100)
+    assert any("MXFP4 MoE" in a and "unpacked to BF16" in a and "70%" in a for a in h100)
     assert not any("MXFP4 MoE" in a for a in assumptions("mi355x"))
