@@ -491,9 +491,9 @@ ROCM_V0_PREFIX_ATTENTION = 0.1
 ROCM_KERNEL_COST_FACTOR = 2.5
 
 # W8A8 FP8 GEMMs under ROCm's V1 engine (hipBLASLt / AITER scaled GEMMs on MI300X, MI355X and the R9700) reach a
-# smaller share of the FP8 peak than the H200-measured PRECISION_COMPUTE_FACTOR gives: every held-out ROCm FP8
-# publisher of 0.8+ but two prefilled slower than modelled (TTFT 21 - 52 % fast at the median, 11 publishers, 72
-# runs), while the BF16 runs on the same GPUs did not (CDNA 3 dense BF16 +17 %, RDNA 4 +28 %). Chosen by leaving
+# smaller share of the FP8 peak than the H200-measured PRECISION_COMPUTE_FACTOR gives: the held-out ROCm FP8 runs
+# of 0.8+ prefilled slower than modelled (median TTFT 21 - 50 % fast by GPU family and dense / MoE; 11 publishers,
+# 72 runs), while the dense BF16 runs on the same GPUs did not (CDNA 3 +17 %, RDNA 4 +28 %). Chosen by leaving
 # each of those publishers out in turn and taking the factor (0.4 - 1, a grid of eight) that minimises the others'
 # summed median tokens/s, TPOT and TTFT errors: 0.6 - 0.7 in every fold; on the left-out publishers TTFT 38.1 ->
 # 29.6 %, tokens/s 12.5 -> 12.1 %, TPOT 14.8 -> 17.7 % (pooled medians). Round 42. Not measured on a GPU here.
@@ -911,6 +911,7 @@ __all__ = [
     "max_graph_tokens",
     "mxfp4_upcast",
     "naive_roofline_tpot",
+    "rocm_fp8_gemms",
     "step_cost",
     "with_eager",
     "with_graph_limit",
