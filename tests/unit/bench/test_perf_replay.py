@@ -61,6 +61,12 @@ def held() -> dict[str, dict]:
     return {r["id"]: r for r in pa.load_rows(pa.HELD_OUT_FILES)}
 
 
+@pytest.fixture(scope="module")
+def held_out_scored() -> tuple[list[tuple[pa.Case, dict, dict]], list[str]]:
+    """Every held-out file scored with the shipped parameters, once for the tests that read it (read only)."""
+    return pa.score_held_out(list(pa.HELD_OUT_FILES), load_profiles(include_user_config=False))
+
+
 def test_a_stated_kv_budget_is_the_cache_the_replay_runs_with(held) -> None:
     """dennislee's test 7 serves Qwen2.5-32B on one A100 80GB with "Available KV cache memory: 9.70
     GiB" (section title). Qwen2.5-32B caches 64 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes =
@@ -89,12 +95,12 @@ def test_the_serve_line_utilisation_reaches_the_replay(held) -> None:
     assert 2.5 * 2**30 / 57_344 < est.perf.limits.kv_capacity_tokens < 5.5 * 2**30 / 57_344
 
 
-def test_tp_across_pods_is_skipped_with_its_reason(held) -> None:
+def test_tp_across_pods_is_skipped_with_its_reason(held, held_out_scored) -> None:
     profiles = load_profiles(include_user_config=False)
     row = held["dennislee-a100-qwen2-7b-tp2-util025-rand1024-1024-n100"]
     assert pa.build_case(row, profiles) is None
     assert "pods" in pa.skip_reason(row, profiles)
-    _, skipped = pa.score_held_out(list(pa.HELD_OUT_FILES), profiles)
+    _, skipped = held_out_scored
     assert sum("pods" in s and s.startswith("dennislee") for s in skipped) == 35
 
 
@@ -105,12 +111,11 @@ def test_gpu_names_resolve_through_the_product() -> None:
     assert pa.gpu_profile_name({"gpu": "a TPU v5e"}, profiles) is None
 
 
-def test_held_out_runs_beat_the_naive_roofline_twice_over(held) -> None:
+def test_held_out_runs_beat_the_naive_roofline_twice_over(held_out_scored) -> None:
     """The runs gathered after the fit (publishers the parameters never saw), scored with the shipped
     parameters: issue #11 asks for at least 2x lower median error than the naive roofline on the same
     runs (its 15 / 15 / 30 % goals are not met on these runs: README)."""
-    profiles = load_profiles(include_user_config=False)
-    scored, _ = pa.score_held_out(list(pa.HELD_OUT_FILES), profiles)
+    scored, _ = held_out_scored
     summary = pa.summarize(scored)
     assert summary["throughput"]["n"] >= 40
     for fam in ("throughput", "tpot", "ttft"):
@@ -184,15 +189,13 @@ def test_weight_only_4bit_runs_replay_at_the_fitted_kernel_rate() -> None:
     assert old[len(old) // 2] < -0.10 and sum(e < 0 for e in old) / len(old) > 0.8
 
 
-def test_held_out_weight_only_4bit_runs_keep_the_shipped_kernel_rate() -> None:
+def test_held_out_weight_only_4bit_runs_keep_the_shipped_kernel_rate(held_out_scored) -> None:
     """Round 41's LM-head rule made the bundled W4A16 runs prefill faster, and `--fit-one w4a16_compute` on them
     then gives 0.747 instead of the shipped 0.839. The 4-bit runs of the held-out files (other publishers: AWQ,
     GPTQ and MXFP4 on RTX 30 / 40 / 50, A100, L4, L40S, Jetson) replay better at the shipped rate, so it stays."""
     from dataclasses import replace
 
-    profiles = load_profiles(include_user_config=False)
-    runs = [c for c, _, _ in pa.score_held_out(list(pa.HELD_OUT_FILES), profiles)[0]
-            if c.perf.model.weight_kernel == "w4a16"]
+    runs = [c for c, _, _ in held_out_scored[0] if c.perf.model.weight_kernel == "w4a16"]
     assert len(runs) >= 80 and len({c.source for c in runs}) >= 5
 
     def tpot_median(eff) -> float:
@@ -203,7 +206,7 @@ def test_held_out_weight_only_4bit_runs_keep_the_shipped_kernel_rate() -> None:
     assert tpot_median(pa.FITTED_EFFICIENCY) < 0.9 * tpot_median(replace(pa.FITTED_EFFICIENCY, w4a16_compute=0.747))
 
 
-def test_held_out_hopper_mxfp4_runs_prefill_at_the_fitted_upcast_rate() -> None:
+def test_held_out_hopper_mxfp4_runs_prefill_at_the_fitted_upcast_rate(held_out_scored) -> None:
     """`mxfp4_upcast_compute` was fitted alone on GPUStack's bundled gpt-oss runs on H100 (0.705). The Hopper
     gpt-oss runs of the held-out files come from two other publishers (Anyscale's H100 TP 2 / 8 at 5,000-token
     prompts on 0.11, a single-H100 gpt-oss-120b sweep on 0.17.1); with the dense BF16 rate their prefill is
@@ -212,9 +215,7 @@ def test_held_out_hopper_mxfp4_runs_prefill_at_the_fitted_upcast_rate() -> None:
     it Anyscale's long prompts interleaved with decodes that the model already makes too slow, moves 18.0 -> 20.4 %."""
     from dataclasses import replace
 
-    profiles = load_profiles(include_user_config=False)
-    runs = [c for c, _, _ in pa.score_held_out(list(pa.HELD_OUT_FILES), profiles)[0]
-            if pa.mxfp4_upcast(c.perf.model)]
+    runs = [c for c, _, _ in held_out_scored[0] if pa.mxfp4_upcast(c.perf.model)]
     assert len(runs) >= 30 and len({c.source for c in runs}) >= 2
     dense = replace(pa.FITTED_EFFICIENCY, mxfp4_upcast_compute=1.0)
     assert pa.FITTED_EFFICIENCY.mxfp4_upcast_compute < 0.8
@@ -230,16 +231,16 @@ def test_held_out_hopper_mxfp4_runs_prefill_at_the_fitted_upcast_rate() -> None:
     assert errors(pa.FITTED_EFFICIENCY, "tpot") < errors(dense, "tpot") + 0.03
 
 
-def test_held_out_rocm_fp8_runs_prefill_slower_than_the_h200_fp8_rate() -> None:
+def test_held_out_rocm_fp8_runs_prefill_slower_than_the_h200_fp8_rate(held_out_scored) -> None:
     """ROCM_FP8_COMPUTE_FACTOR was chosen on these runs, leaving each publisher out in turn (0.6 - 0.7 in every
     fold): the held-out W8A8 FP8 runs on AMD GPUs under V1 (MI300X, MI355X, R9700; 11 publishers). Without it their
     TTFT is modelled far too fast at the median; with it the median TTFT error falls by a fifth or more, and the
     tokens/s does not get worse."""
     from vllmkit.estimate import perf
 
-    profiles = load_profiles(include_user_config=False)
-    runs = [c for c, _, _ in pa.score_held_out(list(pa.HELD_OUT_FILES), profiles)[0]
-            if perf.rocm_fp8_gemms(c.perf.gpu, c.perf.model, v0=pa.rules_version(c) < (0, 8, 0))]
+    # selected with the engine the replay passes to efficiency_for (model_prediction: the limits' v0_engine)
+    runs = [c for c, _, _ in held_out_scored[0]
+            if perf.rocm_fp8_gemms(c.perf.gpu, c.perf.model, v0=c.perf.limits.v0_engine)]
     assert len(runs) >= 60 and len({c.source for c in runs}) >= 8
 
     def medians(factor: float) -> dict[str, float]:
