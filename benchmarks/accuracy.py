@@ -96,6 +96,10 @@ VERSION_ASSUMED = {
     # 0.27.1 wheel's logger call (~765) and 0.29.0's (860), and counts Model Runner V2's CUDA-graph estimate, which
     # 0.29 introduced (engine/versions.py mrv2_graph_estimate). Scored blind first with the 0.11.0 fallback
     "vllm-pr48601-4xh100-qwen36-27b-fp8-tp4-mrv2-util092-kernel-warmup-oom-fail": "0.29.0",
+    # collected-startup-logs-45: adadrag's DGX Spark starts ran the cu130-nightly image of February - March 2026, whose
+    # README asks for "vLLM v0.16.0+" (row vllm_version_note). Scored blind first with the 0.11.0 fallback
+    "r45-adadrag-qwen35dgx-gb10-qwen35-35b-a3b-bf16-len1048576-util095-nightly": "0.16.0",
+    "r45-adadrag-qwen35dgx-gb10-qwen35-35b-a3b-bf16-len262144-util080-prefix-nightly": "0.16.0",
     # collected-startup-logs-42 (scored blind first with the 0.11.0 fallback, README round 41): the rows' version
     # notes place them. vllm#7593 (August 2024, the V0 source lines model_runner.py:732 / distributed_gpu_executor
     # .py:56): 0.5.4, the release of that month before 0.5.5 (08-23); vllm#10797's collect_env shows torch
@@ -167,7 +171,8 @@ HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.js
                   "collected-startup-logs-35.jsonl", "collected-startup-logs-36.jsonl",
                   "collected-startup-logs-37.jsonl", "collected-startup-logs-38.jsonl", "collected-startup-logs-39.jsonl",
                   "collected-startup-logs-41.jsonl", "collected-startup-logs-42.jsonl",
-                  "collected-startup-logs-43.jsonl", "collected-startup-logs-44.jsonl")
+                  "collected-startup-logs-43.jsonl", "collected-startup-logs-44.jsonl",
+                  "collected-startup-logs-45.jsonl")
 
 
 @dataclass
@@ -214,8 +219,17 @@ def tokens_from_measured_kv(req: PlanRequest, row: dict) -> int | None:
     if row.get("available_kv_gib") is None or not row.get("max_model_len"):
         return None
     fixed = req.model_copy(update={"kv_cache_memory_bytes": int(row["available_kv_gib"] * GIB)})
-    plan = build_plan(fixed, {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"})
+    plan = build_plan(fixed, row_env(row))
     return plan.kv_cache.tokens
+
+
+def row_env(row: dict) -> dict[str, str]:
+    """The environment a log's start is planned under: offline, the model's own estimates (never a developer's
+    local calibration store), and the vLLM variables the log's own command sets."""
+    env = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
+    if "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in str(row.get("quote") or ""):
+        env["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = "1"  # a --max-model-len past the model's native context
+    return env
 
 
 def gpu_from_text(text: str | None) -> str | None:
@@ -301,8 +315,7 @@ def evaluate_row(row: dict) -> Row | None:
     in_use = memory_in_use_from_log(req, row)
     if in_use:
         req = req.model_copy(update={"gpu_memory_in_use": in_use})
-    # the model's own estimates, never a developer's local calibration store
-    env = {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"}
+    env = row_env(row)
     if row.get("engine") == "V0" and (0, 8, 0) <= parse_version(version) < (0, 11, 0):
         # a V0 log of a release whose default is V1: VLLM_USE_V1=0 (gpustack#1800's build set it); where the
         # release falls back to V0 by itself (an old GPU, a feature V1 lacks) this changes nothing

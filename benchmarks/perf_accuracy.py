@@ -78,7 +78,7 @@ HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "coll
                   DATA_DIR / "collected-bench-results-33.jsonl", DATA_DIR / "collected-bench-results-34.jsonl",
                   DATA_DIR / "collected-bench-results-35.jsonl", DATA_DIR / "collected-bench-results-36.jsonl",
                   DATA_DIR / "collected-bench-results-37.jsonl", DATA_DIR / "collected-bench-results-38.jsonl",
-                  DATA_DIR / "collected-bench-results-39.jsonl")
+                  DATA_DIR / "collected-bench-results-39.jsonl", DATA_DIR / "collected-bench-results-40.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
@@ -127,6 +127,12 @@ MODEL_MAP = {
     # Qwen's own block-FP8 release of Qwen3.8-27B (collected-bench-results-39.jsonl, 2x L40S); scored blind first
     # without it (README, round 42)
     "Qwen/Qwen3.8-27B-FP8": ("Qwen/Qwen3.8-27B", "fp8-online"),
+    # collected-bench-results-40.jsonl (RTX PRO 6000 Blackwell Server): Red Hat's FP8-dynamic release of a catalog VLM
+    # (per-channel weights, per-token activations; the vision tower 16-bit, unused by text-only requests) and
+    # NVIDIA's NVFP4 release of Qwen3-30B-A3B (the shapes of the catalog's Red Hat NVFP4 one); scored blind first
+    # without them (README, round 43)
+    "RedHatAI/Qwen2.5-VL-72B-Instruct-FP8-dynamic": ("Qwen/Qwen2.5-VL-72B-Instruct", "fp8-online"),
+    "nvidia/Qwen3-30B-A3B-NVFP4": ("RedHatAI/Qwen3-30B-A3B-NVFP4", None),
 }
 GPU_MAP = {
     "h100 sxm": "h100-sxm", "h100 80gb": "h100-sxm", "h100 sxm 80gb": "h100-sxm", "a100 80gb": "a100-80gb-sxm",

@@ -383,7 +383,8 @@ def workload_dict(wl: Workload) -> dict[str, Any]:
 
 
 def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gpu: GpuPerf, *,
-                     async_scheduling: bool = False, mixed_batches: bool = True) -> PerformanceInfo:
+                     async_scheduling: bool = False, mixed_batches: bool = True,
+                     v0_engine: bool = False) -> PerformanceInfo:
     eff = pred.efficiency
     return PerformanceInfo(
         source=eff.source,
@@ -442,7 +443,7 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
             "(fitted on public H100 gpt-oss runs)"] if mxfp4_upcast(model) and eff.mxfp4_upcast_compute < 1.0 else [])
         + ([f"FP8 GEMMs on ROCm ({gpu.name}): {ROCM_FP8_COMPUTE_FACTOR:.0%} of the compute rate an H200's FP8 GEMMs "
             "reach relative to their peak (chosen on public MI300X / MI355X / R9700 FP8 runs, leave-one-publisher-out)"]
-           if rocm_fp8_gemms(gpu, model, v0=eff.gemm_kernel_s <= GEMM_KERNEL_S) else [])
+           if rocm_fp8_gemms(gpu, model, v0=v0_engine) else [])
         + (["4-bit weights on ROCm: vLLM has no Marlin kernels there (awq_marlin / gptq_marlin fall back to its AWQ "
             "Triton and GPTQ kernels); the estimate takes the CUDA W4A16 rate, and the one public ROCm set (4x MI100, "
             "collected-bench-results-18) decoded GPTQ 2-5x slower than that"]
@@ -720,7 +721,8 @@ def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], prof
             pred = cp.predict_sustained(wl)
             result.performance = performance_info(pred, wl, cp.model, cp.gpu,
                                                   async_scheduling=cp.limits.async_scheduling,
-                                                  mixed_batches=cp.limits.mixed_batches)
+                                                  mixed_batches=cp.limits.mixed_batches,
+                                                  v0_engine=cp.limits.v0_engine)
             alt.output_tokens_per_s = result.performance.output_tokens_per_s
         elif opts.alternatives:
             small = replace(wl, num_requests=min(wl.num_requests or _ALT_REQUESTS, _ALT_REQUESTS))

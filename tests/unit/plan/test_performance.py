@@ -320,3 +320,24 @@ def test_a_plan_says_when_mxfp4_experts_stream_slower() -> None:
     assert not any("MXFP4 MoE" in a and "stream" in a for a in h100)
     assert any("MXFP4 MoE" in a and "unpacked to BF16" in a and "70%" in a for a in h100)
     assert not any("MXFP4 MoE" in a for a in assumptions("mi355x"))
+
+
+def test_a_plan_names_the_rocm_fp8_rate_only_where_it_applies() -> None:
+    """W8A8 FP8 GEMMs under ROCm's V1 engine compute at ROCM_FP8_COMPUTE_FACTOR (0.65) of the H200-measured FP8 rate
+    (estimate/perf.py rocm_fp8_gemms): the plan's assumptions say so for an FP8 checkpoint on an MI300X under 0.32,
+    not for the same model in BF16, on an H100, or under the old engine (0.6.6, where the rule's runs were never
+    taken); the engine is the plan's own flag, not read off another constant. A TP size keeps the named checkpoint
+    (no FP8 sibling is proposed for the BF16 one)."""
+    def assumptions(model: str, gpu: str, version: str) -> list[str]:
+        res = invoke(["plan", model, "--gpu", gpu, "--source", "catalog", "--vllm-version", version,
+                      "--tensor-parallel-size", "2", "--workload", "chat", "--json"])
+        assert res.exit_code == 0, res.output
+        return json.loads(res.stdout)["data"]["performance"]["assumptions"]
+
+    def names_it(lines: list[str]) -> bool:
+        return any("FP8 GEMMs on ROCm" in a and "65%" in a for a in lines)
+
+    assert names_it(assumptions("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", "mi300x", "0.32.0"))
+    assert not names_it(assumptions("meta-llama/Llama-3.3-70B-Instruct", "mi300x", "0.32.0"))
+    assert not names_it(assumptions("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", "h100", "0.32.0"))
+    assert not names_it(assumptions("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", "mi300x", "0.6.6"))
