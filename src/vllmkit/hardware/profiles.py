@@ -122,6 +122,10 @@ class GpuProfile(BaseModel):
     # NVML reports the device's memory (nvmlDeviceGetMemoryInfo). Not on unified-memory GB10, where vLLM's
     # get_batch_defaults catches the error and takes the small-GPU defaults (2048 batched tokens, 256 seqs)
     nvml_memory_info: bool = True
+    # CPU and GPU share one physical memory (GB10, Jetson): the total is all of system RAM, vLLM measures free
+    # memory system-wide there (vllm/utils/mem_utils.py MemorySnapshot.measure, psutil's available memory on an
+    # integrated GPU), and weights kept "in host memory" sit in the same memory
+    unified_memory: bool = False
     supports: Supports
     specs_source: str | None = None
     notes: str | None = None

@@ -552,6 +552,29 @@ def shared_gpu_warning(chosen: Candidate, rules: VersionRules) -> str | None:
 ROCM_LISTED_TARGETS = ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1101", "gfx1200", "gfx1201", "gfx1150", "gfx1151")
 
 
+# Public starts on unified-memory GPUs got less KV cache than the plan's terms leave: by 1.32, 1.68, 1.73, 1.80,
+# 2.62, 3.09 and 6.38 GiB (GB10 on vLLM 0.11 - 0.27 and a Jetson AGX Thor on 0.10.2; benchmarks/accuracy.py rows
+# arm-dgxspark-mistral7b-gptq, dgx-spark-notes-..., gb10-gpt-oss-20b-..., gb10-qwen3-30b-a3b-fp8-..., jetson-thor-...,
+# r45-adadrag-... and gb10-qwen38-27b-bf16-...), and by 0.54 GiB on one 1.5B model run eager. There vLLM's memory
+# snapshot reads free memory system-wide (psutil's available memory on an integrated GPU, 0.32 vllm/utils/
+# mem_utils.py MemorySnapshot.measure), so host memory the engine's processes take while it loads and profiles
+# counts as non-torch memory. The size varies too much from log to log (0.5 - 6.4 GiB) for a term of the plan, so
+# the plan says so instead (round 43).
+UNIFIED_MEMORY_SHORTFALL_GIB = (1.3, 6.4, 1.8)  # (low, high, median) of the seven logs above
+
+
+def unified_memory_warning(profile) -> str | None:
+    """On a GPU that shares its memory with the CPU, the KV cache vLLM sizes comes out below the plan's."""
+    if not getattr(profile, "unified_memory", False) or profile.vendor != "nvidia":
+        return None
+    low, high, median = UNIFIED_MEMORY_SHORTFALL_GIB
+    return (f"unified memory ({profile.display_name}): vLLM measures free memory system-wide here, so host memory its "
+            f"processes take while loading and profiling counts against the KV cache; public starts got {low:g} - "
+            f"{high:g} GiB (median {median:g}) less KV cache than such a plan, so leave that much slack (a lower "
+            "--max-model-len or concurrency) or fix the size with --kv-cache-memory-bytes; other programs' memory "
+            "counts too")
+
+
 def platform_warning(profile, rules: VersionRules) -> str | None:
     """Where the release's published builds do not run on this GPU: a plan for memory still holds, but the
     start fails at the first custom kernel ('no kernel image is available for execution on the device')."""

@@ -129,7 +129,7 @@ def host_link_bytes_s(profile: Any, bandwidth_bytes_s: float) -> float:
     """How fast this GPU reads weights kept in host memory (--cpu-offload-gb)."""
     name = str(profile.name).lower()
     arch = str(profile.architecture)
-    if not getattr(profile, "nvml_memory_info", True) or name.startswith("jetson"):
+    if getattr(profile, "unified_memory", False):
         return bandwidth_bytes_s  # unified memory: the "host" copy sits in the same memory
     if name.startswith(("gh200", "gb200", "gb300")):
         return 450e9 * UVA_READ_FRACTION

@@ -28,6 +28,7 @@ from vllmkit.plan.candidates import (
     platform_warning,
     shared_gpu_warning,
     speculative_method,
+    unified_memory_warning,
 )
 from vllmkit.plan.models import PlanRequest, PlanResult
 from vllmkit.plan.performance import PerfOptions, attach_performance, check_request_length, request_tokens
@@ -178,6 +179,8 @@ def build_plan(req: PlanRequest, env: Mapping[str, str] | None = None, *, min_co
         warnings.append(sw)
     if pw := platform_warning(profile, rules):
         warnings.append(pw)
+    if uw := unified_memory_warning(profile):
+        warnings.append(uw)
     result = plan_result(req, chosen, candidates, profile, rules, version, version_src, meta, warnings, kv_dtype)
     if perf is not None:  # --- performance model (issue 11): plan/performance.py ---
         attach_performance(result, chosen, candidates, profile, rules, perf, tp_given=req.tensor_parallel_size)
