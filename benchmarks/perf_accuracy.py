@@ -78,7 +78,8 @@ HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "coll
                   DATA_DIR / "collected-bench-results-33.jsonl", DATA_DIR / "collected-bench-results-34.jsonl",
                   DATA_DIR / "collected-bench-results-35.jsonl", DATA_DIR / "collected-bench-results-36.jsonl",
                   DATA_DIR / "collected-bench-results-37.jsonl", DATA_DIR / "collected-bench-results-38.jsonl",
-                  DATA_DIR / "collected-bench-results-39.jsonl", DATA_DIR / "collected-bench-results-40.jsonl")
+                  DATA_DIR / "collected-bench-results-39.jsonl", DATA_DIR / "collected-bench-results-40.jsonl",
+                  DATA_DIR / "collected-bench-results-41.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
@@ -133,6 +134,9 @@ MODEL_MAP = {
     # without them (README, round 43)
     "RedHatAI/Qwen2.5-VL-72B-Instruct-FP8-dynamic": ("Qwen/Qwen2.5-VL-72B-Instruct", "fp8-online"),
     "nvidia/Qwen3-30B-A3B-NVFP4": ("RedHatAI/Qwen3-30B-A3B-NVFP4", None),
+    # vllm#6781 (collected-bench-results-41.jsonl): Qwen's GPTQ-Int4 release of Qwen2-72B-Instruct (Qwen2.5-72B's
+    # shapes, as "Qwen/Qwen2-72B" above), Marlin kernels; scored blind first without it (README, round 43)
+    "Qwen/Qwen2-72B-Instruct-GPTQ-Int4": ("Qwen/Qwen2.5-72B-Instruct", "gptq-int4"),
 }
 GPU_MAP = {
     "h100 sxm": "h100-sxm", "h100 80gb": "h100-sxm", "h100 sxm 80gb": "h100-sxm", "a100 80gb": "a100-80gb-sxm",

@@ -369,8 +369,22 @@ GEFORCE_ADA_MATMUL_RATIO = (178.5 / 165.2) / 0.803
 # 1307 dense BF16 TFLOPS in GEMM sweeps (vs ~3.0 of 3.35 TB/s and ~650-750 of 989 on H100 SXM);
 # GeForce / workstation cards reach their (lower) peaks about as well as datacenter ones (GeForce
 # Blackwell better: GEFORCE_BLACKWELL_MATMUL_RATIO).
+# Ampere (A100 / A800 / A30 HBM2e, A10 / A40 / RTX 30 GDDR6(X)) streams weights at a lower share of its datasheet
+# bandwidth than the Hopper parts the fitted `bandwidth` comes from (the H200 probe's 1-token GEMMs: 4.28 of 4.8 TB/s,
+# 0.89; GEMM_KERNEL_S). PyTorch's gpt-fast measured Llama-2-7B decoding at 1,397 GB/s on an A100 80GB and puts that
+# card's achievable peak at "about 1700 GB/s" of its 2,039 (0.83; github.com/pytorch-labs/gpt-fast README, A100
+# tables and the note under "Speculative Sampling"): 0.94 of the Hopper share. The held-out Ampere runs decoded
+# slower than modelled (TPOT -10.5 % median on 67 A100 80GB runs, up to -20 % at one client where the weight stream
+# is most of a step). The factor was chosen as round 42's ROCm FP8 one: leaving each of the 21 held-out publishers
+# with Ampere runs out in turn and taking the grid value (0.8 - 1.0) that minimises the others' summed median
+# errors: 0.9 in 20 folds, 0.85 in one; on the left-out publishers (285 runs) tokens/s 9.7 -> 7.1 %, TPOT 10.3 ->
+# 8.0 %, TTFT 22.1 -> 23.4 % (pooled medians). So the held-out Ampere runs are in-sample for this constant (README,
+# round 43).
+AMPERE_BANDWIDTH_FACTOR = 0.9
+
 FAMILY_PRIORS: dict[str, tuple[float, float, float]] = {
     # family: (bandwidth factor, compute factor, overhead factor)
+    "ampere": (AMPERE_BANDWIDTH_FACTOR, 1.0, 1.0),
     "blackwell-geforce": (1.0, GEFORCE_BLACKWELL_MATMUL_RATIO, 1.0),
     "ada-geforce": (1.0, GEFORCE_ADA_MATMUL_RATIO, 1.0),
     "cdna3": (0.88, 0.70, 1.3),
@@ -545,10 +559,11 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
 # on it. Per decoder layer the step takes sqrt(gpu^2 + dispatch^2) (the same soft maximum as the GEMM
 # roofline: neither side stays perfectly ahead of the other). The dispatch cost comes from the one stock
 # public eager run with one request at a time: vllm#20469 (Qwen3-14B-AWQ, 40 layers, A100 80GB, vLLM
-# 0.9.1 --enforce-eager): median TPOT 20.94 ms against 8.8 ms modelled with graphs, whose layers take
-# 0.165 ms each on the GPU: sqrt(0.4685^2 - 0.165^2) = 0.44 ms ((20.94 - 2.2 ms of step overhead) / 40
-# = 0.4685 ms a layer). That is a dense layer's; other layers scale it by what they launch (below).
-EAGER_DISPATCH_PER_LAYER_S = 0.44e-3
+# 0.9.1 --enforce-eager): median TPOT 20.94 ms against 9.8 ms modelled with graphs, whose layers take
+# 0.19 ms each on the GPU: sqrt(0.4685^2 - 0.19^2) = 0.43 ms ((20.94 - 2.2 ms of step overhead) / 40
+# = 0.4685 ms a layer). That is a dense layer's; other layers scale it by what they launch (below). (Until
+# round 43, without the Ampere bandwidth factor, the graphs' step was 8.8 ms, its layers 0.165 ms: 0.44 ms.)
+EAGER_DISPATCH_PER_LAYER_S = 0.43e-3
 # The dispatch cost scales with the kernels a layer launches, counted in vLLM's modules (0.32: qwen3.py,
 # deepseek_v2.py, fused_moe/fused_moe.py fused_experts_impl). A dense GQA layer, the calibration's kind:
 # two fused add + RMSNorms, qkv, rotary, KV-cache write, attention, o_proj, gate_up, SiLU-and-mul, down =
@@ -894,6 +909,7 @@ def naive_roofline_tpot(model: ModelPerf, gpu: GpuPerf) -> float:
 
 
 __all__ = [
+    "AMPERE_BANDWIDTH_FACTOR",
     "AMPERE_MAMF_RATIO",
     "ASYNC_HOST_SHARE",
     "EAGER_DISPATCH_PER_LAYER_S",
