@@ -364,12 +364,7 @@ GEFORCE_BLACKWELL_MATMUL_RATIO = (224.3 / 209.5) / 0.803
 # RTX 40 runs (three publishers, TTFT +32 % median on 35 RTX 4090 runs) are what drew attention to it.
 GEFORCE_ADA_MATMUL_RATIO = (178.5 / 165.2) / 0.803
 
-# Family priors relative to the fitted (Hopper/Ampere NVIDIA) efficiencies, chosen from public
-# microbenchmarks, not fitted: MI300X sustains ~4.1-4.3 of 5.3 TB/s in stream tests and ~600-700 of
-# 1307 dense BF16 TFLOPS in GEMM sweeps (vs ~3.0 of 3.35 TB/s and ~650-750 of 989 on H100 SXM);
-# GeForce / workstation cards reach their (lower) peaks about as well as datacenter ones (GeForce
-# Blackwell better: GEFORCE_BLACKWELL_MATMUL_RATIO).
-# Ampere (A100 / A800 / A30 HBM2e, A10 / A40 / RTX 30 GDDR6(X)) streams weights at a lower share of its datasheet
+# Ampere (A100 / A800 HBM2e, A30 HBM2, A10 / A40 / RTX 30 GDDR6(X)) streams weights at a lower share of its datasheet
 # bandwidth than the Hopper parts the fitted `bandwidth` comes from (the H200 probe's 1-token GEMMs: 4.28 of 4.8 TB/s,
 # 0.89; GEMM_KERNEL_S). PyTorch's gpt-fast measured Llama-2-7B decoding at 1,397 GB/s on an A100 80GB and puts that
 # card's achievable peak at "about 1700 GB/s" of its 2,039 (0.83; github.com/pytorch-labs/gpt-fast README, A100
@@ -382,6 +377,12 @@ GEFORCE_ADA_MATMUL_RATIO = (178.5 / 165.2) / 0.803
 # round 43).
 AMPERE_BANDWIDTH_FACTOR = 0.9
 
+# Family priors relative to the fitted (Hopper/Ampere NVIDIA) efficiencies, chosen from public
+# microbenchmarks, not fitted: MI300X sustains ~4.1-4.3 of 5.3 TB/s in stream tests and ~600-700 of
+# 1307 dense BF16 TFLOPS in GEMM sweeps (vs ~3.0 of 3.35 TB/s and ~650-750 of 989 on H100 SXM);
+# GeForce / workstation cards reach their (lower) peaks about as well as datacenter ones (GeForce
+# Blackwell better: GEFORCE_BLACKWELL_MATMUL_RATIO). Ampere's bandwidth factor alone was chosen on public serving
+# runs (above).
 FAMILY_PRIORS: dict[str, tuple[float, float, float]] = {
     # family: (bandwidth factor, compute factor, overhead factor)
     "ampere": (AMPERE_BANDWIDTH_FACTOR, 1.0, 1.0),
