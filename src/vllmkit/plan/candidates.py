@@ -565,7 +565,7 @@ UNIFIED_MEMORY_SHORTFALL_GIB = (1.3, 6.4, 1.8)  # (low, high, median) of the sev
 
 def unified_memory_warning(profile) -> str | None:
     """On a GPU that shares its memory with the CPU, the KV cache vLLM sizes comes out below the plan's."""
-    if not getattr(profile, "unified_memory", False) or profile.vendor != "nvidia":
+    if not getattr(profile, "unified_memory", False):
         return None
     low, high, median = UNIFIED_MEMORY_SHORTFALL_GIB
     return (f"unified memory ({profile.display_name}): vLLM measures free memory system-wide here, so host memory its "

@@ -382,9 +382,8 @@ def workload_dict(wl: Workload) -> dict[str, Any]:
             "shared_prefix_len": wl.shared_prefix}
 
 
-def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gpu: GpuPerf, *,
-                     async_scheduling: bool = False, mixed_batches: bool = True,
-                     v0_engine: bool = False) -> PerformanceInfo:
+def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gpu: GpuPerf,
+                     limits: SchedulerLimits) -> PerformanceInfo:
     eff = pred.efficiency
     return PerformanceInfo(
         source=eff.source,
@@ -408,7 +407,7 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
             f"({eff.source}{': ' + eff.note if eff.note else ''})",
             f"step overhead {eff.step_overhead_s * 1e3:.2f} ms + {eff.per_seq_overhead_s * 1e6:.0f} us per sequence",
             f"{pred.num_requests} requests simulated through vLLM's scheduler ("
-            + ("chunked prefill" if mixed_batches else
+            + ("chunked prefill" if limits.mixed_batches else
                "the old engine without chunked prefill: waiting prompts run first, in steps of their own, decodes paused")
             + ", recompute preemption); steady-state throughput over the middle of the run"
             + (f"; latencies of the requests sent {pred.window_s[0]:,.0f}-{pred.window_s[1]:,.0f} s into it (sustained "
@@ -425,7 +424,7 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
               else "async scheduling (--async-scheduling, opt-in before 0.14)")
             + ": the next step is scheduled while one runs, so a request that arrives meanwhile starts a step later, "
             f"and the host's per-step work ({eff.host_overlap or ASYNC_HOST_SHARE:.0%} of the fixed step cost and the "
-            "per-sequence cost) overlaps the GPU's"] if async_scheduling else [])
+            "per-sequence cost) overlaps the GPU's"] if limits.async_scheduling else [])
         + ([f"ROCm: each kernel's fixed cost in a step is {eff.gemm_kernel_s / GEMM_KERNEL_S:.1f}x CUDA's (HIP graphs; "
             "chosen on public ROCm runs at a few clients)"] if eff.gemm_kernel_s > GEMM_KERNEL_S else [])
         + ([f"the old engine on ROCm: a prompt chunk after the first attends to the cached ones in the Triton "
@@ -443,7 +442,7 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
             "(fitted on public H100 gpt-oss runs)"] if mxfp4_upcast(model) and eff.mxfp4_upcast_compute < 1.0 else [])
         + ([f"FP8 GEMMs on ROCm ({gpu.name}): {ROCM_FP8_COMPUTE_FACTOR:.0%} of the compute rate an H200's FP8 GEMMs "
             "reach relative to their peak (chosen on public MI300X / MI355X / R9700 FP8 runs, leave-one-publisher-out)"]
-           if rocm_fp8_gemms(gpu, model, v0=v0_engine) else [])
+           if rocm_fp8_gemms(gpu, model, v0=limits.v0_engine) else [])
         + (["4-bit weights on ROCm: vLLM has no Marlin kernels there (awq_marlin / gptq_marlin fall back to its AWQ "
             "Triton and GPTQ kernels); the estimate takes the CUDA W4A16 rate, and the one public ROCm set (4x MI100, "
             "collected-bench-results-18) decoded GPTQ 2-5x slower than that"]
@@ -719,10 +718,7 @@ def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], prof
                 alt.output_tokens_per_s = round(rec.output_tokens_per_s, 1)
                 continue
             pred = cp.predict_sustained(wl)
-            result.performance = performance_info(pred, wl, cp.model, cp.gpu,
-                                                  async_scheduling=cp.limits.async_scheduling,
-                                                  mixed_batches=cp.limits.mixed_batches,
-                                                  v0_engine=cp.limits.v0_engine)
+            result.performance = performance_info(pred, wl, cp.model, cp.gpu, cp.limits)
             alt.output_tokens_per_s = result.performance.output_tokens_per_s
         elif opts.alternatives:
             small = replace(wl, num_requests=min(wl.num_requests or _ALT_REQUESTS, _ALT_REQUESTS))

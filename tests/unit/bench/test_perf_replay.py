@@ -67,6 +67,19 @@ def held_out_scored() -> tuple[list[tuple[pa.Case, dict, dict]], list[str]]:
     return pa.score_held_out(list(pa.HELD_OUT_FILES), load_profiles(include_user_config=False))
 
 
+def median_errors(runs: list[pa.Case], eff=pa.FITTED_EFFICIENCY) -> dict[str, float]:
+    """The runs' replay errors under `eff`, median by metric: abs ("tpot") and signed ("tpot_signed"); the upper
+    middle of an even count."""
+    errs = [pa.errors(pa.model_prediction(c, eff), c.measured) for c in runs]
+    out: dict[str, float] = {}
+    for metric in ("throughput", "tpot", "ttft"):
+        signed = sorted(e[metric][1] for e in errs if metric in e)
+        if signed:
+            out[metric + "_signed"] = signed[len(signed) // 2]
+            out[metric] = sorted(abs(x) for x in signed)[len(signed) // 2]
+    return out
+
+
 def test_a_stated_kv_budget_is_the_cache_the_replay_runs_with(held) -> None:
     """dennislee's test 7 serves Qwen2.5-32B on one A100 80GB with "Available KV cache memory: 9.70
     GiB" (section title). Qwen2.5-32B caches 64 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes =
@@ -220,18 +233,14 @@ def test_held_out_hopper_mxfp4_runs_prefill_at_the_fitted_upcast_rate(held_out_s
     dense = replace(pa.FITTED_EFFICIENCY, mxfp4_upcast_compute=1.0)
     assert pa.FITTED_EFFICIENCY.mxfp4_upcast_compute < 0.8
 
-    def errors(eff, metric: str, signed: bool = False) -> float:
-        errs = sorted(e[metric][1] if signed else abs(e[metric][1])
-                      for e in (pa.errors(pa.model_prediction(c, eff), c.measured) for c in runs) if metric in e)
-        return errs[len(errs) // 2]
-
-    assert errors(dense, "ttft", signed=True) < -0.2
-    assert errors(pa.FITTED_EFFICIENCY, "ttft") < 0.85 * errors(dense, "ttft")
-    assert errors(pa.FITTED_EFFICIENCY, "throughput") <= errors(dense, "throughput")
-    assert errors(pa.FITTED_EFFICIENCY, "tpot") < errors(dense, "tpot") + 0.03
+    without, fitted = median_errors(runs, dense), median_errors(runs)
+    assert without["ttft_signed"] < -0.2
+    assert fitted["ttft"] < 0.85 * without["ttft"]
+    assert fitted["throughput"] <= without["throughput"]
+    assert fitted["tpot"] < without["tpot"] + 0.03
 
 
-def test_held_out_rocm_fp8_runs_prefill_slower_than_the_h200_fp8_rate(held_out_scored) -> None:
+def test_held_out_rocm_fp8_runs_prefill_slower_than_the_h200_fp8_rate(held_out_scored, monkeypatch) -> None:
     """ROCM_FP8_COMPUTE_FACTOR was chosen on these runs, leaving each publisher out in turn (0.6 - 0.7 in every
     fold): the held-out W8A8 FP8 runs on AMD GPUs under V1 (MI300X, MI355X, R9700; 11 publishers). Without it their
     TTFT is modelled far too fast at the median; with it the median TTFT error falls by a fifth or more, and the
@@ -243,27 +252,15 @@ def test_held_out_rocm_fp8_runs_prefill_slower_than_the_h200_fp8_rate(held_out_s
             if perf.rocm_fp8_gemms(c.perf.gpu, c.perf.model, v0=c.perf.limits.v0_engine)]
     assert len(runs) >= 60 and len({c.source for c in runs}) >= 8
 
-    def medians(factor: float) -> dict[str, float]:
-        old = perf.ROCM_FP8_COMPUTE_FACTOR
-        perf.ROCM_FP8_COMPUTE_FACTOR = factor
-        try:
-            errs = [pa.errors(pa.model_prediction(c, pa.FITTED_EFFICIENCY), c.measured) for c in runs]
-        finally:
-            perf.ROCM_FP8_COMPUTE_FACTOR = old
-        def median(values: list[float]) -> float:
-            return sorted(values)[len(values) // 2]
-
-        return {"throughput": median([abs(e["throughput"][1]) for e in errs if "throughput" in e]),
-                "ttft": median([abs(e["ttft"][1]) for e in errs if "ttft" in e]),
-                "ttft_signed": median([e["ttft"][1] for e in errs if "ttft" in e])}
-
-    without, shipped = medians(1.0), medians(perf.ROCM_FP8_COMPUTE_FACTOR)
+    shipped = median_errors(runs)
+    monkeypatch.setattr(perf, "ROCM_FP8_COMPUTE_FACTOR", 1.0)
+    without = median_errors(runs)
     assert without["ttft_signed"] < -0.15
     assert shipped["ttft"] < 0.8 * without["ttft"]
     assert shipped["throughput"] <= without["throughput"]
 
 
-def test_held_out_ampere_runs_decode_at_the_ampere_bandwidth_factor(held_out_scored) -> None:
+def test_held_out_ampere_runs_decode_at_the_ampere_bandwidth_factor(held_out_scored, monkeypatch) -> None:
     """AMPERE_BANDWIDTH_FACTOR (0.9) was chosen on these runs, leaving each of the 21 held-out publishers with Ampere
     runs (A100 / A800 HBM2e, A10G / A40 / RTX 3090 GDDR) out in turn: without it their decode is modelled too fast
     at the median; with it the median abs TPOT and tokens/s errors fall by a fifth or more, and the TTFT moves by
@@ -273,21 +270,9 @@ def test_held_out_ampere_runs_decode_at_the_ampere_bandwidth_factor(held_out_sco
     runs = [c for c, _, _ in held_out_scored[0] if c.perf.gpu.family == "ampere"]
     assert len(runs) >= 250 and len({c.source for c in runs}) >= 20
 
-    def medians(factor: float) -> dict[str, float]:
-        old = perf.FAMILY_PRIORS["ampere"]
-        perf.FAMILY_PRIORS["ampere"] = (factor, *old[1:])
-        try:
-            errs = [pa.errors(pa.model_prediction(c, pa.FITTED_EFFICIENCY), c.measured) for c in runs]
-        finally:
-            perf.FAMILY_PRIORS["ampere"] = old
-
-        def median(values: list[float]) -> float:
-            return sorted(values)[len(values) // 2]
-
-        return {m: median([abs(e[m][1]) for e in errs if m in e]) for m in ("throughput", "tpot", "ttft")} | {
-            "tpot_signed": median([e["tpot"][1] for e in errs if "tpot" in e])}
-
-    without, shipped = medians(1.0), medians(perf.AMPERE_BANDWIDTH_FACTOR)
+    shipped = median_errors(runs)
+    monkeypatch.setitem(perf.FAMILY_PRIORS, "ampere", (1.0, *perf.FAMILY_PRIORS["ampere"][1:]))
+    without = median_errors(runs)
     assert without["tpot_signed"] < -0.04
     assert shipped["tpot"] < 0.8 * without["tpot"]
     assert shipped["throughput"] < 0.8 * without["throughput"]
