@@ -40,7 +40,8 @@ def _reasons(chosen: Candidate, profile, candidates: list[Candidate]) -> list[st
         out.append(f"TP={ev.tp} PP={ev.pp} is the smallest valid parallelism that fits")
     elif all(not c.listed for c in fewer):  # each fits only at a context nobody would choose
         short = max(fewer, key=lambda c: (c.evaluation.tp * c.evaluation.pp, c.evaluation.max_model_len)).evaluation
-        out.append(f"TP={short.tp} PP={short.pp} ({short.tp * short.pp} GPUs) fits only a {short.max_model_len:,}-token "
+        n = short.tp * short.pp
+        out.append(f"TP={short.tp} PP={short.pp} ({n} GPU{'s' if n > 1 else ''}) fits only a {short.max_model_len:,}-token "
                    f"context; TP={ev.tp} PP={ev.pp} is the smallest that gives a usable one")
     if profile.vendor == "amd" and chosen.variant.label == "fp8":
         out.append("MI300-class GPUs run FP8 natively (e4m3fnuz); AWQ/GPTQ kernels are CUDA-first")

@@ -35,3 +35,12 @@ def test_a_model_that_fits_within_four_nodes_is_unchanged() -> None:
     # Llama-3.3-70B BF16 (~131 GiB) on H100s: two or four GPUs, never a wide search
     plan = build_plan(PlanRequest(model="meta-llama/Llama-3.3-70B-Instruct", source="catalog", gpu="h100"), ENV)
     assert plan.fits and plan.gpu.count <= 8
+
+
+def test_a_single_gpu_that_fits_only_a_short_context_is_one_gpu() -> None:
+    # Llama-3.3-70B FP8 (67.7 GiB) on H100s: one GPU (72.85 GiB requested) leaves ~2 GiB of KV, a few
+    # thousand tokens; the reason names that option as one GPU, not "1 GPUs"
+    plan = build_plan(PlanRequest(model="meta-llama/Llama-3.3-70B-Instruct", source="catalog", gpu="h100",
+                                  gpu_count=2), ENV)
+    assert plan.gpu.count == 2
+    assert any("TP=1 PP=1 (1 GPU) fits only a" in r for r in plan.reasons)
