@@ -79,7 +79,7 @@ HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "coll
                   DATA_DIR / "collected-bench-results-35.jsonl", DATA_DIR / "collected-bench-results-36.jsonl",
                   DATA_DIR / "collected-bench-results-37.jsonl", DATA_DIR / "collected-bench-results-38.jsonl",
                   DATA_DIR / "collected-bench-results-39.jsonl", DATA_DIR / "collected-bench-results-40.jsonl",
-                  DATA_DIR / "collected-bench-results-41.jsonl")
+                  DATA_DIR / "collected-bench-results-41.jsonl", DATA_DIR / "collected-bench-results-42.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
@@ -137,6 +137,12 @@ MODEL_MAP = {
     # vllm#6781 (collected-bench-results-41.jsonl): Qwen's GPTQ-Int4 release of Qwen2-72B-Instruct (Qwen2.5-72B's
     # shapes, as "Qwen/Qwen2-72B" above), Marlin kernels; scored blind first without it (README, round 43)
     "Qwen/Qwen2-72B-Instruct-GPTQ-Int4": ("Qwen/Qwen2.5-72B-Instruct", "gptq-int4"),
+    # collected-bench-results-42.jsonl (hholtmann's RTX 50 runs): NVIDIA's NVFP4 release of Qwen3-8B (ModelOpt: FP4
+    # weights and activations in groups of 16 with FP8 scales; embeddings and LM head 16-bit) and Red Hat's W4A16
+    # release of Gemma-3-27B (compressed-tensors INT4 weights in groups of 128: GPTQ's bytes, Marlin kernels); scored
+    # blind first without them (README, round 44)
+    "nvidia/Qwen3-8B-NVFP4": ("Qwen/Qwen3-8B", "nvfp4"),
+    "RedHatAI/gemma-3-27b-it-quantized.w4a16": ("google/gemma-3-27b-it", "gptq-int4"),
 }
 GPU_MAP = {
     "h100 sxm": "h100-sxm", "h100 80gb": "h100-sxm", "h100 sxm 80gb": "h100-sxm", "a100 80gb": "a100-80gb-sxm",
@@ -305,13 +311,15 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         # only a 16-bit checkpoint is quantized at load; an FP8 one (DeepSeek-R1's own release, whose id
         # says nothing of it) is served as it is: halving it again had read 42 GB per rank, not 84
         variant = online_fp8(variant)
-    elif variant_kind in ("awq", "gptq-int4", "gptq-int8") and variant.label in ("bf16", "fp16"):
+    elif variant_kind in ("awq", "gptq-int4", "gptq-int8", "nvfp4") and variant.label in ("bf16", "fp16"):
         # 4-bit: half a byte a weight plus a 16-bit scale and a 4-bit zero per group of 128 and the packing's
         # index (0.53 B, 0.265 of 16-bit); 8-bit: one byte plus the group's 16-bit scale (1.016 B, 0.508 of
         # 16-bit); embeddings and the LM head stay 16-bit
-        method, bits, share = {"awq": ("awq", 4, 0.265), "gptq-int4": ("gptq", 4, 0.265),
-                               "gptq-int8": ("gptq", 8, 0.508)}[variant_kind]
-        arch = variant.arch.model_copy(update={"quantization": QuantFacts(method=method, bits=bits, group_size=128)})
+        # NVFP4: half a byte a weight plus an FP8 scale per 16 (0.5625 B, 0.28125 of 16-bit)
+        method, bits, share, group = {"awq": ("awq", 4, 0.265, 128), "gptq-int4": ("gptq", 4, 0.265, 128),
+                                      "gptq-int8": ("gptq", 8, 0.508, 128),
+                                      "nvfp4": ("modelopt_fp4", 4, 0.28125, 16)}[variant_kind]
+        arch = variant.arch.model_copy(update={"quantization": QuantFacts(method=method, bits=bits, group_size=group)})
         embed = arch.vocab_size * arch.hidden_size * 2
         body = variant.weight_bytes - embed * (1 if arch.tie_word_embeddings else 2)
         variant = Variant(variant_kind, variant.meta, arch, int(embed * (1 if arch.tie_word_embeddings else 2) + body * share),

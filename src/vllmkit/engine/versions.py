@@ -3,7 +3,8 @@
 Sources: shared/reference/vllm-memory.md (read from released wheels 0.11.0 … 0.33.0) and the
 installed 0.32.0 wheel: gpu_memory_utilization default 0.9 -> 0.92 in 0.20; CUDA-graph memory
 counted from 0.20 (opt-in 0.18/0.19); "KV cache size" tokens = int(concurrency * L) from 0.20.1
-(num_blocks // groups * block_size before: read in the 0.20.0, 0.20.1 and 0.20.2 wheels); sliding-window in-flight term
+(num_blocks // groups * block_size before: read in the 0.20.0, 0.20.1 and 0.20.2 wheels; 0.20.1rc1.devN builds print
+the old figure, public logs); sliding-window in-flight term
 max_concurrent_batches * max_num_batched_tokens from 0.26 (max_num_batched_tokens before: 0.25.1
 kv_cache_interface.py, 0.26.0 config/vllm.py max_in_flight_tokens; read in the wheels, round 42);
 YaRN max length scaled by factor up to 0.29; "<dev> KV cache size … Maximum concurrency" on one
@@ -42,6 +43,17 @@ _UNTAGGED_BUILD = re.compile(r"^\s*v?0\.1\.dev\d+")
 def untagged_build(text: str) -> bool:
     """Whether `text` is setuptools-scm's version for a vLLM source build without release tags."""
     return bool(_UNTAGGED_BUILD.match(str(text)))
+
+
+# A pre-release or development build of X.Y.Z ("0.20.1rc1", "0.20.1rc1.dev23+gde3da0b97", "0.20.1.dev1+g39acbf39c"):
+# PEP 440 orders it before X.Y.Z, and setuptools-scm names a build of main "the next version, devN commits on",
+# so it may lack what the X.Y.Z release has. A local label after "+" ("0.20.1+7124b12a.dev") is the release.
+_PRERELEASE = re.compile(r"^\s*v?\d+\.\d+(?:\.\d+)?(?:rc\d*|a\d+|b\d+|\.dev\d*)")
+
+
+def prerelease(text: str) -> bool:
+    """Whether `text` is a pre-release or development build of its X.Y.Z (not a tagged release)."""
+    return bool(_PRERELEASE.match(str(text))) and not untagged_build(text)
 
 
 def parse_version(text: str) -> tuple[int, int, int]:
@@ -204,7 +216,11 @@ def rules_for(version: str) -> VersionRules:
         # or two 0.11.0 first starts without it. The public logs do not show the cache state, so the rule stays
         # keyed to the releases whose logs show the share; `--compile-cache warm` is the user's way to say it.
         compile_memory_in_profile=not ((0, 14, 0) <= v < (0, 24, 0)),
-        tokens_from_concurrency=v >= (0, 20, 1),
+        # 0.20.1's wheel has the concurrency-based report, 0.20.0's has not; builds on the way to 0.20.1 do not:
+        # two public logs of 0.20.1rc1.dev16 / dev23 print num_blocks // groups x block size (Qwen3.6-27B and
+        # -35B-A3B hybrids, collected-startup-logs-46 / -47: 207,264 tokens at 2.27x of 262,144; 1,253,392 =
+        # 2,358 blocks // 4 x 2,128, where the concurrency formula gives 3,863,347)
+        tokens_from_concurrency=v > (0, 20, 1) or (v == (0, 20, 1) and not prerelease(version)),
         sliding_in_flight_uses_concurrent_batches=v >= (0, 26, 0),
         yarn_scales_max_len=v <= (0, 29, 99),
         large_gpu_batch_defaults=v >= (0, 28, 0),

@@ -132,6 +132,15 @@ EXPECTED = {
     "r42-vllm14376-l40s-tinyllama-11b-chat-util020-len1024-v1-second-instance-no-cache-blocks-fail": "no-kv-memory",
     "r42-vllm14376-l40s-tinyllama-11b-chat-util030-len1024-v1-second-instance-after-030-fail": "no-kv-memory",
     "r42-gpustack2076-4xh20-3e-qwen3-32b-tp4-util060-second-instance-no-cache-blocks-fail": "no-kv-memory",
+    # round 44 (collected-startup-logs-47): V0's KV check and "No available memory" quoted whole, and an OOM raised
+    # from torch's capture_end (CUDA-graph capture)
+    "r47-vllm16199-a10-gemma3-27b-int4awq-fp16-len4096-util098-v083-v0-kv-fail": "kv-cache-too-small",
+    "r47-vllm16199-a10-gemma3-27b-int4awq-fp16-len128-util098-v083-v0-graph-capture-oom": "cuda-oom",
+    "r47-vllm7028-t4-vistral7b-awq-eager-util010-no-cache-blocks-fail": "no-kv-memory",
+    "r47-qwen3-12-v100-32gb-qwen15-14b-chat-fp16-util095-no-cache-blocks-fail": "no-kv-memory",
+    "r47-qanything302-rtx3090-qwen7b-qanything-bf16-len4096-gpu-blocks-0-fail": "no-kv-memory",
+    "r47-qanything289-rtx4090-qanything-7b-len4096-kv3792-fail": "kv-cache-too-small",
+    "r47-wildguard-pr2-rtx3090-wildguard-7b-default-len32768-kv30448-fail": "kv-cache-too-small",
 }
 
 NO_ERROR_TEXT = {
@@ -187,6 +196,8 @@ NO_ERROR_TEXT = {
     "shares with two mamba-block failures",
     "r45-aiguru-aiservices-rtxpro6000-qwen36-35b-a3b-bf16-len1048576-yarn-util095-v0190-fail": "the failure only in "
     "the README's words ('Crashes in a restart loop on 96 GB GPU ... leaving insufficient VRAM for 1M-token KV cache')",
+    "r47-vllm5248-2xt4-deepseek-coder-6.7b-instruct-fp16-tp2-gpu-blocks-507-fail": "the worker's error line cut in "
+    "its first words ('Error execut') after a positive block count",
 }
 
 

@@ -174,3 +174,33 @@ def test_qwen36_27b_2x3090_public_log_counts_tokens_from_concurrency_from_0_20_1
                       tokens_from_concurrency=rules.tokens_from_concurrency)
     assert cap.tokens == 619_202
     assert f"{cap.max_concurrency:.2f}" == "2.36"
+
+
+def test_a_build_on_the_way_to_0_20_1_reports_tokens_the_old_way() -> None:
+    """eugr/spark-vllm-docker#200 (collected-startup-logs-47): Qwen3.6-35B-A3B-FP8 on a DGX Spark (GB10), vLLM
+    0.20.1rc1.dev23, fp8 KV, 65,536 tokens, MTP with 2 draft tokens (11 full-attention layers with the MTP layer,
+    30 Gated-DeltaNet ones padded to 33: "Add 3 padding layers"):
+      Available KV cache memory: 52.66 GiB
+      GPU KV cache size: 1,253,392 tokens
+    Worked: a 2,128-token block (the mamba page: conv 8,192 x 3 x 2 B + ssm 32 x 128 x 128 x 4 B = 2,146,304 B,
+    over 1,024 B a token of fp8 K+V), 4 groups of 11 pages of 2,179,072 B = 23,969,792 B a block; 52.66 GiB
+    holds 2,358 blocks; 2,358 // 4 groups x 2,128 = 1,253,392. The concurrency report of the 0.20.1 release
+    (2,358 blocks / 40 pages a request x 65,536) would print 3,863,347: this dev build predates it, as
+    club-3090's 0.20.1rc1.dev16 logs do (207,264 tokens at 2.27x of 262,144, collected-startup-logs-46)."""
+    from vllmkit.engine.versions import prerelease, rules_for
+    from vllmkit.plan.models import PlanRequest
+    from vllmkit.plan.service import build_plan
+
+    version = "0.20.1rc1.dev23+gde3da0b97.d20260428"
+    assert prerelease(version) and prerelease("0.20.1rc1.dev16+g7a1eb8ac2") and prerelease("0.20.1.dev1+g39acbf39c")
+    assert not prerelease("0.20.1") and not prerelease("0.20.1+7124b12a.dev")  # a local label on the release
+    assert not rules_for(version).tokens_from_concurrency
+    assert rules_for("0.20.1").tokens_from_concurrency and rules_for("0.20.2rc1.dev9").tokens_from_concurrency
+    plan = build_plan(PlanRequest(model="Qwen/Qwen3.6-35B-A3B", source="catalog", gpu="gb10", vllm_version=version,
+                                  quantization="fp8", kv_cache_dtype="fp8", max_model_len=65_536,
+                                  speculative_config={"method": "mtp", "num_speculative_tokens": 2},
+                                  kv_cache_memory_bytes=int(52.66 * GIB)),
+                      {"HF_HUB_OFFLINE": "1", "VLLMKIT_NO_CALIBRATION": "1"})
+    assert plan.kv_cache.block_size == 2_128 and plan.kv_cache.bytes_per_block == 23_969_792
+    assert plan.kv_cache.num_blocks == 2_358
+    assert plan.kv_cache.tokens == 1_253_392
