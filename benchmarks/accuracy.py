@@ -105,17 +105,17 @@ VERSION_ASSUMED = {
     # .py:56): 0.5.4, the release of that month before 0.5.5 (08-23); vllm#10797's collect_env shows torch
     # 2.5.1+cu124, the torch of 0.6.4; the DeepSeek-V3 start in ROCm/vllm#375 ran the thread's 0.6.7.dev215
     # nightly; GPUStack#2076 (May 2025): GPUStack's bundled vLLM of that month, 0.8.5
+    "r42-vllm7593-8xl4-gemma2-9b-it-tp8-v05x-v0-cudagraph-capture-oom-fail": "0.5.4",
+    "r42-vllm10797-rtx4080-llama32-3b-util100-v064-fail": "0.6.4",
+    "r42-rocmvllm375-8xmi300x-deepseek-v3-fp8-tp8-fp8padding0-v067dev-weights-then-stuck": "0.6.7",
+    "r42-gpustack2076-4xh20-3e-qwen25-32b-tp4-util030-first-instance-ok": "0.8.5",
+    "r42-gpustack2076-4xh20-3e-qwen3-32b-tp4-util060-second-instance-no-cache-blocks-fail": "0.8.5",
     # collected-startup-logs-47 (scored blind first with the 0.11.0 fallback, README round 44): vllm#5248's log
     # (2024-06-12) prints "# GPU blocks" from distributed_gpu_executor.py:45, a V0 module of 0.4.3 - 0.5.0 (the
     # version rules are the same for both)
     "r47-vllm5248-2xt4-deepseek-coder-6.7b-instruct-fp16-tp2-gpu-blocks-507-fail": "0.5.0",
     # allenai/wildguard#2 (2024-07-01): the V0 KV check's message; the release of that month, 0.5.0.post1
     "r47-wildguard-pr2-rtx3090-wildguard-7b-default-len32768-kv30448-fail": "0.5.0",
-    "r42-vllm7593-8xl4-gemma2-9b-it-tp8-v05x-v0-cudagraph-capture-oom-fail": "0.5.4",
-    "r42-vllm10797-rtx4080-llama32-3b-util100-v064-fail": "0.6.4",
-    "r42-rocmvllm375-8xmi300x-deepseek-v3-fp8-tp8-fp8padding0-v067dev-weights-then-stuck": "0.6.7",
-    "r42-gpustack2076-4xh20-3e-qwen25-32b-tp4-util030-first-instance-ok": "0.8.5",
-    "r42-gpustack2076-4xh20-3e-qwen3-32b-tp4-util060-second-instance-no-cache-blocks-fail": "0.8.5",
 }
 
 
