@@ -153,7 +153,11 @@ class ModelPerf:
         """Fixed kernel costs of the linear layers of one step on one stage: GEMMs, plus W8A8's
         activation quantisation before each."""
         n = self.gemm_kernels or GEMMS_PER_LAYER * self.layers
-        quant = self.weight_kernel == "dense" and self.compute_precision in ("fp8", "int8")
+        # W8A8 quantises each GEMM's input to FP8 / INT8 first; NVFP4's W4A4 linear layers likewise to FP4
+        # (vLLM ModelOptNvFp4LinearMethod / CompressedTensorsW4A4Fp4.apply: scaled_fp4_quant, then the FP4 GEMM).
+        # MXFP4 checkpoints (gpt-oss) quantize only the routed experts, whose path is counted apart (stage_moe_layers)
+        quant = self.weight_kernel == "dense" and (self.compute_precision in ("fp8", "int8")
+                                                  or (self.compute_precision == "fp4" and self.weight_format != "mxfp4"))
         moe = eff.moe_layer_s + (2 * eff.gemm_kernel_s if self.shared_experts else 0.0)
         return n * (eff.gemm_kernel_s + (eff.quant_kernel_s if quant else 0.0)) + self.stage_moe_layers * moe
 

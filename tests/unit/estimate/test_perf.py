@@ -202,6 +202,21 @@ def test_fused_moe_layer_fixed_cost_by_hand() -> None:
     assert DENSE.stage_moe_layers == 0
 
 
+def test_fp4_linear_layers_quantize_their_inputs_but_mxfp4_experts_are_counted_apart() -> None:
+    # NVFP4 (W4A4): each GEMM's input is quantised to FP4 first (scaled_fp4_quant), one kernel as W8A8's cast:
+    # 36 layers x 4 GEMMs x (3.8 + 1.4 us) = 748.8 us; BF16 the GEMMs alone, 547.2 us
+    from vllmkit.estimate.perf import GEMM_KERNEL_S, QUANT_KERNEL_S
+
+    eff = Efficiency()
+    m = ModelPerf(tp=1, pp=1, layers=36, hidden_size=4096, dense_bytes=1, expert_bytes=0, active_params=8e9,
+                  compute_precision="fp4", weight_kernel="dense")
+    assert m.kernels_seconds(eff) == pytest.approx(36 * 4 * (GEMM_KERNEL_S + QUANT_KERNEL_S))
+    assert m.kernels_seconds(eff) == pytest.approx(748.8e-6)
+    assert replace(m, compute_precision="bf16").kernels_seconds(eff) == pytest.approx(547.2e-6)
+    # gpt-oss on an FP4 GPU: its attention GEMMs stay BF16, the MXFP4 experts are the MoE path's
+    assert replace(m, weight_format="mxfp4").kernels_seconds(eff) == pytest.approx(547.2e-6)
+
+
 # an FP8 MoE rank (DeepSeek-like at TP8: 3.2 GB of dense weights, 81.7 GB of routed experts, E=256, k=8)
 FP8_MOE = ModelPerf(tp=8, pp=1, layers=61, hidden_size=7168, dense_bytes=3_200_000_000,
                     expert_bytes=81_700_000_000, num_experts=256, experts_per_token=8, active_params=37e9,
