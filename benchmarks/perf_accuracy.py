@@ -79,7 +79,8 @@ HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "coll
                   DATA_DIR / "collected-bench-results-35.jsonl", DATA_DIR / "collected-bench-results-36.jsonl",
                   DATA_DIR / "collected-bench-results-37.jsonl", DATA_DIR / "collected-bench-results-38.jsonl",
                   DATA_DIR / "collected-bench-results-39.jsonl", DATA_DIR / "collected-bench-results-40.jsonl",
-                  DATA_DIR / "collected-bench-results-41.jsonl", DATA_DIR / "collected-bench-results-42.jsonl")
+                  DATA_DIR / "collected-bench-results-41.jsonl", DATA_DIR / "collected-bench-results-42.jsonl",
+                  DATA_DIR / "collected-bench-results-43.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
@@ -143,6 +144,11 @@ MODEL_MAP = {
     # blind first without them (README, round 44)
     "nvidia/Qwen3-8B-NVFP4": ("Qwen/Qwen3-8B", "nvfp4"),
     "RedHatAI/gemma-3-27b-it-quantized.w4a16": ("google/gemma-3-27b-it", "gptq-int4"),
+    # collected-bench-results-43.jsonl (the same publisher's remaining runs): its own NVFP4 exports of Gemma-3-12B /
+    # 27B and Red Hat's W4A16 Gemma-3-12B, mapped as above; scored blind first without them (README, round 44)
+    "holtmann/gemma-3-12b-it-NVFP4": ("google/gemma-3-12b-it", "nvfp4"),
+    "holtmann/gemma-3-27b-it-NVFP4": ("google/gemma-3-27b-it", "nvfp4"),
+    "RedHatAI/gemma-3-12b-it-quantized.w4a16": ("google/gemma-3-12b-it", "gptq-int4"),
 }
 GPU_MAP = {
     "h100 sxm": "h100-sxm", "h100 80gb": "h100-sxm", "h100 sxm 80gb": "h100-sxm", "a100 80gb": "a100-80gb-sxm",
@@ -209,7 +215,9 @@ def _dashed(text: str) -> str:
 
 
 def _flag(text: str, name: str) -> str | None:
-    m = re.search(rf"{re.escape(name)}[ =]([^\s;,']+)", text or "")
+    # a value, not prose after the flag's name ("no --max-num-batched-tokens / --max-num-seqs (engine default ...)"
+    # in a row's notes)
+    m = re.search(rf"{re.escape(name)}[ =]([A-Za-z0-9.][^\s;,'()]*)", text or "")
     return m.group(1) if m else None
 
 
