@@ -600,7 +600,7 @@ def _predict_run(case: Case, final: Efficiency, workload: Workload) -> dict[str,
     from vllmkit.estimate.serving import predict
 
     p = case.perf
-    pred = predict(p.model, p.gpu, final, p.limits, workload, steady=False, efficiency_is_final=True)
+    pred = predict(p.model, p.gpu, final, p.limits_for(workload), workload, steady=False, efficiency_is_final=True)
     return {
         "output_tok_s": pred.output_tokens_per_s, "total_tok_s": pred.total_tokens_per_s,
         "request_throughput_rps": pred.requests_per_s,

@@ -184,7 +184,8 @@ def saturation_rps(cp: CandidatePerf, req: CapacityRequest, max_num_seqs: int) -
     many whole requests as the KV cache holds if fewer. No rate is sustained much above it. (More clients
     than the cache holds measure preemption churn instead, which a sustainable rate never reaches: Llama-3.3-
     70B FP8 at TP=2 on H100s, 2048 / 256 tokens, ran at 3.4 req/s with 1024 clients and a cache for 97.)"""
-    fit = max(int(cp.limits.kv_capacity_tokens // max(req.input_len + req.output_len, 1)), 1)
+    tokens = req.input_len + req.output_len
+    fit = max(int(cp.kv_capacity_tokens(tokens) // max(tokens, 1)), 1)
     clients = min(max_num_seqs, fit)
     sat = cp.predict(Workload(req.input_len, req.output_len, concurrency=clients,
                               num_requests=min(max(3 * clients, 64), 3000), shared_prefix=req.shared_prefix_len),

@@ -766,3 +766,21 @@ def test_multi_step_scheduling_pays_the_host_work_once_per_round(monkeypatch) ->
     assert median_tpot() < 0.25
     monkeypatch.setattr(pa, "scheduler_steps", lambda row: 1)
     assert median_tpot() > 0.4
+
+
+def test_a_sliding_window_model_holds_as_many_requests_as_the_public_run_decoded(held) -> None:
+    """tsho's Gemma-4-31B burst (1,000 prompts of 8,000 tokens, 1,000 out; TP 2 on two A100 80GB, vLLM 0.19.1, FP8
+    KV, --max-model-len 16384) decoded at 380.37 output tokens/s with a mean TPOT of 127.27 ms: 380.37 x 0.12727 =
+    48.4 requests decoding at a time on average (the row's own figures). The plan's pool for requests of 9,000
+    tokens holds 47 of them: each costs its full-attention pages for 9,000 tokens and, in each sliding-window
+    group, only its window plus the tokens in flight (plan/performance.py hybrid_kv_pool); the pool vLLM prints
+    (at the old report's num_blocks // groups x block size) holds 20 and had the replay decode 20 at a time."""
+    profiles = load_profiles(include_user_config=False)
+    case = pa.build_case(held["tsho-a100-80gb-x2-gemma-4-31b-it-tp2-long-8000-1000-rate-inf"], profiles)
+    assert case is not None and case.perf.kv_pool is not None
+    m = case.measured
+    decoding = m["output_tok_s"] * m["tpot_ms_mean"] / 1000.0
+    assert decoding == pytest.approx(48.4, abs=0.1)
+    per_request = case.workload.input_len + case.workload.output_len
+    assert case.perf.kv_capacity_tokens(per_request) / per_request == pytest.approx(decoding, rel=0.1)
+    assert case.perf.limits.kv_capacity_tokens / per_request < 0.5 * decoding

@@ -341,3 +341,28 @@ def test_a_plan_names_the_rocm_fp8_rate_only_where_it_applies() -> None:
     assert not names_it(assumptions("meta-llama/Llama-3.3-70B-Instruct", "mi300x", "0.32.0"))
     assert not names_it(assumptions("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", "h100", "0.32.0"))
     assert not names_it(assumptions("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", "mi300x", "0.6.6"))
+
+
+def test_the_kv_pool_of_a_hybrid_cache_at_a_request_length_by_hand() -> None:
+    # one full-attention group and one sliding-window group (window 1,024), 16-token blocks, 2,048 tokens in
+    # flight, 1,000 blocks. A 9,000-token request costs 563 full pages (ceil(9000 / 16)) and in the sliding group
+    # ceil(min(1023 + 2048, 9000) / 16) + 1 = 193: 756 blocks, so the pool holds 1000 / 756 of them = 11,904
+    # tokens of 9,000-token requests. A 1,000-token request costs 63 full pages and ceil(1000 / 16) + 1 = 64 sliding
+    # ones (its window is its length; vLLM counts the block a window straddles): 127, so 1000 x 1000 / 127 = 7,874
+    # tokens. Full attention alone has no such pool (the blocks x block size).
+    from types import SimpleNamespace
+
+    from vllmkit.estimate.kv import KVGroup, LayerSpec, SpecKind
+    from vllmkit.plan.performance import hybrid_kv_pool
+
+    full = LayerSpec(SpecKind.FULL, 16, token_bytes=1024)
+    sliding = LayerSpec(SpecKind.SLIDING, 16, token_bytes=1024, sliding_window=1024)
+    cap = SimpleNamespace(num_blocks=1000, tokens=8000)
+    ev = SimpleNamespace(groups=[KVGroup((0,), (full,)), KVGroup((1,), (sliding,))], capacity=cap,
+                         in_flight_tokens=2048)
+    pool = hybrid_kv_pool(ev)
+    assert pool is not None
+    assert pool(9000) == 1000 * 9000 // 756 == 11_904
+    assert pool(1000) == 1000 * 1000 // 127 == 7_874
+    assert hybrid_kv_pool(SimpleNamespace(groups=[KVGroup((0, 1), (full, full))], capacity=cap,
+                                          in_flight_tokens=2048)) is None
