@@ -297,13 +297,10 @@ def hybrid_kv_pool(evaluation: Any) -> Callable[[float], int] | None:
     Checked on the held-out runs it changes (round 44): tsho's Gemma-4-31B bursts of 8,000 / 1,000 tokens on two
     A100s decoded ~48 requests at a time (output tokens/s x TPOT), this pool holds 47 (vLLM's printed one 20);
     across the 23 runs tokens/s 21.9 -> 16.9 %, TPOT 44.7 -> 26.6 %, TTFT 50.3 -> 44.2 %."""
-    groups = getattr(evaluation, "groups", None) or []
-    kinds = {s.kind.value for g in groups for s in g.specs}
-    cap = evaluation.capacity
-    if len(kinds) < 2 or not cap.num_blocks:
+    groups, cap, in_flight = evaluation.groups, evaluation.capacity, evaluation.in_flight_tokens
+    if len({s.kind for g in groups for s in g.specs}) < 2 or not cap.num_blocks:
         return None
     num_blocks = int(cap.num_blocks)
-    in_flight = int(getattr(evaluation, "in_flight_tokens", 0) or 0)
 
     def pool(length: float) -> int:
         c = max(round(length), 1)
@@ -562,7 +559,7 @@ class CandidatePerf:
         """The scheduler's limits for this workload: the KV pool at its requests' length (kv_capacity_tokens)."""
         if self.kv_pool is None:
             return self.limits
-        return replace(self.limits, kv_capacity_tokens=self.kv_pool(wl.input_len + wl.output_len))
+        return replace(self.limits, kv_capacity_tokens=self.kv_capacity_tokens(wl.input_len + wl.output_len))
 
     def predict_sustained(self, wl: Workload, *, max_num_seqs: int | None = None,
                           settled: Callable[[ServingPrediction], bool] | None = None,
