@@ -293,6 +293,13 @@ def test_folder_is_a_usage_error(env, tmp_path: Path) -> None:
     assert run("check-log", str(tmp_path)).exit_code == 2
 
 
+def test_device_is_refused_not_read_forever(env) -> None:
+    # /dev/urandom never ends: reading it would hang the command (it did before logs/files.py)
+    doc = envelope(run("check-log", "/dev/urandom", "--json"))
+    assert doc["exit_code"] == 2 and doc["errors"][0]["code"] == "log-not-file"
+    assert "device" in doc["errors"][0]["message"]
+
+
 def test_text_without_startup_facts_exits_3_with_a_hint(env, tmp_path: Path) -> None:
     log = tmp_path / "notes.txt"
     log.write_text("hello\nthis is not a vLLM log\n\x00\x01binary\n")

@@ -314,3 +314,30 @@ def test_a_huge_gpu_count_with_a_tp_size_answers_at_once() -> None:
               str(10**12), env=OFFLINE)
     assert res.exit_code == 2
     assert "1, 2, 4, 8, 16, 32" in res.stderr.replace("\n", " ")
+
+
+# -- files that never end: a device named where a file is expected ---------------------------------
+
+
+@pytest.mark.parametrize("argv", [
+    ["calibration", "import", "/dev/zero"],   # read into memory until the process was killed
+    ["check-log", "/dev/urandom"],             # read forever
+    ["doctor", "--log", "/dev/zero"],
+    ["bench", "http://127.0.0.1:9", "--prompts", "/dev/zero"],
+    ["smoke", "http://127.0.0.1:9", "--api-key-file", "/dev/zero"],
+])
+def test_a_device_is_refused_in_one_line(argv: list[str]) -> None:
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero on this system")
+    res = run(*argv, env=OFFLINE)
+    assert res.exit_code == 2, res.output
+    assert "is a device, not a" in res.stderr or "a device, not a log file" in res.stderr
+    assert res.stderr.count("error:") == 1 and "Traceback" not in res.output
+
+
+def test_an_oversized_import_is_refused_before_reading(tmp_path: Path) -> None:
+    big = tmp_path / "big.jsonl"
+    with big.open("wb") as fh:  # sparse: 65 MiB that take no disk
+        fh.truncate(65 << 20)
+    res = run("calibration", "import", str(big))
+    assert res.exit_code == 2 and "is larger than 64 MiB; not a calibration export" in res.stderr

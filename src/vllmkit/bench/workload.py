@@ -19,15 +19,19 @@ from typing import Any
 from pydantic import BaseModel
 
 from vllmkit.errors import UsageError
+from vllmkit.files import FileProblem, read_text
+
+# a dataset or prompts file: ShareGPT_V3_unfiltered_cleaned_split.json is ~640 MiB
+MAX_INPUT_BYTES = 2 << 30
 
 
 def read_json_file(path: Path, label: str, hint: str) -> Any:
     """A user's JSON file (`label` names the flag in messages, e.g. "--dataset "): unreadable or not
     JSON is a usage error (exit 2) with `hint`."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"cannot read {label}{path}: {exc.strerror}", "check the path") from None
+        return json.loads(read_text(path, max_bytes=MAX_INPUT_BYTES))
+    except FileProblem as exc:
+        raise UsageError(exc.describe(label), hint if exc.kind == "not-text" else "check the path") from None
     except ValueError as exc:
         raise UsageError(f"{label}{path} is not JSON: {exc}", hint) from None
 
@@ -161,9 +165,9 @@ def sharegpt_prompts(
 def file_prompts(path: Path, count: int, *, output_len: int, seed: int = 0) -> list[Prompt]:
     """One prompt per line (.txt), or JSON lines with {"prompt": ..., "output_len": N (optional)}."""
     try:
-        lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
-    except OSError as exc:
-        raise UsageError(f"cannot read --prompts {path}: {exc.strerror}", "check the path") from None
+        lines = [ln for ln in read_text(path, max_bytes=MAX_INPUT_BYTES).splitlines() if ln.strip()]
+    except FileProblem as exc:
+        raise UsageError(exc.describe("--prompts "), "check the path") from None
     items: list[Prompt] = []
     for number, line in enumerate(lines, start=1):
         if line.lstrip().startswith("{"):

@@ -22,7 +22,8 @@ from vllmkit.calibration.measure import Measurement, complete_with_weights, deri
 from vllmkit.calibration.store import CalibrationRecord, add_records, make_record_id, now_iso, store_path
 from vllmkit.engine.versions import parse_version, resolve_version, rules_for, untagged_build
 from vllmkit.errors import CheckFailedError, ModelSourceError, UsageError, VllmkitError
-from vllmkit.logs import ParsedLog, parse_command, parse_config_line, read_log
+from vllmkit.files import FileProblem, read_text
+from vllmkit.logs import MAX_LOG_BYTES, ParsedLog, parse_command, parse_config_line, read_log
 from vllmkit.plan.models import PlanOverrides, PlanRequest, PlanResult
 
 _COMMENTED = re.compile(r"^[ \t]*#+ ?", re.MULTILINE)
@@ -85,17 +86,17 @@ class CheckLogResult(BaseModel):
 
 
 def read_log_file(path: Path) -> str:
-    if not path.exists():
-        raise UsageError(f"no such log file: {path}", "pass the path of a vLLM log (e.g. a run's vllm.log)",
-                         code="log-not-found")
-    if path.is_dir():
-        raise UsageError(f"{path} is a folder, not a log file", "pass the log file itself", code="log-not-file")
+    """The log's text; of a log over MAX_LOG_BYTES its start (the startup facts are there)."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}", "check the path and its permissions",
-                         code="log-unreadable") from None
-    return data.decode("utf-8", errors="replace")
+        return read_text(path, max_bytes=MAX_LOG_BYTES, over="head", replace=True)
+    except FileProblem as exc:
+        code = {"missing": "log-not-found", "folder": "log-not-file", "device": "log-not-file"}.get(exc.kind,
+                                                                                                   "log-unreadable")
+        hint = {"missing": "pass the path of a vLLM log (e.g. a run's vllm.log)", "folder": "pass the log file itself",
+                "device": "pass a saved log (e.g. from `vllm serve ... 2>&1 | tee vllm.log`)"}.get(
+                    exc.kind, "check the path and its permissions")
+        message = f"no such log file: {path}" if exc.kind == "missing" else exc.message
+        raise UsageError(message, hint, code=code) from None
 
 
 def _normalize_version(text: str | None) -> str | None:

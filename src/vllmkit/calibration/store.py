@@ -47,6 +47,7 @@ from vllmkit.dirs import user_dir
 from vllmkit.engine.versions import parse_version
 from vllmkit.errors import UsageError
 from vllmkit.estimate.memory import MemoryTerm
+from vllmkit.files import FileProblem, read_text
 from vllmkit.units import GIB
 
 STORE_NAME = "calibrations.jsonl"
@@ -347,16 +348,12 @@ def read_import_file(file: Path) -> list[CalibrationRecord]:
     """Records of an export file (JSON lines, or one JSON array). All or nothing: any invalid
     record raises UsageError naming its line, and nothing is imported."""
     try:
-        if file.is_file() and file.stat().st_size > MAX_IMPORT_BYTES:
-            raise UsageError(f"{file} is larger than {MAX_IMPORT_BYTES >> 20} MiB; not a calibration export",
-                             "pass a file written by `vllmkit calibration export`", code="file-too-large")
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"no such file: {file}", "pass a file written by `vllmkit calibration export`",
-                         code="file-not-found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {file}: {getattr(exc, 'strerror', None) or exc}",
-                         "pass a file written by `vllmkit calibration export`", code="file-unreadable") from None
+        text = read_text(file, max_bytes=MAX_IMPORT_BYTES)
+    except FileProblem as exc:
+        code = {"missing": "file-not-found", "too-large": "file-too-large"}.get(exc.kind, "file-unreadable")
+        message = {"missing": f"no such file: {file}"}.get(exc.kind, exc.message)
+        message += "; not a calibration export" if exc.kind == "too-large" else ""
+        raise UsageError(message, "pass a file written by `vllmkit calibration export`", code=code) from None
     if text.lstrip().startswith("["):
         try:
             items = json.loads(text)

@@ -134,6 +134,7 @@ def register(app: typer.Typer) -> None:
         (partial results printed), 3 if requests failed, 130 on Ctrl-C."""
         from vllmkit.bench.compare import compare_reports
         from vllmkit.bench.service import BenchOptions, run_bench
+        from vllmkit.files import FileProblem, check_file
         from vllmkit.launch.smoke import read_api_key
         from vllmkit.views import bench as view
 
@@ -142,9 +143,15 @@ def register(app: typer.Typer) -> None:
             return CommandResult("bench", cmp, view=view.render_comparison, json_mode=json_output)
         if dataset is not None and prompts is not None:
             raise UsageError("--dataset and --prompts cannot be combined", "pick one workload")
-        if prompts is not None and not prompts.expanduser().is_file():
+        for flag, path in (("--prompts ", prompts), ("--dataset ", dataset)):
             # said before the server is contacted (it was "cannot reach" first when both were wrong)
-            raise UsageError(f"--prompts {prompts}: no such file", "one prompt per line, or JSONL {\"prompt\": ...}")
+            try:
+                if path is not None:
+                    check_file(path.expanduser())
+            except FileProblem as exc:
+                hint = ("one prompt per line, or JSONL {\"prompt\": ...}" if flag == "--prompts "
+                        else "give a ShareGPT-format JSON file")
+                raise UsageError(exc.describe(flag), hint) from None
         dur = None
         if duration is not None:
             try:

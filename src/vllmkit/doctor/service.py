@@ -25,12 +25,12 @@ from vllmkit.doctor.envchecks import Check, EnvProbes, EnvReport, EnvRequest, ru
 from vllmkit.doctor.metrics import Fetcher, Triage, is_vllm_metrics, metrics_url, triage
 from vllmkit.doctor.modelchecks import run_model_checks
 from vllmkit.errors import LaunchError, UsageError
+from vllmkit.files import FileProblem, read_text
 from vllmkit.hub.base import ModelMetadata
-from vllmkit.logs import LogFacts, parse_log
+from vllmkit.logs import MAX_LOG_BYTES, LogFacts, parse_log
 from vllmkit.urls import server_url
 
 LAST_RUN = "last"
-MAX_LOG_BYTES = 64 << 20  # logs beyond this are read from their end (the failure is at the end)
 
 
 class LogSection(BaseModel):
@@ -100,23 +100,18 @@ def read_log_text(spec: str, env: Mapping[str, str], stdin: Callable[[], str] | 
             )
     else:
         path = Path(spec).expanduser()
-    if path.is_dir():
-        raise UsageError(f"{path} is a folder, not a log file", "pass the path of a vLLM log file inside it "
-                         "(a `vllmkit serve` run folder holds vllm.log), or --log last", code="log-is-folder")
-    if not path.is_file():
-        what = "log file not found" if not path.exists() else "not a regular file (a device or a pipe)"
-        raise UsageError(f"{what}: {path}", "pass the path of a vLLM log, or --log - to read stdin",
-                         code="log-not-found")
     try:
-        size = path.stat().st_size
-        with path.open("rb") as fh:
-            if size > MAX_LOG_BYTES:
-                fh.seek(size - MAX_LOG_BYTES)
-            data = fh.read()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}", "check the path and its permissions",
-                         code="log-unreadable") from None
-    return str(path), data.decode("utf-8", errors="replace")
+        return str(path), read_text(path, max_bytes=MAX_LOG_BYTES, over="tail", replace=True)
+    except FileProblem as exc:
+        if exc.kind == "folder":
+            raise UsageError(f"{path} is a folder, not a log file", "pass the path of a vLLM log file inside it "
+                             "(a `vllmkit serve` run folder holds vllm.log), or --log last",
+                             code="log-is-folder") from None
+        if exc.kind in ("missing", "device"):
+            what = "log file not found" if exc.kind == "missing" else "a device, not a log file"
+            raise UsageError(f"{what}: {path}", "pass the path of a vLLM log, or --log - to read stdin",
+                             code="log-not-found") from None
+        raise UsageError(exc.message, "check the path and its permissions", code="log-unreadable") from None
 
 
 def fetch_text(url: str, timeout: float) -> str:

@@ -35,6 +35,7 @@ import requests
 from pydantic import BaseModel, Field, computed_field
 
 from vllmkit.errors import ExitCode, UsageError
+from vllmkit.files import FileProblem, read_text
 
 CheckStatus = Literal["pass", "fail", "skip"]
 CHAT_TEMPLATE_MARKERS = ("default chat template is no longer allowed", "chat template")
@@ -518,12 +519,15 @@ def parse_features(text: str | None) -> SmokeFeatures | None:
     return SmokeFeatures(**{n: True for n in names})
 
 
+MAX_KEY_FILE_BYTES = 64 << 10  # an API key file holds one line
+
+
 def read_key_file(path: Path | str) -> str:
     """The API key on the first line of --api-key-file (a usage error when unreadable or empty)."""
     try:
-        key = Path(path).expanduser().read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise UsageError(f"cannot read --api-key-file {path}: {exc.strerror}", "check the path") from None
+        key = read_text(Path(path).expanduser(), max_bytes=MAX_KEY_FILE_BYTES).strip()
+    except FileProblem as exc:
+        raise UsageError(exc.describe("--api-key-file "), "check the path; the key goes on the first line") from None
     if not key:
         raise UsageError(f"--api-key-file {path} is empty", "put the key on the first line")
     return key

@@ -22,8 +22,11 @@ from vllmkit.logs.reader import LogReader, ParsedLog, iter_lines, match_line, pa
 from vllmkit.logs.stages import STAGE_KEYS, Stage
 from vllmkit.logs.values import GIB, parse_config_line, parse_python_dict
 
+MAX_LOG_BYTES = 64 << 20  # of a longer log one end is read (doctor: the end, check-log: the start)
+
 __all__ = [
     "GIB",
+    "MAX_LOG_BYTES",
     "NEEDLES",
     "PATTERNS",
     "STAGE_KEYS",
