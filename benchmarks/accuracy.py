@@ -151,6 +151,13 @@ def catalog_id(row: dict) -> str | None:
     return named if "/" in named and find_entry(named) is not None else None
 
 
+# pipeline-parallel rows whose weights line is a known stage's (the plan's figure is the tightest stage's): V0 prints
+# "Loading model weights took" from the driver, rank 0 of the first stage, before Ray's deduplicated worker lines
+REPORTED_STAGE = {
+    # deepseek-ai/DeepSeek-V3#205: the unprefixed driver line 'Loading model weights took 16.9583 GB' (0.6.6)
+    "r48-dsv3-205-32xrtx4090-deepseek-v3-fp8-tp8-pp4-len128-util098-eager-v066-sampler-oom-fail": 0,
+}
+
 # rows whose "Model loading took" figure set a weight factor (estimate/weights.py mxfp4_load_factor)
 WEIGHT_FIT_ROWS = {"vllm-23278-gpt-oss-120b-h100-fail", "myoceane-a100-gpt-oss-20b-util065-v019"}
 # collected-startup-logs-7.jsonl (round 17): 5 logs, none replayable yet (quantized checkpoints the catalog
@@ -182,7 +189,7 @@ HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.js
                   "collected-startup-logs-41.jsonl", "collected-startup-logs-42.jsonl",
                   "collected-startup-logs-43.jsonl", "collected-startup-logs-44.jsonl",
                   "collected-startup-logs-45.jsonl", "collected-startup-logs-46.jsonl",
-                  "collected-startup-logs-47.jsonl")
+                  "collected-startup-logs-47.jsonl", "collected-startup-logs-48.jsonl")
 
 
 @dataclass
@@ -337,7 +344,9 @@ def evaluate_row(row: dict) -> Row | None:
     out.fits_pred = plan.fits and plan.graph_capture_oom is None
     if row.get("startup_ok") is not None and row["id"] not in NON_MEMORY_FAILURES:
         out.started = bool(row["startup_ok"])
-    out.weights_pred = plan.memory.weights_bytes / GIB
+    stage = REPORTED_STAGE.get(row["id"])
+    stages = plan.memory.stage_weights_bytes
+    out.weights_pred = (stages[stage] if stage is not None and stages else plan.memory.weights_bytes) / GIB
     out.weights_meas = _weights_measured(row)
     out.kv_pred = plan.memory.kv_cache_bytes / GIB
     out.kv_meas = row.get("available_kv_gib")

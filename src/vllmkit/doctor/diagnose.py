@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from vllmkit.doctor.gpubuild import BLACKWELL_BUILD_FIX, all_newer
 from vllmkit.engine.versions import VOLTA_DROPPED, parse_version
 from vllmkit.logs import LogEvent, LogFacts, ParsedLog, parse_python_dict, read_log
+from vllmkit.logs.values import to_int
 from vllmkit.units import GIB
 
 Severity = Literal["error", "warn", "info"]
@@ -296,7 +297,10 @@ def _no_kv_memory_evidence(parsed: ParsedLog) -> LogEvent | None:
             return ev
         if ev.kind == "v0_memory_split" and float(ev.values.get("kv", 0)) < 0:
             return ev
-        if ev.kind == "gpu_blocks" and failed and ev.values.get("blocks", "").replace(",", "") == "0":
+        blocks = to_int(ev.values.get("blocks")) if ev.kind == "gpu_blocks" else None
+        # a negative count is fatal by itself (0.1.x went on to build a cache tensor of -N blocks); zero blocks
+        # is how an attention-free model starts on V0, so only beside a failure
+        if blocks is not None and (blocks < 0 or (blocks == 0 and failed)):
             return ev
     return None
 

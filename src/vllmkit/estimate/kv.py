@@ -230,7 +230,10 @@ class KVCapacity(BaseModel):
     needed_bytes: int  # one request at max_model_len
     fits: bool
     no_memory: bool = False  # "No available memory for the cache blocks"
-    estimated_max_model_len: int | None = None  # vLLM's estimate when it does not fit
+    estimated_max_model_len: int | None = None  # vLLM's estimate when it does not fit (the first failing worker's)
+    # the longest context every worker (PP stage) holds when it does not fit: 0 when one has no KV memory. vLLM
+    # checks the workers in order and reports the first that fails, whose estimate a heavier stage may not hold
+    usable_max_model_len: int | None = None
     auto_fit_max_model_len: int | None = None  # result of --max-model-len auto
 
 
@@ -269,17 +272,19 @@ def kv_capacity(
     fits = True
     no_memory = False
     estimated: int | None = None
+    usable: int | None = None
     for wg, chk in zip(worker_groups, checks, strict=True):
         if not any(g.specs for g in wg):
             continue
         if chk <= 0:
-            fits, no_memory = False, True
-            estimated = 0
-            break
-        if needed_bytes(wg, max_model_len, in_flight_tokens) > chk:
-            fits = False
-            estimated = estimate_max_model_len(wg, chk, max_model_len, in_flight_tokens)
-            break
+            longest = 0
+        elif needed_bytes(wg, max_model_len, in_flight_tokens) > chk:
+            longest = estimate_max_model_len(wg, chk, max_model_len, in_flight_tokens)
+        else:
+            continue
+        if fits:  # vLLM raises for the first failing worker (kv_cache_utils.get_kv_cache_configs)
+            fits, no_memory, estimated = False, chk <= 0, longest
+        usable = longest if usable is None else min(usable, longest)
 
     blocks = [
         (avail // bytes_per_block(wg) if bytes_per_block(wg) else 0, bytes_per_block(wg))
@@ -308,5 +313,6 @@ def kv_capacity(
         fits=fits,
         no_memory=no_memory,
         estimated_max_model_len=estimated,
+        usable_max_model_len=usable,
         auto_fit_max_model_len=auto_len,
     )

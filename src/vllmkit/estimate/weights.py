@@ -108,6 +108,39 @@ def _ssm_only_bytes(arch: ModelArch) -> int:
     return (n * (mixer + h) + h + embed) * 2
 
 
+def layer_shares(arch: ModelArch, mtp_layers: int = 0) -> list[float]:
+    """Relative size of each decoder layer (then each MTP layer, an MoE layer) from the config's shapes.
+    Equal, except for an MoE model whose first `dense_layers` layers have a plain MLP and all others
+    experts (DeepSeek-V2/V3/R1, Kimi-K2, GLM-4.5: first_k_dense_replace): a dense layer of DeepSeek-V3
+    holds ~0.05 of an MoE layer's parameters, so a stage that starts the model holds ~3 layers' worth
+    less than equal shares say (vllm#205 of deepseek-ai/DeepSeek-V3: the first stage's rank of TP 8 x
+    PP 4 loaded 16.96 GiB, equal shares give 20.6). Where experts alternate with dense layers the
+    shares stay equal: every stage gets about as many of each kind."""
+    n = arch.num_hidden_layers
+    m = arch.moe
+    if m is None or not m.num_experts or not m.dense_layers or m.moe_layers is not None or n <= m.dense_layers:
+        return [1.0] * (n + mtp_layers)
+    h = arch.hidden_size
+    inter = arch.intermediate_size or 4 * h
+    moe_inter = m.moe_intermediate_size or inter
+    attn = layer_attention_params(arch)
+    moe = (attn + m.num_experts * m.expert_matrices * h * moe_inter + h * m.num_experts
+           + m.num_shared_experts * m.expert_matrices * h * (m.shared_expert_intermediate_size or moe_inter))
+    dense = attn + 3 * h * (m.dense_intermediate_size or inter)
+    return [dense / moe] * m.dense_layers + [1.0] * (n - m.dense_layers + mtp_layers)
+
+
+def layer_attention_params(arch: ModelArch) -> int:
+    """One decoder layer's attention projections: MLA's low-rank ones (DeepSeek-V2 shapes) or Q, K, V, O."""
+    h, heads = arch.hidden_size, arch.num_attention_heads
+    m = arch.mla
+    if m is None:
+        return 2 * h * arch.head_dim * (heads + arch.num_kv_heads)
+    nope, v, rope = m.qk_nope_head_dim or 0, m.v_head_dim or 0, m.qk_rope_head_dim
+    q = (h * m.q_lora_rank + m.q_lora_rank * heads * (nope + rope)) if m.q_lora_rank else h * heads * (nope + rope)
+    return q + h * (m.kv_lora_rank + rope) + m.kv_lora_rank * heads * (nope + v) + heads * v * h
+
+
 def replicated_layer_bytes(arch: ModelArch) -> int:
     """Bytes of an average decoder layer that every TP rank holds whole (vLLM 0.32 builds them unsharded):
     - MLA's down-projections: fused_qkv_a_proj (q_lora_rank + kv_lora_rank + rope rows,
@@ -159,7 +192,18 @@ def split_weights(
     v_slot = k_eq_v_slot_bytes(arch)
     body += v_slot
     per_layer = body // max(n + mtp_layers, 1)
-    skipped = per_layer * mtp_layers + mtp_extra
+    # each layer's share of the body: leading dense layers (DeepSeek first_k_dense_replace) hold a
+    # fraction of an MoE layer's bytes, which decides what each pipeline stage holds
+    shares = layer_shares(arch, mtp_layers)
+    uneven = len(set(shares)) > 1
+    share_total = sum(shares)
+
+    def share_of(layers: range | list[int]) -> int:  # bytes of these layers (all ranks together)
+        if not uneven:
+            return body * len(layers) // max(n + mtp_layers, 1)
+        return int(body * sum(shares[j] for j in layers) / share_total)
+
+    skipped = share_of(range(n, n + mtp_layers)) + mtp_extra
     # K/V projections replicated on every rank when kv heads < TP (vLLM QKVParallelLinear)
     kv_proj = 2 * arch.hidden_size * arch.num_kv_heads * arch.head_dim * _EMBED_BYTES
     replicated_extra = 0
@@ -179,7 +223,7 @@ def split_weights(
         pad = sum(b for _, b in grown)
         per_stage_pad.append(pad)
         per_stage_growth.append(grown)
-        b = body * len(layers) // max(n + mtp_layers, 1) // tp + len(layers) * replicated_extra + pad
+        b = share_of(layers) // tp + len(layers) * replicated_extra + pad
         if i == 0:
             b += (embed + ple) // tp
         if i == len(stages) - 1:

@@ -161,9 +161,11 @@ PATTERNS: tuple[Pattern, ...] = (
        "v1/core/kv_cache_utils.py: 'GPU KV cache size: %s tokens'", "V1 0.8-0.27"),
     _p("max_concurrency", rf"^Maximum concurrency for (?P<per_req>{NUM}) tokens per request: (?P<x>{FLT})x",
        "v1/core/kv_cache_utils.py: 'Maximum concurrency for %s tokens per request: %.2fx'", "V1 0.8-0.27; V0 0.6-0.10"),
-    _p("gpu_blocks", rf"# (?:GPU|cuda|CUDA|npu|xpu) blocks: (?P<blocks>{NUM})",
-       "executor/executor_base.py: '# %s blocks: %d, # CPU blocks: %d'; early V1: '# GPU blocks: %d'",
-       "V0 0.6-0.10, V1 0.7"),
+    # negative in 0.1.x, which sized the cache without a check (vllm#184: '# GPU blocks: -1', then the cache
+    # tensor fails: 'Trying to create tensor with negative dimension -1')
+    _p("gpu_blocks", rf"# (?:GPU|cuda|CUDA|npu|xpu) blocks: (?P<blocks>-?{NUM})",
+       "executor/executor_base.py: '# %s blocks: %d, # CPU blocks: %d'; early V1: '# GPU blocks: %d'; "
+       "0.1.x llm_engine.py the same line", "V0 0.1-0.10, V1 0.7"),
     _p("gpu_blocks", rf"num_gpu_blocks is: (?P<blocks>{NUM})",
        "v1/engine/core.py (APIServer side): '... num_gpu_blocks is: %d'", "V1 0.8+"),
     _p("graph_captured", rf"Graph capturing finished in (?P<secs>{FLT}) secs?(?:, took (?P<gib>-?{FLT}) GiB)?",

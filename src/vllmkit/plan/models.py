@@ -207,6 +207,9 @@ class MemoryInfo(BaseModel):
     headroom_bytes: int = 0
     # weights of the decoder layers held in host memory (--cpu-offload-gb), not in weights_bytes
     cpu_offload_bytes: int = 0
+    # one rank of each pipeline stage (empty without PP): stages differ by their layers (DeepSeek's dense
+    # first layers, the embedding on the first, the head on the last); weights_bytes is the tightest stage's
+    stage_weights_bytes: list[int] = Field(default_factory=list)
     sources: dict[str, SourceTag] = Field(default_factory=dict)
     notes: dict[str, str] = Field(default_factory=dict)
 
@@ -295,7 +298,8 @@ class PlanResult(BaseModel):
     memory: MemoryInfo
     kv_cache: KVCacheInfo
     fits: bool
-    estimated_max_model_len: int | None = None
+    estimated_max_model_len: int | None = None  # what vLLM prints: the first pipeline stage that does not fit
+    usable_max_model_len: int | None = None  # the longest context every stage holds (0: one has no KV memory)
     startup_refusal: str | None = None  # why vLLM refuses to start before sizing the KV cache
     graph_capture_oom: str | None = None  # why the CUDA-graph capture after KV sizing will likely OOM
     # max_num_seqs exceeds the mamba cache blocks, which vLLM (>= 0.19) refuses: the block count

@@ -52,7 +52,8 @@ def alternative(c: Candidate, chosen: Candidate) -> Alternative:
     ev = c.evaluation
     note = c.note
     if not ev.fits:
-        note = note or ("no KV memory" if ev.capacity.no_memory else f"fits up to {ev.capacity.estimated_max_model_len or 0:,} tokens")
+        usable = ev.capacity.usable_max_model_len
+        note = note or ("no KV memory" if ev.capacity.no_memory or usable == 0 else f"fits up to {usable or 0:,} tokens")
     return Alternative(
         precision=c.variant.label,
         model_id=c.variant.meta.id,
@@ -94,6 +95,7 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
         cudagraph_bytes=budget.cudagraph.bytes,
         kv_cache_bytes=budget.kv_cache.bytes,
         cpu_offload_bytes=budget.cpu_offload_bytes,
+        stage_weights_bytes=[b.weights.bytes for b in ev.budgets] if ev.pp > 1 else [],
         # encoder_bytes, lora_bytes, speculative_bytes, other_processes_bytes (0 where the plan has no such term)
         **{f"{key}_bytes": budget.extra[key].bytes if key in budget.extra else 0 for key in EXTRA_TERM_LABELS},
         sources={
@@ -182,6 +184,7 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
         kv_cache=kv_info,
         fits=ev.fits,
         estimated_max_model_len=None if ev.fits else cap.estimated_max_model_len,
+        usable_max_model_len=None if ev.fits else cap.usable_max_model_len,
         startup_refusal=ev.startup_refusal,
         mamba_seq_limit=None if ev.mamba_seqs_lowered else ev.mamba_seq_limit,
         graph_capture_oom=ev.graph_capture_oom,
@@ -303,9 +306,14 @@ def does_not_fit_error(plan: PlanResult, tp_given: int | None = None) -> DoesNot
             "decoding sequence under CUDA graphs)",
             f"use --max-num-seqs {plan.mamba_seq_limit} or less, or a higher --gpu-memory-utilization")
     est = plan.estimated_max_model_len
+    if est and plan.usable_max_model_len is not None and plan.usable_max_model_len < est:
+        est = plan.usable_max_model_len  # a heavier pipeline stage than the one vLLM reports holds less
+        label = "the longest context every pipeline stage holds"
+    else:
+        label = "vLLM's estimate"
     quantized = plan.model.quantization is not None
     if est:
-        hint = more_gpus_hint([f"--max-model-len {est} (vLLM's estimate)", "--kv-cache-dtype fp8"], plan.gpu.count,
+        hint = more_gpus_hint([f"--max-model-len {est} ({label})", "--kv-cache-dtype fp8"], plan.gpu.count,
                               quantized=quantized, tp_given=tp_given)
     else:
         hint = "the weights leave no KV memory: " + more_gpus_hint([], plan.gpu.count, quantized=quantized,

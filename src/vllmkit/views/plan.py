@@ -68,6 +68,10 @@ def render(console: Console, plan: PlanResult) -> None:
     if not plan.fits and plan.estimated_max_model_len:
         console.print(f"vLLM will refuse this context; estimated maximum model length is "
                       f"{thousands(plan.estimated_max_model_len)}")
+        usable = plan.usable_max_model_len
+        if usable is not None and usable < plan.estimated_max_model_len:
+            console.print("  (vLLM reports the first pipeline stage that fails; a heavier one holds "
+                          + ("no KV cache at any length)" if usable == 0 else f"only {thousands(usable)} tokens)"))
 
     if plan.alternatives:
         alt = Table(title="Alternatives considered")

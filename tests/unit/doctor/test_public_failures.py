@@ -141,6 +141,16 @@ EXPECTED = {
     "r47-qanything302-rtx3090-qwen7b-qanything-bf16-len4096-gpu-blocks-0-fail": "no-kv-memory",
     "r47-qanything289-rtx4090-qanything-7b-len4096-kv3792-fail": "kv-cache-too-small",
     "r47-wildguard-pr2-rtx3090-wildguard-7b-default-len32768-kv30448-fail": "kv-cache-too-small",
+    # round 45 (collected-startup-logs-48): the sampler warm-up's own OOM message, OOMs quoted whole, the free-memory
+    # refusal of co-tenant GPUs, and 0.1.0's negative block count ('# GPU blocks: -1', then the cache tensor fails)
+    "r48-llmd787-2xh100-qwen3-32b-bf16-tp2-util095-v0110-sampler-warmup-oom-fail": "cuda-oom",
+    "r48-dsv3-205-32xrtx4090-deepseek-v3-fp8-tp8-pp4-len128-util098-eager-v066-sampler-oom-fail": "cuda-oom",
+    "r48-vllm14726-16xl40-2node-deepseek-v3-fp8-tp8-pp2-kvfp8-seqs1-util1-half-mla-load-oom-fail": "cuda-oom",
+    "r48-vllm12539-4xl4-r1-distill-qwen-1.5b-tp4-len32768-eager-v070-oom-fail": "cuda-oom",
+    "r48-vllm23192-8xh100-mixtral-8x7b-instruct-fp8-tp8-v091-free-mem-531-of-7918-cotenant-fail":
+    "insufficient-free-memory",
+    "r48-vllmomni276-2xa100-80gb-qwen3-omni-30b-a3b-omni-util06-free-mem-049-of-7932-fail": "insufficient-free-memory",
+    "r48-vllm184-t4-g4dn-xlarge-vicuna-7b-v13-fp16-defaults-v010-gpu-blocks-neg1-fail": "no-kv-memory",
 }
 
 NO_ERROR_TEXT = {
@@ -198,6 +208,10 @@ NO_ERROR_TEXT = {
     "the README's words ('Crashes in a restart loop on 96 GB GPU ... leaving insufficient VRAM for 1M-token KV cache')",
     "r47-vllm5248-2xt4-deepseek-coder-6.7b-instruct-fp16-tp2-gpu-blocks-507-fail": "the worker's error line cut in "
     "its first words ('Error execut') after a positive block count",
+    "r48-vllm4429-2xl40-deepseek-coder-33b-instruct-fp16-tp2-v041-kv-check-fail": "the worker's traceback from "
+    "initialize_cache cut before its exception",
+    "r48-syvai1-wsl2-rtx3090-qwen38-27b-w4a16-autoround-kvfp8-len10000-util093-mtp1-marlin-repack-oom-fail": "the "
+    "EngineCore traceback cut in marlin.py before its exception; the OOM only in the reporter's words",
 }
 
 
@@ -236,3 +250,10 @@ def test_zero_blocks_of_a_start_that_did_not_fail_is_not_a_diagnosis() -> None:
     assert not [d for d in diagnose_log(text).diagnoses if d.code == "no-kv-memory"]
     failed = text + "ValueError: something else went wrong\n"
     assert [d.code for d in diagnose_log(failed).diagnoses if d.code == "no-kv-memory"] == ["no-kv-memory"]
+
+
+def test_a_negative_block_count_is_no_kv_memory_by_itself() -> None:
+    # vllm#184 (vLLM 0.1.0 on a 16 GB T4, vicuna-7b): the block count came out negative and the cache tensor
+    # could not be built; the reporter's quote runs the error into the same line, so only the count is a line
+    text = "INFO 06-21 10:00:18 llm_engine.py:128] # GPU blocks: -1, # CPU blocks: 512\n"
+    assert [d.code for d in diagnose_log(text).diagnoses if d.severity == "error"] == ["no-kv-memory"]

@@ -116,6 +116,23 @@ def test_pipeline_parallel_min_blocks_over_stages() -> None:
     assert cap.num_blocks == GIB // (3 * 16 * 4096)
 
 
+def test_a_heavier_later_stage_bounds_the_usable_context() -> None:
+    """vLLM checks the workers in order and raises for the first that fails (kv_cache_utils.get_kv_cache_configs
+    -> check_enough_kv_cache_memory), so its estimate is the first short stage's; a later stage with no room
+    at all means no context fits. Stage 0: 2 layers x 16 tokens x 4,096 B = 131,072 B a block, 8 MiB + one block
+    holds 64 blocks = 1,024 tokens < 4,096 asked; stage 1 has nothing left."""
+    specs = [full(16, 4096)] * 4
+    groups = group_layers(specs)
+    stage0, stage1 = project_groups(groups, {0, 1}), project_groups(groups, {2, 3})
+    block = 2 * 16 * 4096
+    cap = kv_capacity(groups, [stage0, stage1], [64 * block + block, -1], 4096, 0)
+    assert not cap.fits and not cap.no_memory  # what vLLM says: the first stage's error, not "no memory"
+    assert cap.estimated_max_model_len == 64 * 16
+    assert cap.usable_max_model_len == 0
+    both_short = kv_capacity(groups, [stage0, stage1], [64 * block + block, 32 * block + block], 4096, 0)
+    assert (both_short.estimated_max_model_len, both_short.usable_max_model_len) == (1024, 512)
+
+
 def test_legacy_token_formula_before_0_21() -> None:
     # vLLM <= 0.20.0: tokens = num_blocks // num_groups * block_size (granite-4.0-micro L40S log, 0.11:
     # 28,946 blocks x 16 = 463,136 tokens)

@@ -19,6 +19,8 @@ from vllmkit.estimate.specs import (
 from vllmkit.estimate.weights import split_weights
 from vllmkit.hub.catalog import find_entry
 
+GIB = 1 << 30
+
 
 def arch(model_id: str):
     return read_arch(find_entry(model_id).config)
@@ -168,3 +170,31 @@ def test_rocm_counts_the_graph_estimate_from_0_26(version, counted) -> None:
     # gpu_worker.py's guard before profile_cudagraph_memory(), read in the wheels: current_platform.is_cuda() in
     # 0.23.0, 0.24.0 ("Skip on ROCm/HIP/XPU") and 0.25.x, is_cuda_alike() from 0.26.0 (vllm#47366)
     assert rules_for(version).rocm_cudagraph_counted is counted
+
+
+def test_pp_stages_weigh_dense_and_moe_layers_apart_deepseek_v3() -> None:
+    """DeepSeek-V3's first 3 layers have a dense MLP (first_k_dense_replace), ~0.05 of an MoE layer. Two public
+    V0 logs of TP 8 x PP 4 print one rank's weights: deepseek-ai/DeepSeek-V3#205 (vLLM 0.6.6, 32 x RTX 4090)
+    'Loading model weights took 16.9583 GB' from the driver, rank 0 of the first stage; vllm#15598 (DeepSeek-R1,
+    same shapes, 32 x L40S) 'model weights take 20.64GiB' from a worker on another node than the driver's, so
+    a later stage. Equal shares per layer gave every stage of 15 layers ~20.5 GiB, the first one included."""
+    from vllmkit.estimate.weights import layer_shares
+
+    a = arch("deepseek-ai/DeepSeek-V3")
+    shares = layer_shares(a)
+    assert shares[:3] == [pytest.approx(0.0507, abs=0.001)] * 3 and set(shares[3:]) == {1.0}
+    total = find_entry("deepseek-ai/DeepSeek-V3").weights_bytes
+    stages = [b / GIB for b in split_weights(a, total, tp=8, pp=4, mtp_layers=1).per_stage_bytes]
+    assert stages[0] == pytest.approx(16.9583, rel=0.02)
+    assert min(abs(s / 20.64 - 1) for s in stages[1:]) < 0.01
+    assert max(stages) == stages[2]  # 16 MoE layers: the stage that decides the KV cache of every rank
+    # the stages together hold what one rank holds without pipeline stages
+    assert split_weights(a, total, tp=8, pp=1, mtp_layers=1).per_stage_bytes[0] == pytest.approx(
+        sum(split_weights(a, total, tp=8, pp=4, mtp_layers=1).per_stage_bytes), rel=0.01)
+
+
+def test_dense_models_keep_equal_layer_shares() -> None:
+    from vllmkit.estimate.weights import layer_shares
+
+    assert set(layer_shares(arch("Qwen/Qwen3-32B"))) == {1.0}
+    assert set(layer_shares(arch("Qwen/Qwen3-30B-A3B"))) == {1.0}  # every layer has experts
