@@ -148,12 +148,14 @@ def gpu_perf(profile: Any) -> GpuPerf:
     geforce = "geforce" in str(profile.display_name).lower()
     if geforce and family == "blackwell" and str(profile.architecture).startswith("sm_12"):
         family = "blackwell-geforce"  # its own compute prior (estimate/perf.py GEFORCE_BLACKWELL_MATMUL_RATIO)
+    if geforce and kind == "pcie":
+        # GeForce cards (RTX 30 / 40 / 50) have no GPU peer-to-peer access over PCIe with NVIDIA's drivers:
+        # vLLM's custom all-reduce needs P2P (vllm/distributed/device_communicators/custom_all_reduce.py,
+        # "lacks GPU P2P capability") and falls back to NCCL, whose SHM transport bounces every byte through
+        # host memory. Public logs print the warning on 4 x RTX 3090 (collected-startup-logs-23 / -24) and
+        # 2 x RTX 5090 (vLLM 0.10 - 0.19 setups; NVIDIA's forum confirms no P2P on the RTX 5090)
+        kind = "pcie-host"
     if geforce and family == "ada":
-        if kind == "pcie":
-            # GeForce Ada cards (RTX 40xx) have no GPU peer-to-peer access: vLLM's custom all-reduce needs
-            # P2P (vllm/distributed/device_communicators/custom_all_reduce.py, "lacks GPU P2P capability")
-            # and falls back to NCCL, whose SHM transport bounces every byte through host memory
-            kind = "pcie-host"
         family = "ada-geforce"  # its own compute prior (estimate/perf.py GEFORCE_ADA_MATMUL_RATIO)
     link_bw = (link.bandwidth_gbps or 0.0) if link else 0.0
     bandwidth = float(profile.memory_bandwidth_gbps or 100.0) * 1e9

@@ -106,12 +106,15 @@ def test_more_than_two_pcie_gpus_all_reduce_through_nccls_ring() -> None:
             56 * (10e-6 + bus / 32e9))
 
 
-def test_geforce_ada_profiles_have_no_peer_to_peer() -> None:
+def test_geforce_profiles_have_no_peer_to_peer() -> None:
     from vllmkit.hardware.profiles import load_profiles, resolve_gpu
     from vllmkit.plan.performance import gpu_perf
 
     profiles = load_profiles(include_user_config=False)
-    assert gpu_perf(resolve_gpu("rtx-4090", profiles=profiles)).link_kind == "pcie-host"
+    # RTX 30 / 40 / 50: "Custom allreduce is disabled because your platform lacks GPU P2P capability" in public
+    # logs of 4 x RTX 3090 and 2 x RTX 5090; the 4090's was the first profile to say so
+    for name in ("rtx-3090", "rtx-4090", "rtx-5090", "rtx-5070-ti", "rtx-5060-ti"):
+        assert gpu_perf(resolve_gpu(name, profiles=profiles)).link_kind == "pcie-host", name
     # datacenter / workstation PCIe cards keep P2P (vLLM's custom all-reduce runs on them)
     assert gpu_perf(resolve_gpu("l40", profiles=profiles)).link_kind == "pcie"
     assert gpu_perf(resolve_gpu("h100-pcie", profiles=profiles)).link_kind == "pcie"
