@@ -299,3 +299,17 @@ def test_an_unknown_flashinfer_install_names_what_the_other_install_leaves(env) 
     for extra in (["--flashinfer"], ["--vllm-version", "0.12.0"], ["--gpu", "mi300x"]):
         quiet = json.loads(invoke([*args, *extra]).stdout)
         assert quiet["exit_code"] == 0 and not any("flashinfer" in w.lower() for w in quiet["data"]["warnings"]), extra
+
+
+def test_pipeline_stages_show_their_own_weights(env) -> None:
+    # DeepSeek-V3 at TP 8 x PP 2: the first stage holds the 3 dense layers (a twentieth of an MoE layer each) and
+    # the embedding, the second the head; the plan's figure is the heavier stage's, and both are listed
+    res = run("plan", "deepseek-ai/DeepSeek-V3", "--gpu", "h100", "-tp", "8", "-pp", "2", "--json")
+    mem = json.loads(res.stdout)["data"]["memory"]
+    first, second = mem["stage_weights_bytes"]
+    assert first < second == mem["weights_bytes"]
+    assert (second - first) / 2**30 > 2  # about three MoE layers' share of a rank (3 x 11.5 GB / 8 = 4 GiB, less the head)
+    text = run("plan", "deepseek-ai/DeepSeek-V3", "--gpu", "h100", "-tp", "8", "-pp", "2").stdout
+    assert "one rank of each pipeline stage" in text
+    assert json.loads(run("plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--json").stdout)["data"]["memory"][
+        "stage_weights_bytes"] == []

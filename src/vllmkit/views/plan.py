@@ -31,10 +31,13 @@ def render(console: Console, plan: PlanResult) -> None:
     table.add_column("size", justify="right")
     table.add_column("source")
     table.add_column("note", overflow="fold")
+    weights_note = mem.notes.get("weights", "")
+    if len(set(mem.stage_weights_bytes)) > 1:
+        weights_note += "; one rank of each pipeline stage: " + " / ".join(gib(b) for b in mem.stage_weights_bytes)
     rows = [
         ("total (as torch reports)", mem.total_bytes, mem.sources.get("total", "measured"), ""),
         (f"requested (x {plan.settings.gpu_memory_utilization})", mem.requested_bytes, "derived", ""),
-        ("weights", mem.weights_bytes, mem.sources.get("weights", ""), mem.notes.get("weights", "")),
+        ("weights", mem.weights_bytes, mem.sources.get("weights", ""), weights_note),
         ("non-torch", mem.non_torch_bytes, mem.sources.get("non_torch", ""), mem.notes.get("non_torch", "")),
         ("peak activation", mem.activation_bytes, mem.sources.get("activation", ""), mem.notes.get("activation", "")),
         ("CUDA graphs", mem.cudagraph_bytes, mem.sources.get("cudagraph", ""), mem.notes.get("cudagraph", "")),
