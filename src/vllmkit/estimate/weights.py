@@ -113,7 +113,7 @@ def layer_shares(arch: ModelArch, mtp_layers: int = 0) -> list[float]:
     Equal, except for an MoE model whose first `dense_layers` layers have a plain MLP and all others
     experts (DeepSeek-V2/V3/R1, Kimi-K2, GLM-4.5: first_k_dense_replace): a dense layer of DeepSeek-V3
     holds ~0.05 of an MoE layer's parameters, so a stage that starts the model holds ~3 layers' worth
-    less than equal shares say (vllm#205 of deepseek-ai/DeepSeek-V3: the first stage's rank of TP 8 x
+    less than equal shares say (deepseek-ai/DeepSeek-V3#205: the first stage's rank of TP 8 x
     PP 4 loaded 16.96 GiB, equal shares give 20.6). Where experts alternate with dense layers the
     shares stay equal: every stage gets about as many of each kind."""
     n = arch.num_hidden_layers
