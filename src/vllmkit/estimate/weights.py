@@ -132,10 +132,10 @@ def layer_shares(arch: ModelArch, mtp_layers: int = 0) -> list[float]:
 
 def layer_attention_params(arch: ModelArch) -> int:
     """One decoder layer's attention projections: MLA's low-rank ones (DeepSeek-V2 shapes) or Q, K, V, O."""
-    h, heads = arch.hidden_size, arch.num_attention_heads
     m = arch.mla
     if m is None:
-        return 2 * h * arch.head_dim * (heads + arch.num_kv_heads)
+        return attention_params(arch) // max(arch.num_hidden_layers, 1)
+    h, heads = arch.hidden_size, arch.num_attention_heads
     nope, v, rope = m.qk_nope_head_dim or 0, m.v_head_dim or 0, m.qk_rope_head_dim
     q = (h * m.q_lora_rank + m.q_lora_rank * heads * (nope + rope)) if m.q_lora_rank else h * heads * (nope + rope)
     return q + h * (m.kv_lora_rank + rope) + m.kv_lora_rank * heads * (nope + v) + heads * v * h

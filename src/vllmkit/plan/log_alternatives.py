@@ -76,8 +76,7 @@ def _alternatives(f: LogFacts, kv_bytes: int, env: dict[str, str]) -> list[tuple
         if p.fits:
             return (f"fits: {p.kv_cache.tokens:,} KV tokens, {p.kv_cache.max_concurrency:.2f}x requests of "
                     f"{p.kv_cache.max_model_len:,} tokens")
-        longest = p.usable_max_model_len if p.usable_max_model_len is not None else p.estimated_max_model_len
-        return f"still too small: longest context {longest or 0:,} tokens"
+        return f"still too small: longest context {p.usable_max_model_len or 0:,} tokens"
 
     if _two_byte_kv(f):
         p = plan("fp8", kv_bytes)
