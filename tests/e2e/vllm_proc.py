@@ -166,6 +166,26 @@ def run_vllm_bench(url: str, model: Path | str, *, key: str, n: int, conc: int, 
     return (json.loads(line.split(" ", 1)[1]) if line else None), tail
 
 
+# vLLM's engine alone, built from the server's flags the way `vllm.entrypoints.openai.api_server` builds it
+# (AsyncEngineArgs from the same CLI flags, the OpenAI-server usage context, whose defaults decide
+# max_num_batched_tokens and max_num_seqs), in one process: engine core in-process
+# (VLLM_ENABLE_V1_MULTIPROCESSING=0) and the worker in-process ("uni" executor). The KV sizing it
+# prints is the same code the server's engine core and worker run; what it skips is the HTTP front end and
+# two process start-ups (each imports torch and vLLM again), about 30 of the 40 seconds a server start costs here.
+ENGINE_INIT = textwrap.dedent("""
+    import sys
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.usage.usage_lib import UsageContext
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    from vllm.v1.engine.llm_engine import LLMEngine
+    parser = AsyncEngineArgs.add_cli_args(FlexibleArgumentParser())
+    engine_args = AsyncEngineArgs.from_cli_args(parser.parse_args(sys.argv[1:]))
+    config = engine_args.create_engine_config(usage_context=UsageContext.OPENAI_API_SERVER)
+    LLMEngine.from_vllm_config(config, usage_context=UsageContext.OPENAI_API_SERVER)
+    print("VLLMKIT_ENGINE_READY", flush=True)
+""")
+
+
 @dataclass
 class VllmRun:
     returncode: int | None
@@ -189,4 +209,28 @@ def run_vllm_until(
         server.wait(until, timeout)
         code = server.proc.poll()
         text = server.log_text()
+    return VllmRun(returncode=code, log=text)
+
+
+def run_vllm_engine(model_dir: Path | str, args: Sequence[str] = (), *, timeout: float = 600) -> VllmRun:
+    """Build vLLM's engine from server flags in one process (ENGINE_INIT) and return its log once it is
+    ready or has refused to start; the process group is always reaped."""
+    argv = [vllm_python(), "-c", ENGINE_INIT, "--model", str(model_dir), "--distributed-executor-backend", "uni",
+            *args]
+    # its own temporary folder: an engine that refuses to start leaves its torch.distributed file store
+    # (tempfile.gettempdir()/vllm_dist_*) behind
+    with tempfile.TemporaryFile() as log, tempfile.TemporaryDirectory(prefix="vllm-engine-") as tmp:
+        env = server_env({"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "TMPDIR": tmp})
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                start_new_session=True)
+        try:
+            code: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            kill_group(proc)
+        log.seek(0)
+        text = log.read().decode(errors="replace")
+    if code is None:
+        raise TimeoutError(f"vLLM's engine did not finish starting in {timeout}s; log tail:\n{text[-3000:]}")
     return VllmRun(returncode=code, log=text)
