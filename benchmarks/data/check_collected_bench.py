@@ -180,7 +180,7 @@ BENCH_FILES = ("collected-bench-results.jsonl", "collected-bench-results-2.jsonl
                "collected-bench-results-39.jsonl", "collected-bench-results-40.jsonl",
                "collected-bench-results-41.jsonl", "collected-bench-results-42.jsonl",
                "collected-bench-results-43.jsonl", "collected-bench-results-44.jsonl",
-               "collected-bench-results-45.jsonl")
+               "collected-bench-results-45.jsonl", "collected-bench-results-46.jsonl")
 STARTUP_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jsonl", "collected-startup-logs-4.jsonl",
                  "collected-startup-logs-5.jsonl", "collected-startup-logs-6.jsonl", "collected-startup-logs-7.jsonl",
                  "collected-startup-logs-8.jsonl", "collected-startup-logs-9.jsonl", "collected-startup-logs-10.jsonl",
@@ -202,7 +202,8 @@ STARTUP_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jso
                  "collected-startup-logs-42.jsonl", "collected-startup-logs-43.jsonl",
                  "collected-startup-logs-44.jsonl", "collected-startup-logs-45.jsonl",
                  "collected-startup-logs-46.jsonl", "collected-startup-logs-47.jsonl",
-                 "collected-startup-logs-48.jsonl", "collected-startup-logs-49.jsonl")
+                 "collected-startup-logs-48.jsonl", "collected-startup-logs-49.jsonl",
+                 "collected-startup-logs-50.jsonl")
 
 
 def main() -> int:

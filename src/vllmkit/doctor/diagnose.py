@@ -135,7 +135,47 @@ def _kv_too_small(parsed: ParsedLog, planner: PlannerHook | None = None) -> list
     e = _first(events, "kv_too_small_v0")
     if e is not None:
         return [_kv_too_small_v0(f, e, planner)]
+    e = _first(events, "max_concurrency")
+    # at 0.00x no block fits at all: no-kv-memory's case (its rule reads the zero or negative budget)
+    if (e is not None and f.max_concurrency is not None and 0 < f.max_concurrency < 1 and not f.server_started
+            and (f.num_gpu_blocks is None or f.num_gpu_blocks > 0) and _no_kv_memory_evidence(parsed) is None):
+        return [_kv_concurrency_below_one(f, e, planner)]
     return []
+
+
+# V0's block size where the log does not print one (config/cache.py, CUDA and ROCm: 16)
+V0_DEFAULT_BLOCK_SIZE = 16
+
+
+def _kv_concurrency_below_one(f: LogFacts, e: LogEvent, planner: PlannerHook | None) -> Diagnosis:
+    """A log cut after "Maximum concurrency for L tokens per request: X" with X below 1: the cache holds less than
+    one request at max_model_len, which vLLM refuses right after printing it (V0 executor_base.py prints
+    num_gpu_blocks x block_size / max_model_len, then worker.py raise_if_cache_size_invalid raises when
+    max_model_len > num_gpu_blocks x block_size; Orpheus-TTS#109: 1,797 blocks, 0.22x at 131,072 tokens). The
+    token count is blocks x block size where the printed ratio confirms the block size, else X x L rounded down."""
+    per_req = f.concurrency_tokens_per_request or f.max_model_len or 0
+    block = f.block_size or V0_DEFAULT_BLOCK_SIZE
+    tokens: int | None = None
+    exact = False
+    if f.num_gpu_blocks and per_req and round(f.num_gpu_blocks * block / per_req, 2) == round(f.max_concurrency or 0, 2):
+        tokens, exact = f.num_gpu_blocks * block, True
+    elif per_req and f.max_concurrency:
+        tokens = int(f.max_concurrency * per_req)
+    held = f"{tokens:,}" if exact else f"about {tokens:,}" if tokens else "less than one request's"
+    return Diagnosis(
+        code="kv-cache-too-small",
+        severity="error",
+        title=f"KV cache holds {held} tokens, less than max_model_len {per_req:,}",
+        evidence=e.text,
+        line=e.line,
+        fix=(f"vLLM refuses to start when one request of --max-model-len does not fit its KV cache (printed "
+             f"concurrency {f.max_concurrency:.2f}x): start with --max-model-len {tokens} (or smaller), or give the "
+             "KV cache more memory (alternatives below).") if tokens else
+            "Give the KV cache more memory or lower --max-model-len (alternatives below).",
+        suggested_flags=["--max-model-len", str(tokens)] if tokens else [],
+        alternatives=_kv_alternatives(f, None, planner),
+        details={"max_model_len": per_req, "kv_cache_tokens": tokens, "max_concurrency": f.max_concurrency},
+    )
 
 
 def _kv_alternatives(f: LogFacts, missing_bytes: int | None, planner: PlannerHook | None = None) -> list[Alternative]:

@@ -159,7 +159,8 @@ PATTERNS: tuple[Pattern, ...] = (
        "%.2fx'", "0.28+"),
     _p("kv_tokens", rf"(?P<pool>[A-Z]+) KV cache size: (?P<tokens>{NUM}) tokens$",
        "v1/core/kv_cache_utils.py: 'GPU KV cache size: %s tokens'", "V1 0.8-0.27"),
-    _p("max_concurrency", rf"^Maximum concurrency for (?P<per_req>{NUM}) tokens per request: (?P<x>{FLT})x",
+    # anywhere in a line but after "tokens, " (0.28+'s one-line report above): quotes run log lines together
+    _p("max_concurrency", rf"(?<!tokens, )Maximum concurrency for (?P<per_req>{NUM}) tokens per request: (?P<x>{FLT})x",
        "v1/core/kv_cache_utils.py: 'Maximum concurrency for %s tokens per request: %.2fx'", "V1 0.8-0.27; V0 0.6-0.10"),
     # negative in 0.1.x, which sized the cache without a check (vllm#184: '# GPU blocks: -1', then the cache
     # tensor fails: 'Trying to create tensor with negative dimension -1')

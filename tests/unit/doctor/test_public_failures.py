@@ -151,6 +151,13 @@ EXPECTED = {
     "insufficient-free-memory",
     "r48-vllmomni276-2xa100-80gb-qwen3-omni-30b-a3b-omni-util06-free-mem-049-of-7932-fail": "insufficient-free-memory",
     "r48-vllm184-t4-g4dn-xlarge-vicuna-7b-v13-fp16-defaults-v010-gpu-blocks-neg1-fail": "no-kv-memory",
+    # round 46 (collected-startup-logs-50): a load OOM with vLLM's own advice, a quoted KV refusal, and a V0 log cut
+    # after "Maximum concurrency for 131072 tokens per request: 0.22x" (below one request: V0 raises next)
+    "r50-vllm40291-rtx5090-gemma4-31b-it-nvfp4-modelopt-kvfp8-len8192-v0191-load-oom-fail": "cuda-oom",
+    "r50-syvai39-rtx3090-inferred-qwen38-27b-w4a16-autoround-len65536-runai-streamer-v0280-kvcheck-fail":
+    "kv-cache-too-small",
+    "r50-orpheus109-12gb-unnamed-orpheus-3b-ft-bf16-len131072-util090-v073-inferred-v0-kvcheck-fail":
+    "kv-cache-too-small",
 }
 
 NO_ERROR_TEXT = {
@@ -212,6 +219,9 @@ NO_ERROR_TEXT = {
     "initialize_cache cut before its exception",
     "r48-syvai1-wsl2-rtx3090-qwen38-27b-w4a16-autoround-kvfp8-len10000-util093-mtp1-marlin-repack-oom-fail": "the "
     "EngineCore traceback cut in marlin.py before its exception; the OOM only in the reporter's words",
+    "r50-club3090-1134-wsl2-2xrtx3090-qwen38-27b-dual-fast-tp2-util090-cotenant-17-20gib-fail": "the maintainer's "
+    "diagnosis (17.0 / 19.6 GiB held at idle by other software) and the repository's preflight error; vLLM's own "
+    "error is not quoted",
 }
 
 
@@ -257,3 +267,21 @@ def test_a_negative_block_count_is_no_kv_memory_by_itself() -> None:
     # could not be built; the reporter's quote runs the error into the same line, so only the count is a line
     text = "INFO 06-21 10:00:18 llm_engine.py:128] # GPU blocks: -1, # CPU blocks: 512\n"
     assert [d.code for d in diagnose_log(text).diagnoses if d.severity == "error"] == ["no-kv-memory"]
+
+
+def test_concurrency_below_one_in_a_cut_log_is_kv_too_small() -> None:
+    # Orpheus-TTS#109 (V0 0.7.3 on a 12 GB card): the log stops after the capacity lines; V0 prints
+    # num_gpu_blocks x block_size / max_model_len = 1797 x 16 / 131072 = 0.219 -> "0.22x", then raises because
+    # max_model_len > 1797 x 16 = 28,752 tokens (worker.py raise_if_cache_size_invalid)
+    text = ("INFO 04-07 08:59:33 executor_base.py:111] # cuda blocks: 1797, # CPU blocks: 2340\n"
+            "INFO 04-07 08:59:33 executor_base.py:116] Maximum concurrency for 131072 tokens per request: 0.22x\n")
+    diag = next(d for d in diagnose_log(text).diagnoses if d.severity == "error")
+    assert diag.code == "kv-cache-too-small"
+    assert diag.suggested_flags == ["--max-model-len", "28752"]
+    # without a block count the tokens are the ratio's: 0.22 x 131072 = 28,835.8 -> "about 28,835"
+    alone = diagnose_log(text.split("\n", 1)[1]).diagnoses
+    assert [d.suggested_flags for d in alone if d.severity == "error"] == [["--max-model-len", "28835"]]
+    # a start that reached the API server is not a failure, and 1.00x and above is one request or more
+    started = text + "INFO 04-07 09:00:01 launcher.py:29] Uvicorn running on http://0.0.0.0:8000\n"
+    assert not [d for d in diagnose_log(started).diagnoses if d.code == "kv-cache-too-small"]
+    assert not [d for d in diagnose_log(text.replace("0.22x", "1.37x")).diagnoses if d.code == "kv-cache-too-small"]
