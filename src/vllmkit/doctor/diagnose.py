@@ -511,6 +511,7 @@ _LOAD_FUNCS = re.compile(r"load_model|load_weights|_load_weights|init_device_and
 
 
 _SAMPLER_WARMUP = re.compile(r"warming up sampler", re.I)
+_PROFILE_CALLERS = {"profile_run", "determine_available_memory", "determine_num_available_blocks"}
 
 
 def _oom_phase(parsed: ParsedLog, oom_line: int) -> str:
@@ -518,11 +519,17 @@ def _oom_phase(parsed: ParsedLog, oom_line: int) -> str:
     sized = any(ev.kind in ("kv_capacity", "kv_tokens", "available_kv", "gpu_blocks") and ev.line < oom_line
                 for ev in events)
     near = [ev for ev in events if oom_line - OOM_WINDOW_LINES < ev.line <= oom_line + OOM_WINDOW_LINES]
-    if sized and any((ev.kind == "traceback_frame" and ev.values.get("func") == "_dummy_sampler_run")
-                     or (ev.kind == "exception" and _SAMPLER_WARMUP.search(ev.values.get("msg") or ""))
-                     for ev in near):
+    # the exception's message, or the OOM line itself where a quote runs the lines together
+    sampler_message = any((ev.kind == "exception" and _SAMPLER_WARMUP.search(ev.values.get("msg") or ""))
+                          or (ev.kind == "oom" and _SAMPLER_WARMUP.search(ev.text)) for ev in near)
+    sampler_frame = any(ev.kind == "traceback_frame" and ev.values.get("func") == "_dummy_sampler_run" for ev in near)
+    in_profile = any(ev.kind == "traceback_frame" and ev.values.get("func") in _PROFILE_CALLERS for ev in near)
+    if (sampler_message or sampler_frame) and not in_profile and (sized or sampler_message):
         # v1/worker/gpu_model_runner.py _dummy_sampler_run after the KV cache is allocated
-        # (compile_or_warm_up_model): "CUDA out of memory occurred when warming up sampler with N dummy requests"
+        # (gpu_worker.py compile_or_warm_up_model): "CUDA out of memory occurred when warming up sampler with N
+        # dummy requests". The profile run samples too (profile_run), so its frames, where quoted, say which; a
+        # quote of the message alone (llm-d#787: sized, captured, then this) is the warm-up, where public
+        # failures with this message sit
         return "sampler-warmup"
     window = [ev for ev in events if oom_line - OOM_WINDOW_LINES < ev.line <= oom_line]
     funcs = [ev.values.get("func", "") for ev in window if ev.kind == "traceback_frame"]

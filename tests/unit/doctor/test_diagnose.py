@@ -497,3 +497,37 @@ def test_volta_under_vllm_0_20_or_newer_names_the_last_release_with_its_kernels(
     older = log.replace("version 0.26.0", "version 0.19.0")
     (d,) = [x for x in diagnose_log(older).diagnoses if x.code == "gpu-arch-not-in-build"]
     assert "vllm==0.19.*" not in d.fix  # 0.19 has sm_70 kernels: something else removed them
+
+
+def test_the_sampler_warm_up_message_alone_names_its_phase() -> None:
+    """llm-d#787 (benchmarks/data/collected-startup-logs-48.jsonl): the issue quotes vLLM 0.11.0's own message and,
+    in prose, that the graphs were captured and 41.87 GiB of KV allocated first; no log line of the sizing. The
+    message is raised in `_dummy_sampler_run`, which the warm-up after sizing calls (gpu_worker.py
+    compile_or_warm_up_model); it was read as a weight-loading OOM (fix: more GPUs) before."""
+    import json
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[3] / "benchmarks" / "data" / "collected-startup-logs-48.jsonl"
+    row = next(r for r in map(json.loads, data.read_text().splitlines())
+               if r["id"] == "r48-llmd787-2xh100-qwen3-32b-bf16-tp2-util095-v0110-sampler-warmup-oom-fail")
+    oom = next(d for d in diagnose_log(row["quote"]).diagnoses if d.code == "cuda-oom")
+    assert oom.details["phase"] == "sampler-warmup"
+    assert oom.suggested_flags[0] == "--gpu-memory-utilization"
+
+
+def test_a_sampler_oom_inside_the_profile_run_is_profiling() -> None:
+    # the profile run samples too (gpu_model_runner.py profile_run -> _dummy_sampler_run) and raises the same
+    # message; its frames say so, and lowering --gpu-memory-utilization would not help there
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/vllm/v1/worker/gpu_worker.py", line 250, in determine_available_memory\n'
+        "    self.model_runner.profile_run()\n"
+        '  File "/opt/vllm/v1/worker/gpu_model_runner.py", line 3000, in profile_run\n'
+        "    output = self._dummy_sampler_run(last_hidden_states)\n"
+        '  File "/opt/vllm/v1/worker/gpu_model_runner.py", line 2900, in _dummy_sampler_run\n'
+        "    raise RuntimeError(\n"
+        "RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests. Please try "
+        "lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.\n"
+    )
+    oom = next(d for d in diagnose_log(text).diagnoses if d.code == "cuda-oom")
+    assert oom.details["phase"] == "profiling"
