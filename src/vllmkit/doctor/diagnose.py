@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from vllmkit.doctor.gpubuild import BLACKWELL_BUILD_FIX, all_newer
 from vllmkit.engine.versions import VOLTA_DROPPED, parse_version
-from vllmkit.logs import LogEvent, LogFacts, ParsedLog, parse_python_dict, read_log
+from vllmkit.logs import LogEvent, LogFacts, ParsedLog, parse_command, parse_python_dict, read_log
 from vllmkit.logs.values import to_int
 from vllmkit.units import GIB
 
@@ -508,6 +508,12 @@ OOM_WINDOW_LINES = 150  # the OOM line and the lines before it that may hold its
 _GRAPH_FUNCS = re.compile(r"capture_model|_capture_cudagraphs|capture_graphs|cudagraph|graph_capture|capture_end|capture_begin", re.I)
 _PROFILE_FUNCS = re.compile(r"profile_run|_dummy_sampler_run|determine_available_memory|determine_num_available_blocks|profile")
 _LOAD_FUNCS = re.compile(r"load_model|load_weights|_load_weights|init_device_and_load")
+# after the KV cache is allocated: gpu_worker.py compile_or_warm_up_model -> kernel_warmup (DeepGEMM / FlashInfer
+# autotuning workspaces, sized by max_num_batched_tokens; vllm#29360: deep_gemm_warmup's torch.empty((MAX_M, n)))
+_WARMUP_FUNCS = re.compile(r"kernel_warmup|deep_gemm_warmup|flashinfer_autotune|_warmup_")
+# torch's OOM message counts memory held by CUDA-graph private pools ("..., with 35.88 MiB allocated in private
+# pools (e.g., CUDA Graphs)", c10/cuda/CUDACachingAllocator.cpp): graphs were being captured when it ran out
+_PRIVATE_POOLS = re.compile(r"with (?P<n>[\d.]+) (?P<u>[KMG]i?B) allocated in private pools")
 
 
 _SAMPLER_WARMUP = re.compile(r"warming up sampler", re.I)
@@ -537,10 +543,17 @@ def _oom_phase(parsed: ParsedLog, oom_line: int) -> str:
     capture_progress = any(ev.kind == "graph_capture_start" and ev.line not in frame_lines for ev in window)
     if any(_GRAPH_FUNCS.search(fn) for fn in funcs):
         return "graph-capture"
+    # compile_or_warm_up_model also captures the graphs: only without them is it the kernels' warm-up
+    graphs_off = parsed.facts.enforce_eager or any(ev.kind == "cudagraphs_off" for ev in events)
+    if any(_WARMUP_FUNCS.search(fn) for fn in funcs) or (graphs_off and "compile_or_warm_up_model" in funcs):
+        return "kernel-warmup"
     if any(_PROFILE_FUNCS.search(fn) for fn in funcs):
         return "profiling"
     if any(_LOAD_FUNCS.search(fn) for fn in funcs):
         return "load"
+    pools = [m for ev in near if ev.kind == "exception" and (m := _PRIVATE_POOLS.search(ev.text + " " + (ev.values.get("msg") or "")))]
+    if any(float(m.group("n")) > 0 for m in pools):
+        return "graph-capture"
     before = {ev.kind for ev in events if ev.line < oom_line}
     if "server_started" in before:
         return "runtime"
@@ -594,6 +607,15 @@ def _cuda_oom(parsed: ParsedLog) -> list[Diagnosis]:
             f"more room with --gpu-memory-utilization {lower}, or sample fewer rows with --max-num-seqs {seqs}."
         )
         flags = ["--gpu-memory-utilization", lower]
+    elif phase == "kernel-warmup":
+        title = "Out of GPU memory in the kernel warm-up, after the KV cache was allocated"
+        lower = f"{max(0.5, _floor2(util - 0.05)):.2f}" if util is not None else "0.85"
+        fix = (
+            "vLLM sized the KV cache, then warmed up its kernels (DeepGEMM / FlashInfer autotuning, with workspaces "
+            "sized by --max-num-batched-tokens) in what the budget left. Leave them room with "
+            f"--gpu-memory-utilization {lower}, or lower --max-num-batched-tokens."
+        )
+        flags = ["--gpu-memory-utilization", lower]
     elif phase == "graph-capture":
         title = "Out of GPU memory while capturing CUDA graphs"
         lower = f"{max(0.5, _floor2(util - 0.05)):.2f}" if util is not None else "0.85"
@@ -614,6 +636,11 @@ def _cuda_oom(parsed: ParsedLog) -> list[Diagnosis]:
     if phase == "sampler-warmup":
         alts = [Alternative(flags=["--max-num-seqs", str(max(8, (f.max_num_seqs or 1024) // 2))],
                             effect="half the sampler's warm-up buffers (and fewer sequences per batch)", source="estimated")]
+    elif phase == "kernel-warmup":
+        mnbt = f.max_num_batched_tokens or 8192
+        alts = [Alternative(flags=["--max-num-batched-tokens", str(max(512, mnbt // 2))],
+                            effect="half the warm-up's largest GEMM workspace (and smaller prefill chunks)",
+                            source="estimated")]
     return [
         Diagnosis(
             code="cuda-oom",
@@ -623,7 +650,7 @@ def _cuda_oom(parsed: ParsedLog) -> list[Diagnosis]:
             line=e.line,
             fix=fix,
             suggested_flags=flags,
-            alternatives=alts if phase in ("graph-capture", "profiling", "sampler-warmup") else [],
+            alternatives=alts if phase in ("graph-capture", "profiling", "sampler-warmup", "kernel-warmup") else [],
             details={"phase": phase, "other_processes": others},
         )
     ]
@@ -1361,4 +1388,23 @@ def diagnose_log(text: str, *, planner: PlannerHook | None = None) -> LogReport:
     """Log text -> facts + diagnoses. Used by `doctor --log`, and (through the CLI) by `serve` on a failed
     start. `planner` adds exact alternatives for a KV cache that is too small (see PlannerHook)."""
     parsed = read_log(text)
+    _fill_from_command(parsed.facts, text)
     return LogReport(facts=parsed.facts, diagnoses=diagnose_parsed(parsed, planner=planner))
+
+
+# flags of a quoted `vllm serve ...` line that a fix builds on (the parallel sizes it doubles, the utilization it
+# lowers); the engine's own lines win, the command only fills what they do not say (as check-log reads it)
+_COMMAND_FACTS = ("tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization", "max_num_seqs",
+                  "max_num_batched_tokens", "kv_cache_dtype", "quantization", "dtype", "enforce_eager", "block_size")
+
+
+def _fill_from_command(facts: LogFacts, text: str) -> None:
+    cmd = parse_command(text)
+    for name in _COMMAND_FACTS:
+        if getattr(facts, name) is None and cmd.flags.get(name) is not None:
+            setattr(facts, name, cmd.flags[name])
+    max_len = str(cmd.flags.get("max_model_len") or "")
+    if facts.max_model_len is None and max_len.isdigit():
+        facts.max_model_len = int(max_len)
+    if facts.model is None and cmd.model:
+        facts.model = cmd.model

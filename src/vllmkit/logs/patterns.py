@@ -405,7 +405,8 @@ PATTERNS: tuple[Pattern, ...] = (
        r"EngineDeadError|WorkerProc failed to start",
        "v1/engine/core_client.py / v1/engine/utils.py; v1/executor/multiproc_executor.py 'WorkerProc failed to start.'",
        "V1 0.8+"),
-    _p("traceback_frame", r'File "[^"]*", line \d+, in (?P<func>\w+)',
+    # or the rest of one a terminal wrapped inside its path ('.../v1/worker' + '/gpu_worker.py", line 425, in ...')
+    _p("traceback_frame", r'(?:File "[^"]*|^[\w./-]*\.py)", line \d+, in (?P<func>\w+)',
        "Python traceback frame: 'File \"/x/vllm/v1/worker/gpu_model_runner.py\", line 2653, in capture_model'", "any"),
     _p("exception", r"^(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception))(?::\s*(?P<msg>.*))?$",
        "Python traceback summary line: 'ValueError: ...'", "any"),
@@ -491,7 +492,7 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "amd_hint": ("amdgpu", "ROCm", "rocm", "gfx", "MI3", "MI2", "HIP_VISIBLE", "Instinct"),
     "ulimit_low": ("Found ulimit",),
     "engine_failed": ("initialization failed", "failed to start", "EngineDeadError"),
-    "traceback_frame": ('File "',),
+    "traceback_frame": ('File "', '.py", line '),
     "exception": ("Error", "Exception"),
 }
 

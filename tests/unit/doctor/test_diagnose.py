@@ -531,3 +531,48 @@ def test_a_sampler_oom_inside_the_profile_run_is_profiling() -> None:
     )
     oom = next(d for d in diagnose_log(text).diagnoses if d.code == "cuda-oom")
     assert oom.details["phase"] == "profiling"
+
+
+def _public_row(name: str, row_id: str) -> dict:
+    import json
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[3] / "benchmarks" / "data" / name
+    return next(r for r in map(json.loads, data.read_text().splitlines()) if r["id"] == row_id)
+
+
+def test_private_pool_memory_in_the_oom_message_is_graph_capture() -> None:
+    """QwenLM/Qwen3#1387 (collected-startup-logs-3): 4x A10 at TP 4, `--gpu-memory-utilization 0.7` in the quoted command, then
+    torch's OOM '... with 35.88 MiB allocated in private pools (e.g., CUDA Graphs)': the graphs were being
+    captured. It was read as a weight-loading OOM (fix: TP 2, fewer GPUs than it ran on); the fix now lowers the
+    command's own utilization by 0.05."""
+    row = _public_row("collected-startup-logs-3.jsonl", "qwen3-1387-qwen3-30b-a3b-4xa10-tp4-util070-capture-oom")
+    oom = next(d for d in diagnose_log(row["quote"]).diagnoses if d.code == "cuda-oom")
+    assert oom.details["phase"] == "graph-capture"
+    assert oom.suggested_flags == ["--gpu-memory-utilization", "0.65"]
+    # no private-pool memory: nothing was captured, and the phase is not read from it
+    text = row["quote"].replace("with 35.88 MiB allocated in private pools", "with 0 bytes allocated in private pools")
+    assert next(d for d in diagnose_log(text).diagnoses if d.code == "cuda-oom").details["phase"] != "graph-capture"
+
+
+def test_a_kernel_warm_up_oom_after_sizing() -> None:
+    """vllm#29360 (vLLM 0.11.1, 8x H20, Qwen3-Coder-480B FP8, eager): the traceback runs compile_or_warm_up_model ->
+    kernel_warmup -> deep_gemm_warmup, which allocates its GEMM workspace after the KV cache took 0.98 of the
+    GPU; the terminal wrapped the frame's path ('.../v1/worker' + '/gpu_worker.py", line 425, in ...')."""
+    row = _public_row("collected-startup-logs-36.jsonl",
+                      "vllm-29360-8xh20-qwen3-coder-480b-fp8-tp8-ep-len131072-util098-eager-v0111-deepgemm-warmup-oom-fail")
+    oom = next(d for d in diagnose_log(row["quote"]).diagnoses if d.code == "cuda-oom")
+    assert oom.details["phase"] == "kernel-warmup"
+    assert oom.suggested_flags[0] == "--gpu-memory-utilization"
+    assert oom.alternatives[0].flags[0] == "--max-num-batched-tokens"
+
+
+def test_a_quoted_command_fills_the_flags_a_fix_builds_on() -> None:
+    # vllm#17238 (collected-startup-logs-3): `vllm serve ... --tensor-parallel-size 2 --gpu-memory-utilization 0.9`
+    # then "No available memory for the cache blocks": more GPUs is TP 4, more budget 0.95 (was: TP 2, no flag)
+    row = _public_row("collected-startup-logs-3.jsonl", "vllm-17238-qwen25-32b-w8a16-2x3090-tp2-eager-fail")
+    report = diagnose_log(row["quote"])
+    assert (report.facts.tensor_parallel_size, report.facts.gpu_memory_utilization) == (2, 0.9)
+    diag = next(d for d in report.diagnoses if d.code == "no-kv-memory")
+    assert diag.suggested_flags == ["--gpu-memory-utilization", "0.95"]
+    assert "--tensor-parallel-size 4" in diag.fix
