@@ -158,12 +158,36 @@ def test_api_server_command_line() -> None:
     assert cmd.model == "/m/llama" and cmd.flags == {"tensor_parallel_size": 2, "enforce_eager": True}
 
 
+def test_a_command_written_as_a_list() -> None:
+    # docker-compose (vllm#12539, collected-startup-logs-48): the entrypoint as a JSON list; the item after "serve"
+    # is the model, values follow their flags
+    cmd = parse_command('entrypoint: [ "vllm", "serve", "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B", '
+                        '"--tensor-parallel-size", "4", "--max-model-len", "32768", "--enforce-eager" ]')
+    assert cmd.model == "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B"
+    assert cmd.flags == {"tensor_parallel_size": 4, "max_model_len": "32768", "enforce_eager": True}
+    # a list of --flag=value items alone (vllm#16712's Llama-4-Scout args)
+    cmd = parse_command('"--gpu-memory-utilization=0.99", "--max-model-len=1000", "--tensor-parallel-size=2"')
+    assert cmd.model is None and cmd.flags == {"gpu_memory_utilization": 0.99, "max_model_len": "1000",
+                                               "tensor_parallel_size": 2}
+    # Kubernetes args: flags, a value item after a flag; a markdown bullet is not an argument
+    cmd = parse_command("args:\n  - --model\n  - meta-llama/Llama-3.1-8B\n  - --tensor-parallel-size=2\n"
+                        '  - "--gpu-memory-utilization"\n  - "0.85"\n- a bullet\n- 7\n')
+    assert cmd.model == "meta-llama/Llama-3.1-8B"
+    assert cmd.flags == {"tensor_parallel_size": 2, "gpu_memory_utilization": 0.85}
+    # "serve" followed by a flag: no model is made up from it
+    assert parse_command('["vllm", "serve", "--model", "/m/x", "--tensor-parallel-size", "2"]').model == "/m/x"
+    # vLLM's own advice names flags without values: nothing is read from it
+    assert parse_command("Try lowering --gpu-memory-utilization to free memory for weights, increasing "
+                         "--tensor-parallel-size, or using --quantization.").flags == {}
+
+
 LINE_PARTS = st.sampled_from([
     "Auto set (", "Explicitly set (", ") GiB for KV cache on node 0, with ", " GiB requested memory for the worker. ",
     " GiB memory was consumed by non-kv usages.", "Free memory on device (", "Actual usage is ", " GiB for consumed "
     "memory (weights + non-torch), ", " GiB for peak activation, and ", " GiB for CUDAGraph memory.",
     "Memory profiling takes 1.0 seconds. Total non KV cache memory: ", "Model loading took ", "vllm serve ",
     " --tensor-parallel-size ", " -tp ", "'", '"', "\\", "# ", "\n", "/", "1.5", "-3", "9" * 30, "nan", "\x00",
+    '"serve", "', '", "--max-model-len=', "  - --tensor-parallel-size", "  - ",
 ])
 
 
