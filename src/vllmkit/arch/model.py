@@ -199,6 +199,9 @@ class ModelArch(BaseModel):
     # every attention layer also runs a mamba mixer side by side (Falcon-H1's parallel hybrid blocks): vLLM
     # registers both caches per layer (self_attn.attn and a MambaMixer2)
     parallel_mamba: bool = False
+    # each decoder layer is one block — a mamba mixer, an attention block, an MLP or an MoE — not attention plus an
+    # MLP (Nemotron-H's hybrid_override_pattern, vllm nemotron_h.py: one NemotronH*Decoder layer per character)
+    single_block_layers: bool = False
     warnings: list[str] = Field(default_factory=list)
 
     def owns_kv_cache(self, layer: int) -> bool:

@@ -1137,6 +1137,7 @@ def _read(config: dict[str, Any], tokenizer_config: dict[str, Any] | None, yarn_
     gated = cfg.get("attn_output_gate", str(cfg.get("model_type", model_type)).startswith(("qwen3_next", "qwen3_5")))
     return ModelArch(
         parallel_mamba=parallel_mamba,
+        single_block_layers=isinstance(cfg.get("hybrid_override_pattern"), str),
         layer_head_dim=layer_head_dim,
         attn_output_gate=bool(gated),
         model_type=model_type,

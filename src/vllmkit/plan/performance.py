@@ -203,6 +203,9 @@ def _expert_params(arch: ModelArch) -> tuple[float, int]:
     return float(routed_expert_params(arch)), arch.moe.moe_layer_count(arch.num_hidden_layers)
 
 
+SINGLE_BLOCK_GEMMS = 2  # GEMM kernels of a one-block layer (ModelArch.single_block_layers)
+
+
 def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> ModelPerf:
     """ModelPerf for one evaluated candidate (evaluation: plan.evaluate.Evaluation)."""
     tp, pp = evaluation.tp, evaluation.pp
@@ -279,6 +282,9 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
         shared_experts=arch.moe.num_shared_experts if arch.moe else 0,
         sparse_topk=sparse_topk, indexer_flops_per_pair=indexer_pair,
         weight_format="mxfp4" if label == "mxfp4" else "",
+        # one block a layer: two GEMMs each (mamba in/out projections, qkv/o, an MLP's up/down, an MoE's two
+        # grouped GEMMs, whose fused kernel's own cost is MOE_LAYER_S), not the four of attention plus an MLP
+        gemm_kernels=SINGLE_BLOCK_GEMMS * layers_stage if arch.single_block_layers else 0,
         host_bytes=host_bytes,
         host_expert_bytes=host_expert,
     )

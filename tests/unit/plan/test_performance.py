@@ -127,6 +127,42 @@ def test_moe_active_parameters_match_the_model_card(model: str, gpu: str, tp: in
     assert perf.active_params / 1e9 == pytest.approx(active_b, rel=rel)
 
 
+@pytest.mark.parametrize(("model", "layers", "moe_layers"), [
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8", 52, 23),  # 23 M + 23 E + 6 * in hybrid_override_pattern
+    ("nvidia/NVIDIA-Nemotron-Nano-9B-v2", 56, 0),  # 27 M, 25 - (MLP), 4 *
+])
+def test_one_block_layers_launch_two_gemms_each(model: str, layers: int, moe_layers: int) -> None:
+    """Nemotron-H layers are one block each (vllm nemotron_h.py: a NemotronHMambaDecoderLayer, ...AttentionDecoderLayer,
+    ...MLPDecoderLayer or ...MoEDecoderLayer per character of hybrid_override_pattern): a mamba mixer's in_proj /
+    out_proj, attention's qkv / o, an MLP's up / down, an MoE's two grouped GEMMs. Two kernels a layer, not the
+    four of an attention-plus-MLP layer: at GEMM_KERNEL_S 3.8 us + QUANT_KERNEL_S 1.4 us (FP8), the 104 extra
+    kernels of the FP8 Nano were 0.54 ms a decode step, ~19 % of its 2.85 ms TPOT at one client on an H200
+    (collected-bench-results-46, 351 tokens/s)."""
+    from vllmkit.engine.versions import rules_for
+    from vllmkit.estimate.perf import GEMM_KERNEL_S, Efficiency
+    from vllmkit.hardware.profiles import load_profiles, resolve_gpu
+    from vllmkit.hub.catalog import entry_to_metadata, find_entry
+    from vllmkit.plan.candidates import engine_settings, prepare_candidate
+    from vllmkit.plan.evaluate import at_length
+    from vllmkit.plan.performance import model_perf
+    from vllmkit.plan.variants import make_variant
+
+    rules = rules_for("0.11.0")
+    variant = make_variant(entry_to_metadata(find_entry(model)), rules)
+    assert variant.arch.single_block_layers and variant.arch.num_hidden_layers == layers
+    profile = resolve_gpu("h200", profiles=load_profiles())
+    settings = engine_settings(PlanRequest(model=model, gpu="h200"), profile, rules, "auto", variant.arch, 1, 1, None)
+    perf = model_perf(variant.arch, at_length(prepare_candidate(variant, 1, 1, settings, rules), 8192), variant.label,
+                      profile)
+    assert perf.gemm_kernels == 2 * layers
+    eff = Efficiency(moe_layer_s=0.0, quant_kernel_s=0.0)
+    # + each MoE layer's shared expert (up / down: two more), its fused-MoE fixed cost set to 0 here
+    assert perf.kernels_seconds(eff) == pytest.approx((2 * layers + 2 * moe_layers) * GEMM_KERNEL_S)
+    # an attention-plus-MLP model keeps four a layer
+    dense = make_variant(entry_to_metadata(find_entry("Qwen/Qwen3-8B")), rules)
+    assert not dense.arch.single_block_layers
+
+
 def test_shipped_front_end_cost_is_no_more_than_a_real_vllm_costs() -> None:
     # the per-request API-server cost the model ships must not exceed what the real vLLM CPU build's API
     # server measured on a two-core machine shared with the benchmark client
