@@ -152,30 +152,16 @@ def _kv_concurrency_below_one(f: LogFacts, e: LogEvent, planner: PlannerHook | N
     one request at max_model_len, which vLLM refuses right after printing it (V0 executor_base.py prints
     num_gpu_blocks x block_size / max_model_len, then worker.py raise_if_cache_size_invalid raises when
     max_model_len > num_gpu_blocks x block_size; Orpheus-TTS#109: 1,797 blocks, 0.22x at 131,072 tokens). The
-    token count is blocks x block size where the printed ratio confirms the block size, else X x L rounded down."""
+    token count is blocks x block size where the printed ratio confirms the block size, else the least the printed
+    ratio allows: it is rounded to two decimals, so (X - 0.005) x L, which a --max-model-len of that size fits."""
     per_req = f.concurrency_tokens_per_request or f.max_model_len or 0
     block = f.block_size or V0_DEFAULT_BLOCK_SIZE
-    tokens: int | None = None
-    exact = False
     if f.num_gpu_blocks and per_req and round(f.num_gpu_blocks * block / per_req, 2) == round(f.max_concurrency or 0, 2):
-        tokens, exact = f.num_gpu_blocks * block, True
-    elif per_req and f.max_concurrency:
-        tokens = int(f.max_concurrency * per_req)
-    held = f"{tokens:,}" if exact else f"about {tokens:,}" if tokens else "less than one request's"
-    return Diagnosis(
-        code="kv-cache-too-small",
-        severity="error",
-        title=f"KV cache holds {held} tokens, less than max_model_len {per_req:,}",
-        evidence=e.text,
-        line=e.line,
-        fix=(f"vLLM refuses to start when one request of --max-model-len does not fit its KV cache (printed "
-             f"concurrency {f.max_concurrency:.2f}x): start with --max-model-len {tokens} (or smaller), or give the "
-             "KV cache more memory (alternatives below).") if tokens else
-            "Give the KV cache more memory or lower --max-model-len (alternatives below).",
-        suggested_flags=["--max-model-len", str(tokens)] if tokens else [],
-        alternatives=_kv_alternatives(f, None, planner),
-        details={"max_model_len": per_req, "kv_cache_tokens": tokens, "max_concurrency": f.max_concurrency},
-    )
+        tokens = f.num_gpu_blocks * block
+    else:
+        tokens = max(int(((f.max_concurrency or 0) - 0.005) * per_req), 0) or None
+    return _kv_holds_fewer_tokens(f, e, planner, tokens, per_req)
+
 
 
 def _kv_alternatives(f: LogFacts, missing_bytes: int | None, planner: PlannerHook | None = None) -> list[Alternative]:
@@ -304,19 +290,23 @@ def _kv_too_small_v1(f: LogFacts, e: LogEvent, planner: PlannerHook | None) -> D
 
 
 def _kv_too_small_v0(f: LogFacts, e: LogEvent, planner: PlannerHook | None) -> Diagnosis:
-    tokens = f.v0_max_kv_tokens
+    # V0 checks max_model_len <= num_gpu_blocks * block_size, which is the token count it prints.
+    return _kv_holds_fewer_tokens(f, e, planner, f.v0_max_kv_tokens, f.max_model_len)
+
+
+def _kv_holds_fewer_tokens(f: LogFacts, e: LogEvent, planner: PlannerHook | None, tokens: int | None,
+                           max_len: int | None) -> Diagnosis:
     return Diagnosis(
         code="kv-cache-too-small",
         severity="error",
-        title=f"KV cache holds {tokens} tokens, less than max_model_len {f.max_model_len}",
+        title=f"KV cache holds {tokens} tokens, less than max_model_len {max_len}",
         evidence=e.text,
         line=e.line,
-        # V0 checks max_model_len <= num_gpu_blocks * block_size, which is the token count it prints.
         fix=f"The KV cache holds {tokens} tokens: start with --max-model-len {tokens} (or smaller), "
         "or give the KV cache more memory (alternatives below).",
         suggested_flags=["--max-model-len", str(tokens)] if tokens else [],
         alternatives=_kv_alternatives(f, None, planner),
-        details={"max_model_len": f.max_model_len, "kv_cache_tokens": tokens},
+        details={"max_model_len": max_len, "kv_cache_tokens": tokens},
     )
 
 
