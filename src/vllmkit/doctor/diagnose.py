@@ -163,7 +163,6 @@ def _kv_concurrency_below_one(f: LogFacts, e: LogEvent, planner: PlannerHook | N
     return _kv_holds_fewer_tokens(f, e, planner, tokens, per_req)
 
 
-
 def _kv_alternatives(f: LogFacts, missing_bytes: int | None, planner: PlannerHook | None = None) -> list[Alternative]:
     planned = suggest_with_planner(f, planner)
     alts: list[Alternative] = list(planned)
@@ -541,7 +540,8 @@ def _oom_phase(parsed: ParsedLog, oom_line: int) -> str:
         return "profiling"
     if any(_LOAD_FUNCS.search(fn) for fn in funcs):
         return "load"
-    pools = [m for ev in near if ev.kind == "exception" and (m := _PRIVATE_POOLS.search(ev.text + " " + (ev.values.get("msg") or "")))]
+    pools = [m for ev in near if ev.kind in ("exception", "oom")
+             and (m := _PRIVATE_POOLS.search(ev.text + " " + (ev.values.get("msg") or "")))]
     if any(float(m.group("n")) > 0 for m in pools):
         return "graph-capture"
     before = {ev.kind for ev in events if ev.line < oom_line}
