@@ -65,19 +65,22 @@ TOO_SMALL = [
 ]
 
 
+AUTO_BUDGET = 300_000  # test_auto_max_model_len_matches_vllm's KV budget
+
+
+def _flags(budget: int, max_len: int | str, *extra: str) -> list[str]:
+    return ["--kv-cache-memory-bytes", str(budget), "--max-model-len", str(max_len), "--enforce-eager", *extra]
+
+
 # each test's vLLM start: (test name, case id) -> (tiny model arch, engine flags)
 def _jobs() -> dict[tuple[str, str], tuple[str, list[str]]]:
     jobs: dict[tuple[str, str], tuple[str, list[str]]] = {}
     for arch, budget, max_len in CASES:
-        jobs["test_capacity_line_matches_vllm", arch] = (arch, [
-            "--kv-cache-memory-bytes", str(budget), "--max-model-len", str(max_len), "--enforce-eager"])
+        jobs["test_capacity_line_matches_vllm", arch] = (arch, _flags(budget, max_len))
     for arch, budget, max_len in TOO_SMALL:
-        jobs["test_estimated_max_model_len_matches_vllm", arch] = (arch, [
-            "--kv-cache-memory-bytes", str(budget), "--max-model-len", str(max_len), "--enforce-eager"])
-    jobs["test_auto_max_model_len_matches_vllm", ""] = ("llama", [
-        "--kv-cache-memory-bytes", "300000", "--max-model-len", "auto", "--enforce-eager"])
-    jobs["test_float32_kv_matches_vllm", ""] = ("llama", [
-        "--kv-cache-memory-bytes", str(GIB), "--max-model-len", "1024", "--enforce-eager", "--dtype", "float32"])
+        jobs["test_estimated_max_model_len_matches_vllm", arch] = (arch, _flags(budget, max_len))
+    jobs["test_auto_max_model_len_matches_vllm", ""] = ("llama", _flags(AUTO_BUDGET, "auto"))
+    jobs["test_float32_kv_matches_vllm", ""] = ("llama", _flags(GIB, 1024, "--dtype", "float32"))
     return jobs
 
 
@@ -153,7 +156,7 @@ def test_estimated_max_model_len_matches_vllm(vllm_runs, tiny_model_factory, arc
 def test_auto_max_model_len_matches_vllm(vllm_runs, tiny_model_factory) -> None:
     """--max-model-len auto: vLLM binary-searches the longest context that fits the budget."""
     model = tiny_model_factory("llama")
-    budget = 300_000  # as in JOBS
+    budget = AUTO_BUDGET
     run = vllm_run(vllm_runs, "test_auto_max_model_len_matches_vllm")
     capacity = run.capacity()
     assert capacity is not None, run.log[-4000:]

@@ -196,7 +196,6 @@ ENGINE_INIT = textwrap.dedent("""
     engine_args = AsyncEngineArgs.from_cli_args(parser.parse_args(sys.argv[1:]))
     config = engine_args.create_engine_config(usage_context=UsageContext.OPENAI_API_SERVER)
     LLMEngine.from_vllm_config(config, usage_context=UsageContext.OPENAI_API_SERVER)
-    print("VLLMKIT_ENGINE_READY", flush=True)
 """)
 
 

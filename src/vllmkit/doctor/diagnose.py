@@ -565,6 +565,8 @@ def _cuda_oom(parsed: ParsedLog) -> list[Diagnosis]:
         phase = _oom_phase(parsed, e.line)
     tp = f.tensor_parallel_size or 1
     util = f.gpu_memory_utilization
+    # the post-sizing phases' fix: 0.05 less of the GPU for vLLM's budget, leaving that much to what runs after it
+    lower = f"{max(0.5, _floor2(util - 0.05)):.2f}" if util is not None else "0.85"
     others = [ev.values for ev in parsed.events if ev.kind == "oom_other_process"]
     flags: list[str] = []
     if phase == "load":
@@ -589,7 +591,6 @@ def _cuda_oom(parsed: ParsedLog) -> list[Diagnosis]:
             flags = ["--max-num-batched-tokens", "2048"]
     elif phase == "sampler-warmup":
         title = "Out of GPU memory in the sampler warm-up, after the KV cache and CUDA graphs were allocated"
-        lower = f"{max(0.5, _floor2(util - 0.05)):.2f}" if util is not None else "0.85"
         seqs = max(8, (f.max_num_seqs or 1024) // 2)
         fix = (
             "vLLM sized the KV cache, captured its CUDA graphs outside that budget, then warmed up the sampler "
@@ -599,7 +600,6 @@ def _cuda_oom(parsed: ParsedLog) -> list[Diagnosis]:
         flags = ["--gpu-memory-utilization", lower]
     elif phase == "kernel-warmup":
         title = "Out of GPU memory in the kernel warm-up, after the KV cache was allocated"
-        lower = f"{max(0.5, _floor2(util - 0.05)):.2f}" if util is not None else "0.85"
         fix = (
             "vLLM sized the KV cache, then warmed up its kernels (DeepGEMM / FlashInfer autotuning, with workspaces "
             "sized by --max-num-batched-tokens) in what the budget left. Leave them room with "
@@ -608,7 +608,6 @@ def _cuda_oom(parsed: ParsedLog) -> list[Diagnosis]:
         flags = ["--gpu-memory-utilization", lower]
     elif phase == "graph-capture":
         title = "Out of GPU memory while capturing CUDA graphs"
-        lower = f"{max(0.5, _floor2(util - 0.05)):.2f}" if util is not None else "0.85"
         fix = (
             "The KV cache was allocated, then CUDA-graph capture needed more memory than was left. Lower "
             f"--gpu-memory-utilization (e.g. {lower}) to leave room for the graphs, capture fewer sizes "
