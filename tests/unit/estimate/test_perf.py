@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from vllmkit.estimate.perf import (
     ROCM_FP8_COMPUTE_FACTOR,
     ROCM_MXFP4_EXPERT_STREAM,
+    ROCM_W4A16_STREAM,
     Efficiency,
     GpuPerf,
     KVRead,
@@ -272,6 +273,34 @@ def test_mxfp4_experts_stream_slower_on_rocm_without_fp4_units() -> None:
     eff = replace(efficiency_for(EFF, MI300X, MXFP4_MOE), gemm_kernel_s=0.0, quant_kernel_s=0.0)
     got = step_cost(MXFP4_MOE, MI300X, eff, decode=1, context_sum=0).memory_s
     assert got == pytest.approx((2e9 + 1.25e9 / ROCM_MXFP4_EXPERT_STREAM) / (5.3e12 * eff.bandwidth), rel=1e-3)
+
+
+def test_w4a16_weights_stream_slower_on_rocm() -> None:
+    # no Marlin on ROCm (estimate/perf.py ROCM_W4A16_STREAM): a GPTQ / AWQ model's weights are read at that share
+    # of the weight-stream rate on an AMD GPU; a W4A16 model on an NVIDIA GPU, a dense one on AMD and MXFP4 experts
+    # (their own rule, above) keep the full rate
+    w4 = ModelPerf(**{**DENSE.__dict__, "dense_bytes": 4_240_000_000, "compute_precision": "fp16",
+                      "weight_kernel": "w4a16"})
+    base = Efficiency()
+    assert efficiency_for(base, MI300X, w4).weight_stream == ROCM_W4A16_STREAM
+    assert efficiency_for(base, H100, w4).weight_stream == 1.0
+    assert efficiency_for(base, MI300X, DENSE).weight_stream == 1.0
+    assert efficiency_for(base, MI300X, MXFP4_MOE).weight_stream == 1.0
+    # one decode token with no context: 4.24e9 B of weights read as if 4.24e9 / 0.5 = 8.48e9 B at 5.3e12 x bw
+    eff = replace(efficiency_for(EFF, MI300X, w4), gemm_kernel_s=0.0, quant_kernel_s=0.0)
+    got = step_cost(w4, MI300X, eff, decode=1, context_sum=0).memory_s
+    assert got == pytest.approx(4.24e9 / ROCM_W4A16_STREAM / (5.3e12 * eff.bandwidth), rel=1e-3)
+    # routed experts of a GPTQ MoE too: 2e9 dense + 10e9 x 4/32 touched, both at half the rate
+    moe = ModelPerf(**{**MXFP4_MOE.__dict__, "weight_format": ""})
+    moe_eff = replace(efficiency_for(EFF, MI300X, moe), gemm_kernel_s=0.0, quant_kernel_s=0.0)
+    got = step_cost(moe, MI300X, moe_eff, decode=1, context_sum=0).memory_s
+    assert got == pytest.approx((2e9 + 1.25e9) / ROCM_W4A16_STREAM / (5.3e12 * moe_eff.bandwidth), rel=1e-3)
+    # the scheduler's closure does the same arithmetic
+    for model, e in ((w4, eff), (moe, moe_eff)):
+        fn = make_step_fn(model, MI300X, e)
+        for d, ctx, p in ((1, 0.0, 0), (16, 8000.0, 0), (4, 3000.0, 2048)):
+            want = step_cost(model, MI300X, e, decode=d, context_sum=ctx, prefill_tokens=p, prefill_pairs=0.0)
+            assert fn(d, ctx, p, 0.0)[0] == pytest.approx(want.seconds, rel=1e-9)
 
 
 def test_mxfp4_upcast_compute_applies_to_hopper_mxfp4_experts_only() -> None:
