@@ -222,6 +222,9 @@ NO_ERROR_TEXT = {
     "r50-club3090-1134-wsl2-2xrtx3090-qwen38-27b-dual-fast-tp2-util090-cotenant-17-20gib-fail": "the maintainer's "
     "diagnosis (17.0 / 19.6 GiB held at idle by other software) and the repository's preflight error; vLLM's own "
     "error is not quoted",
+    "r51-functionary128-rtx3090-functionary-small-v22-auto-tp1-len32768-default-util090-v0-kvcheck-fail": "V0's KV "
+    "check cut after its first words in the issue's title ('ValueError: The model's max seq len (32768) [...]'): "
+    "neither the capacity nor the comparison is quoted",
 }
 
 
