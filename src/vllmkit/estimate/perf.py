@@ -458,6 +458,12 @@ def rocm_fp8_gemms(gpu: GpuPerf, model: ModelPerf, v0: bool) -> bool:
     return gpu.vendor == "amd" and not v0 and model.weight_kernel == "dense" and model.compute_precision == "fp8"
 
 
+def rocm_w4a16_weights(gpu: GpuPerf, model: ModelPerf) -> bool:
+    """Whether the model's 4-bit weight-only GEMMs run on ROCm, where vLLM has no Marlin kernels
+    (ROCM_W4A16_STREAM); MXFP4 experts have their own rule (ROCM_MXFP4_EXPERT_STREAM)."""
+    return gpu.vendor == "amd" and model.weight_kernel == "w4a16" and model.weight_format != "mxfp4"
+
+
 def rocm_legacy_applies(gpu: GpuPerf, model: ModelPerf, vllm_version: tuple[int, int, int] | None) -> bool:
     """Whether `Efficiency.rocm_legacy` slows this run: a 16-bit dense model on a ROCm build of vLLM before 0.8.
     FP8 checkpoints there run their linear layers as hipBLASLt FP8 GEMMs (torch._scaled_mm: ROCm has no
@@ -557,8 +563,7 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
     stream = base.expert_stream_scale
     if gpu.vendor == "amd" and model.weight_format == "mxfp4" and "fp4" not in gpu.tflops and model.is_moe:
         stream = ROCM_MXFP4_EXPERT_STREAM
-    weights = (ROCM_W4A16_STREAM if gpu.vendor == "amd" and model.weight_kernel == "w4a16" and model.weight_format != "mxfp4"
-               else base.weight_stream)
+    weights = ROCM_W4A16_STREAM if rocm_w4a16_weights(gpu, model) else base.weight_stream
     pa = ROCM_V0_PREFIX_ATTENTION if gpu.vendor == "amd" and v0 and chunked_prefill else base.prefill_attention
     kernel = ROCM_KERNEL_COST_FACTOR if gpu.vendor == "amd" and not v0 else 1.0
     return replace(
@@ -953,6 +958,7 @@ __all__ = [
     "mxfp4_upcast",
     "naive_roofline_tpot",
     "rocm_fp8_gemms",
+    "rocm_w4a16_weights",
     "step_cost",
     "with_eager",
     "with_graph_limit",

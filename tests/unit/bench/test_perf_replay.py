@@ -278,8 +278,7 @@ def test_held_out_rocm_w4a16_runs_decode_slower_than_marlins_weight_stream(held_
     fall by a fifth or more, and the TTFT does not get worse by more than two points."""
     from vllmkit.estimate import perf
 
-    runs = [c for c, _, _ in held_out_scored[0] if c.perf.gpu.vendor == "amd"
-            and c.perf.model.weight_kernel == "w4a16" and c.perf.model.weight_format != "mxfp4"]
+    runs = [c for c, _, _ in held_out_scored[0] if perf.rocm_w4a16_weights(c.perf.gpu, c.perf.model)]
     assert len(runs) >= 40 and len({c.source for c in runs}) >= 2
 
     shipped = median_errors(runs)
