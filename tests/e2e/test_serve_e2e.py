@@ -8,7 +8,6 @@ x 2 bytes (bf16) = 512 B/token; 1 GiB / 512 B = 2,097,152 tokens (shared/referen
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
 import shutil
@@ -23,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.vllm_proc import CAPACITY_RE, ESTIMATED_LEN_RE, free_port, server_env
+from tests.e2e.vllm_proc import CAPACITY_RE, ESTIMATED_LEN_RE, free_port, own_tmpdir, server_env
 from vllmkit.launch import runs
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("require_vllm")]
@@ -52,8 +51,7 @@ def env(tmp_path: Path, cache_dir: Path, short_tmp: Path) -> dict[str, str]:
     e.pop("VLLM_RPC_BASE_PATH", None)
     # vllmkit and the vLLM it starts take their temp dirs here, so what a run leaves behind can be seen
     # (torch's compile cache stays where it was: its default lives under the temp dir too)
-    e.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}"))
-    e["TMPDIR"] = str(short_tmp)
+    e.update(own_tmpdir(str(short_tmp)))
     e["VLLMKIT_VLLM_PYTHON"] = os.environ.get("VLLMKIT_TEST_VLLM_PYTHON", sys.executable)
     return e
 

@@ -36,6 +36,7 @@ from vllmkit.estimate.perf import (
     max_graph_tokens,
     mxfp4_upcast,
     rocm_fp8_gemms,
+    rocm_w4a16_weights,
     with_eager,
     with_graph_limit,
 )
@@ -483,7 +484,7 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
         + ([f"4-bit weights on ROCm: vLLM has no Marlin kernels there (awq_marlin / gptq_marlin fall back to its AWQ "
             f"Triton and GPTQ kernels), so the weights stream at {eff.weight_stream:.0%} of the dense rate (chosen on "
             "public R9700 and MI100 GPTQ / AWQ runs, leave-one-publisher-out); the compute rate is CUDA Marlin's"]
-           if gpu.vendor == "amd" and model.weight_kernel == "w4a16" and eff.weight_stream < 1.0 else [])
+           if rocm_w4a16_weights(gpu, model) and eff.weight_stream < 1.0 else [])
         + ([f"{gpu.name}: the profile has no datasheet peaks; assumed {gpu.bandwidth_bytes_s / 1e9:.0f} GB/s and "
               f"{max(gpu.tflops.values()):g} TFLOPS (a rough placeholder, not fitted)"] if gpu.vendor == "cpu" else []),
     )

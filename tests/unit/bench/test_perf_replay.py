@@ -91,6 +91,16 @@ def median_errors(runs: list[pa.Case], eff=pa.FITTED_EFFICIENCY) -> dict[str, fl
     return out
 
 
+def median_errors_without(runs: list[pa.Case], monkeypatch, constant: str) -> tuple[dict[str, float], dict[str, float]]:
+    """The runs' median errors with the shipped model, then with the rule that `constant` (a factor of
+    estimate/perf.py) sizes switched off (set to 1)."""
+    from vllmkit.estimate import perf
+
+    shipped = median_errors(runs)
+    monkeypatch.setattr(perf, constant, 1.0)
+    return shipped, median_errors(runs)
+
+
 def test_a_stated_kv_budget_is_the_cache_the_replay_runs_with(held) -> None:
     """dennislee's test 7 serves Qwen2.5-32B on one A100 80GB with "Available KV cache memory: 9.70
     GiB" (section title). Qwen2.5-32B caches 64 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes =
@@ -263,9 +273,7 @@ def test_held_out_rocm_fp8_runs_prefill_slower_than_the_h200_fp8_rate(held_out_s
             if perf.rocm_fp8_gemms(c.perf.gpu, c.perf.model, v0=c.perf.limits.v0_engine)]
     assert len(runs) >= 60 and len({c.source for c in runs}) >= 8
 
-    shipped = median_errors(runs)
-    monkeypatch.setattr(perf, "ROCM_FP8_COMPUTE_FACTOR", 1.0)
-    without = median_errors(runs)
+    shipped, without = median_errors_without(runs, monkeypatch, "ROCM_FP8_COMPUTE_FACTOR")
     assert without["ttft_signed"] < -0.15
     assert shipped["ttft"] < 0.8 * without["ttft"]
     assert shipped["throughput"] <= without["throughput"]
@@ -281,9 +289,7 @@ def test_held_out_rocm_w4a16_runs_decode_slower_than_marlins_weight_stream(held_
     runs = [c for c, _, _ in held_out_scored[0] if perf.rocm_w4a16_weights(c.perf.gpu, c.perf.model)]
     assert len(runs) >= 40 and len({c.source for c in runs}) >= 2
 
-    shipped = median_errors(runs)
-    monkeypatch.setattr(perf, "ROCM_W4A16_STREAM", 1.0)
-    without = median_errors(runs)
+    shipped, without = median_errors_without(runs, monkeypatch, "ROCM_W4A16_STREAM")
     assert without["tpot_signed"] < -0.3
     assert shipped["tpot"] < 0.8 * without["tpot"]
     assert shipped["throughput"] < 0.8 * without["throughput"]
