@@ -296,16 +296,21 @@ def hybrid_kv_pool(evaluation: Any) -> Callable[[float], int] | None:
     kind of layer (sliding-window, chunked-local or mamba layers beside full attention), else None.
 
     The scheduler simulation spends a request's context from one pool of tokens. With full attention alone that
-    pool is the blocks x the block size. With other layer kinds a request costs, in every KV cache group of the
-    shared block pool, the pages its length needs there: full attention a page per block of context, a sliding
-    window at most its window plus the tokens in flight, a mamba layer its state pages whatever the length.
-    vLLM charges one request that way (kv_cache_interface.py max_memory_usage_bytes, estimate/kv.py
-    pages_per_request) and prints its pool as num_blocks / pages(max_model_len) x max_model_len (0.20.1+) or
-    num_blocks // groups x block size (before): both the pool for requests of some other length than the
-    workload's. Here the same charge is taken at the workload's request length c: num_blocks x c / pages(c).
-    Checked on the held-out runs it changes (round 44): tsho's Gemma-4-31B bursts of 8,000 / 1,000 tokens on two
-    A100s decoded ~48 requests at a time (output tokens/s x TPOT), this pool holds 47 (vLLM's printed one 20);
-    across the 23 runs tokens/s 21.9 -> 16.9 %, TPOT 44.7 -> 26.6 %, TTFT 50.3 -> 44.2 %."""
+    pool is the blocks x the block size. With other layer kinds the blocks are shared by KV cache groups, and
+    what a running request holds is not what vLLM reserves for one at start-up. The start-up charge (and the
+    printed "Maximum concurrency") gives every sliding-window group its window plus all the tokens in flight
+    (kv_cache_interface.py max_memory_usage_bytes; estimate/kv.py pages_per_request). At run time the scheduler
+    frees the blocks a request's window has left behind before each step's allocation
+    (KVCacheManager.allocate_slots -> remove_skipped_blocks; 0.19 - 0.32, read in the wheels), so a decoding
+    request holds its full-attention pages for its context and, in each sliding group, only its window's pages;
+    the admission gate (allocate_slots full_sequence_must_fit) needs one prompt's pages free on top, whose
+    sliding part is the window plus what one step computes. So at a request length c the pool is
+    (num_blocks - the in-flight pages of the sliding groups, once) x c / (pages one request holds while it
+    decodes). Checked against the real vLLM CPU build (tests/e2e/test_kv_pool_e2e.py: 9 requests at once
+    where the start-up charge holds 3) and on the public runs it changes (round 48: a GB10 serving
+    Gemma-4-31B to Poisson traffic on vLLM 0.26 decoded 69 requests at a time, output tokens/s x TPOT, this
+    pool holds 69 in the replay, the start-up charge 24; an RTX 5090 ran four 8k-token Gemma-3-27B requests at
+    once where the start-up charge holds one)."""
     groups, cap, in_flight = evaluation.groups, evaluation.capacity, evaluation.in_flight_tokens
     if len({s.kind for g in groups for s in g.specs}) < 2 or not cap.num_blocks:
         return None
@@ -313,8 +318,11 @@ def hybrid_kv_pool(evaluation: Any) -> Callable[[float], int] | None:
 
     def pool(length: float) -> int:
         c = max(round(length), 1)
-        pages = pages_per_request(groups, c, in_flight)
-        return max(int(num_blocks * c / pages), 1) if pages else max(int(cap.tokens), 1)
+        held = pages_per_request(groups, c, 1)  # a decoding request: one token in flight
+        # the admission headroom: what the tokens of one step add in the sliding / chunked groups
+        step = min(in_flight, c)
+        headroom = pages_per_request(groups, step, step) - pages_per_request(groups, step, 1)
+        return max(int(max(num_blocks - headroom, 0) * c / held), 1) if held else max(int(cap.tokens), 1)
 
     return pool
 
@@ -403,6 +411,8 @@ class PerformanceInfo(BaseModel):
     bound: str
     preemption_risk: str
     tpot_floor_ms: float
+    # requests of the workload's length (prompt + output) the KV cache holds at once while they run (0: unknown)
+    kv_requests: int = 0
     assumptions: list[str] = Field(default_factory=list)
     # a request rate above what the replica completes: the queue and TTFT grow while the traffic lasts
     overloaded: bool = False
@@ -418,6 +428,11 @@ def workload_dict(wl: Workload) -> dict[str, Any]:
     return {"name": wl.name, "input_len": wl.input_len, "output_len": wl.output_len,
             "concurrency": wl.concurrency, "request_rate": wl.request_rate, "dataset": wl.dataset,
             "shared_prefix_len": wl.shared_prefix}
+
+
+def requests_held(limits: SchedulerLimits, wl: Workload) -> int:
+    """Requests of the workload's length (prompt + output) that the KV pool of `limits` holds at once."""
+    return int(limits.kv_capacity_tokens // max(round(wl.input_len + wl.output_len), 1))
 
 
 def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gpu: GpuPerf,
@@ -439,6 +454,7 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
         bound=pred.bound,
         preemption_risk=pred.preemption_risk,
         tpot_floor_ms=round(decode_floor_seconds(model, gpu) * 1000, 3),
+        kv_requests=requests_held(limits, wl),
         overloaded=overloaded(pred, wl.request_rate) and not wl.concurrency,
         assumptions=[
             f"achievable bandwidth {eff.bandwidth:.0%} and compute {eff.compute:.0%} of the datasheet peaks "
@@ -490,7 +506,7 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
     )
 
 
-def measured_info(rec: Any, wl: Workload, model: ModelPerf, gpu: GpuPerf) -> PerformanceInfo:
+def measured_info(rec: Any, wl: Workload, model: ModelPerf, gpu: GpuPerf, limits: SchedulerLimits) -> PerformanceInfo:
     """The measured numbers of a `vllmkit bench` record at this exact point."""
     def lat(s: Any, scale: float = 1.0) -> LatencyInfo:
         return LatencyInfo(mean=(s.mean or 0.0) * scale, p50=(s.p50 or 0.0) * scale, p99=(s.p99 or 0.0) * scale)
@@ -506,6 +522,7 @@ def measured_info(rec: Any, wl: Workload, model: ModelPerf, gpu: GpuPerf) -> Per
         peak_kv_usage=float(rec.peak_kv_usage or 0.0), bound="measured",
         preemption_risk="high" if rec.preemptions else "low",
         tpot_floor_ms=round(decode_floor_seconds(model, gpu) * 1000, 3),
+        kv_requests=requests_held(limits, wl),
         assumptions=[f"measured by vllmkit bench ({rec.source or rec.record_id}) at {rec.recorded_at}"],
     )
 
@@ -768,11 +785,11 @@ def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], prof
                 concurrency=wl.concurrency, request_rate=wl.request_rate,
             ) if (opts.match is not None and opts.records) else None
             if rec is not None:
-                result.performance = measured_info(rec, wl, cp.model, cp.gpu)
+                result.performance = measured_info(rec, wl, cp.model, cp.gpu, cp.limits_for(wl))
                 alt.output_tokens_per_s = round(rec.output_tokens_per_s, 1)
                 continue
             pred = cp.predict_sustained(wl)
-            result.performance = performance_info(pred, wl, cp.model, cp.gpu, cp.limits)
+            result.performance = performance_info(pred, wl, cp.model, cp.gpu, cp.limits_for(wl))
             alt.output_tokens_per_s = result.performance.output_tokens_per_s
         elif opts.alternatives:
             small = replace(wl, num_requests=min(wl.num_requests or _ALT_REQUESTS, _ALT_REQUESTS))

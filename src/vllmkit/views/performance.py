@@ -17,6 +17,9 @@ def render_performance(console: Console, perf: Any) -> None:
                   f"{perf.requests_per_s:.2f} req/s; batch {perf.batch:.1f}, KV in use {perf.kv_usage:.0%} "
                   f"(peak {perf.peak_kv_usage:.0%}); bound: {perf.bound}; preemption risk: {perf.preemption_risk}",
                   markup=False)
+    if getattr(perf, "kv_requests", 0):
+        console.print(f"  the KV cache holds {perf.kv_requests:,} requests of this length at once while they run",
+                      markup=False)
     console.print(f"  TTFT mean {perf.ttft_ms.mean:,.0f} ms, p99 {perf.ttft_ms.p99:,.0f} ms; TPOT mean "
                   f"{perf.tpot_ms.mean:.1f} ms, p99 {perf.tpot_ms.p99:.1f} ms (floor {perf.tpot_floor_ms:.1f} ms); "
                   f"e2e mean {perf.e2e_latency_s.mean:.2f} s", markup=False)

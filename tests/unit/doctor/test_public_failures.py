@@ -158,6 +158,12 @@ EXPECTED = {
     "kv-cache-too-small",
     "r50-orpheus109-12gb-unnamed-orpheus-3b-ft-bf16-len131072-util090-v073-inferred-v0-kvcheck-fail":
     "kv-cache-too-small",
+    # round 48 (collected-startup-logs-52): the sampler warm-up's OOM after sizing, and three load OOMs quoted whole
+    "r52-vllm19445-rtx2080ti-llama31-8b-instruct-awq-int4-len10000-util090assumed-v0130-sampler-warmup-oom-fail":
+    "cuda-oom",
+    "r52-vllm16343-rtx3090-phi4-bf16-len4096-util080-v083-load-oom-inferred-fail": "cuda-oom",
+    "r52-vllm2140-rtx2080ti22gb-modded-qwen2-7b-instruct-fp32-len512-eager-v040post1-load-oom-fail": "cuda-oom",
+    "r52-vllm188-rtx2080ti-mistral-7b-v01-fp16-len4096-util080-v021assumed-load-oom-fail": "cuda-oom",
 }
 
 NO_ERROR_TEXT = {
@@ -225,6 +231,9 @@ NO_ERROR_TEXT = {
     "r51-functionary128-rtx3090-functionary-small-v22-auto-tp1-len32768-default-util090-v0-kvcheck-fail": "V0's KV "
     "check cut after its first words in the issue's title ('ValueError: The model's max seq len (32768) [...]'): "
     "neither the capacity nor the comparison is quoted",
+    "r52-qwen3vl1204-rtx4060ti16gb-qwen25-vl-7b-instruct-fp16-util080-v085inferred-load-oom-fail": "the EngineCore "
+    "traceback cut inside the model's construction (ParallelLMHead.__init__) before its exception; the OOM only in "
+    "the reporter's words",
 }
 
 

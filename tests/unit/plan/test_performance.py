@@ -391,11 +391,14 @@ def test_a_plan_names_the_rocm_fp8_rate_only_where_it_applies() -> None:
 
 def test_the_kv_pool_of_a_hybrid_cache_at_a_request_length_by_hand() -> None:
     # one full-attention group and one sliding-window group (window 1,024), 16-token blocks, 2,048 tokens in
-    # flight, 1,000 blocks. A 9,000-token request costs 563 full pages (ceil(9000 / 16)) and in the sliding group
-    # ceil(min(1023 + 2048, 9000) / 16) + 1 = 193: 756 blocks, so the pool holds 1000 / 756 of them = 11,904
-    # tokens of 9,000-token requests. A 1,000-token request costs 63 full pages and ceil(1000 / 16) + 1 = 64 sliding
-    # ones (its window is its length; vLLM counts the block a window straddles): 127, so 1000 x 1000 / 127 = 7,874
-    # tokens. Full attention alone has no such pool (the blocks x block size).
+    # flight, 1,000 blocks. A 9,000-token request, while it decodes, holds 563 full pages (ceil(9000 / 16)) and in
+    # the sliding group only its window: ceil(1024 / 16) + 1 = 65 (vLLM frees what the window left behind before
+    # each step's allocation, and counts the block a window straddles): 628. Admitting the next one needs what a
+    # step of 2,048 tokens adds in the sliding group, once: ceil(min(1023 + 2048, 2048) / 16) + 1 - 65 = 64 blocks.
+    # So (1000 - 64) x 9000 / 628 = 13,414 tokens of 9,000-token requests (vLLM's start-up charge, window plus
+    # tokens in flight for every request, would give 1000 x 9000 / 756 = 11,904). A 1,000-token request holds 63
+    # full pages and ceil(1000 / 16) + 1 = 64 sliding ones (its window is its length) and needs no headroom
+    # beyond that: 1000 x 1000 / 127 = 7,874 tokens. Full attention alone has no such pool (blocks x block size).
     from types import SimpleNamespace
 
     from vllmkit.estimate.kv import KVGroup, LayerSpec, SpecKind
@@ -408,7 +411,7 @@ def test_the_kv_pool_of_a_hybrid_cache_at_a_request_length_by_hand() -> None:
                          in_flight_tokens=2048)
     pool = hybrid_kv_pool(ev)
     assert pool is not None
-    assert pool(9000) == 1000 * 9000 // 756 == 11_904
+    assert pool(9000) == (1000 - 64) * 9000 // 628 == 13_414
     assert pool(1000) == 1000 * 1000 // 127 == 7_874
     assert hybrid_kv_pool(SimpleNamespace(groups=[KVGroup((0, 1), (full, full))], capacity=cap,
                                           in_flight_tokens=2048)) is None
