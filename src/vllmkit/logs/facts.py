@@ -293,6 +293,10 @@ def _kv_too_small_v0(f: LogFacts, e: LogEvent) -> None:
     f.v0_max_kv_tokens = to_int(e.values.get("tokens"))
 
 
+def _kv_too_small_v0_cut(f: LogFacts, e: LogEvent) -> None:
+    f.max_model_len = to_int(e.values.get("len")) or f.max_model_len
+
+
 def _insufficient_free(f: LogFacts, e: LogEvent) -> None:
     v = e.values
     if "node" in v:  # CPU backend: host memory, not a GPU
@@ -406,6 +410,7 @@ SETTERS: dict[str, _Setter] = {
     "kv_too_small": _kv_too_small,
     "kv_estimated_len": _first("estimated_max_model_len", "est", to_int),
     "kv_too_small_v0": _kv_too_small_v0,
+    "kv_too_small_v0_cut": _kv_too_small_v0_cut,
     "insufficient_free": _insufficient_free,
     "oom": _oom,
     "generation_config_override": _gen_override,

@@ -215,6 +215,12 @@ PATTERNS: tuple[Pattern, ...] = (
        r"in KV cache \((?P<tokens>\d+)\)",
        "worker/worker.py raise_if_cache_size_invalid: \"The model's max seq len (%d) is larger than the maximum "
        "number of tokens that can be stored in KV cache (%d). ...\"", "V0 0.6-0.10, V1 <=0.7"),
+    # the same error cut right after its first figure (an issue title, an excerpt ending "[...]"): only V0's
+    # raise_if_cache_size_invalid starts "ValueError: The model's max seq len (N)", so the failure is known, not the
+    # count
+    _p("kv_too_small_v0_cut",
+       r"ValueError: The models?'s max seq len \((?P<len>\d+)\)\s*(?:\[\.\.\.\]|\.\.\.|\u2026|$)",
+       "worker/worker.py raise_if_cache_size_invalid (the message's first words)", "V0 0.6-0.10, V1 <=0.7"),
     _p("mamba_blocks",
        r"max_num_seqs \((?P<seqs>\d+)\) exceeds available Mamba cache blocks \((?P<blocks>\d+)\)",
        "config/compilation.py (0.32; the check came with vllm#34094): 'max_num_seqs (%d) exceeds available Mamba "
@@ -457,6 +463,7 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "kv_too_small": ("To serve at least one request",),
     "kv_estimated_len": ("estimated maximum model length",),
     "kv_too_small_v0": ("max seq len",),
+    "kv_too_small_v0_cut": ("ValueError: The model",),
     "mamba_blocks": ("Mamba cache blocks",),
     "no_kv_memory": ("No available memory for the cache blocks",),
     "insufficient_free": ("Free memory on device", "Available memory on node"),

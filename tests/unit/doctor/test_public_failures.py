@@ -158,6 +158,10 @@ EXPECTED = {
     "kv-cache-too-small",
     "r50-orpheus109-12gb-unnamed-orpheus-3b-ft-bf16-len131072-util090-v073-inferred-v0-kvcheck-fail":
     "kv-cache-too-small",
+    # V0's KV check cut after its first words in an issue's title ("ValueError: The model's max seq len (32768)
+    # [...]"): only raise_if_cache_size_invalid starts that way (round 48)
+    "r51-functionary128-rtx3090-functionary-small-v22-auto-tp1-len32768-default-util090-v0-kvcheck-fail":
+    "kv-cache-too-small",
     # round 48 (collected-startup-logs-52): the sampler warm-up's OOM after sizing, and three load OOMs quoted whole
     "r52-vllm19445-rtx2080ti-llama31-8b-instruct-awq-int4-len10000-util090assumed-v0130-sampler-warmup-oom-fail":
     "cuda-oom",
@@ -228,9 +232,6 @@ NO_ERROR_TEXT = {
     "r50-club3090-1134-wsl2-2xrtx3090-qwen38-27b-dual-fast-tp2-util090-cotenant-17-20gib-fail": "the maintainer's "
     "diagnosis (17.0 / 19.6 GiB held at idle by other software) and the repository's preflight error; vLLM's own "
     "error is not quoted",
-    "r51-functionary128-rtx3090-functionary-small-v22-auto-tp1-len32768-default-util090-v0-kvcheck-fail": "V0's KV "
-    "check cut after its first words in the issue's title ('ValueError: The model's max seq len (32768) [...]'): "
-    "neither the capacity nor the comparison is quoted",
     "r52-qwen3vl1204-rtx4060ti16gb-qwen25-vl-7b-instruct-fp16-util080-v085inferred-load-oom-fail": "the EngineCore "
     "traceback cut inside the model's construction (ParallelLMHead.__init__) before its exception; the OOM only in "
     "the reporter's words",
@@ -298,3 +299,25 @@ def test_concurrency_below_one_in_a_cut_log_is_kv_too_small() -> None:
     started = text + "INFO 04-07 09:00:01 launcher.py:29] Uvicorn running on http://0.0.0.0:8000\n"
     assert not [d for d in diagnose_log(started).diagnoses if d.code == "kv-cache-too-small"]
     assert not [d for d in diagnose_log(text.replace("0.22x", "1.37x")).diagnoses if d.code == "kv-cache-too-small"]
+
+
+def test_a_cut_v0_kv_check_is_kv_too_small_without_a_count() -> None:
+    """V0's raise_if_cache_size_invalid: "The model's max seq len (%d) is larger than the maximum number of tokens
+    that can be stored in KV cache (%d). ..." Cut after its first figure the failure is known and the count is not:
+    no --max-model-len figure is made up; whole, or split over two lines, the count gives the flag."""
+    cut = "ValueError: The model's max seq len (32768) [...]\n"
+    diag = next(d for d in diagnose_log(cut).diagnoses if d.severity == "error")
+    assert diag.code == "kv-cache-too-small"
+    assert diag.suggested_flags == [] and "32768" in diag.title
+    assert [d.code for d in diagnose_log("ValueError: The model's max seq len (32768)\n").diagnoses
+            if d.severity == "error"] == ["kv-cache-too-small"]
+    whole = ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be "
+             "stored in KV cache (13024). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+             "initializing the engine.\n")
+    split = whole.replace("(32768) is", "(32768)\nis")
+    for text in (whole, split):
+        diag = next(d for d in diagnose_log(text).diagnoses if d.severity == "error")
+        assert (diag.code, diag.suggested_flags) == ("kv-cache-too-small", ["--max-model-len", "13024"])
+    # V1's own sentence ("... with the model's max seq len (N) ...") is not the V0 check's start
+    assert not [d for d in diagnose_log("To serve at least one request with the model's max seq len (32768)\n")
+                .diagnoses if d.code == "kv-cache-too-small" and not d.suggested_flags and "cut" in d.title]
