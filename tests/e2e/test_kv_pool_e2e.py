@@ -112,6 +112,9 @@ def test_the_hand_worked_pool_matches_the_plan_inputs(model: Path) -> None:
     assert (kv["num_blocks"], kv["bytes_per_block"], kv["block_size"]) == (320, 64 << 10, 128)
     assert sorted(g["kind"] for g in kv["groups"]) == ["full"] + ["sliding"] * 5
     assert kv["max_concurrency"] == pytest.approx(320 / (16 + 5 * 17), abs=1e-3)
+    # the same rules at 2,048 tokens: a running request holds 16 + 5 x 3 = 31 pages, admitting one needs the sliding
+    # pages of a 2,048-token step on top of a decoder's, 5 x (17 - 3) = 70: (320 - 70) / 31 = 8.06 requests at once
+    assert kv["running_concurrency"] == pytest.approx((320 - 70) / 31, abs=0.01)
 
 
 def test_vllm_runs_as_many_requests_at_once_as_worked_by_hand(burst) -> None:

@@ -195,6 +195,23 @@ def pages_per_request(groups: Sequence[KVGroup], max_model_len: int, in_flight_t
     return sum(g.pages_per_request(max_model_len, in_flight_tokens) for g in groups)
 
 
+def running_pool_tokens(groups: Sequence[KVGroup], num_blocks: int, length: int, in_flight_tokens: int) -> int | None:
+    """Tokens of context the block pool holds for running requests of `length` tokens each, or None when a request
+    holds no pages. vLLM's start-up charge (pages_per_request) gives every sliding-window / chunked-local group the
+    window plus all the tokens in flight; a running request holds less: before each step's allocation the scheduler
+    frees what its window has left behind (KVCacheManager.allocate_slots -> remove_skipped_blocks, 0.19 - 0.32), so
+    a decoding request (one token in flight) holds its window's pages there. Admitting the next request needs the
+    pages one step's tokens add to those groups free, once (allocate_slots full_sequence_must_fit): held back from
+    the pool. Full attention, MLA and mamba state cost the same either way."""
+    c = max(int(length), 1)
+    held = pages_per_request(groups, c, 1)
+    if not held:
+        return None
+    step = min(in_flight_tokens, c)
+    headroom = pages_per_request(groups, step, step) - pages_per_request(groups, step, 1)
+    return max(int(max(num_blocks - headroom, 0) * c / held), 1)
+
+
 def needed_bytes(groups: Sequence[KVGroup], max_model_len: int, in_flight_tokens: int) -> int:
     """vLLM _max_memory_usage_bytes_from_groups: one request at max_model_len."""
     return bytes_per_block(groups) * pages_per_request(groups, max_model_len, in_flight_tokens)

@@ -231,6 +231,10 @@ class KVCacheInfo(BaseModel):
     max_concurrency: float
     bytes_per_block: int
     groups: list[KVGroupInfo] = Field(default_factory=list)
+    # requests of max_model_len tokens the pool holds at once while they run, where the cache mixes layer kinds
+    # (sliding-window groups keep only their window: estimate/kv.py running_pool_tokens); None: the same as
+    # max_concurrency (full attention, MLA or state only)
+    running_concurrency: float | None = None
 
     @property
     def state_only(self) -> bool:

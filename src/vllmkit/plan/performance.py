@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from vllmkit.arch.model import LayerKind, ModelArch
 from vllmkit.engine.versions import parse_version, rules_for
 from vllmkit.errors import DoesNotFitError, UsageError
-from vllmkit.estimate.kv import pages_per_request
+from vllmkit.estimate.kv import running_pool_tokens
 from vllmkit.estimate.perf import (
     ASYNC_HOST_SHARE,
     EARLY_ASYNC_HOST_SHARE,
@@ -317,12 +317,8 @@ def hybrid_kv_pool(evaluation: Any) -> Callable[[float], int] | None:
     num_blocks = int(cap.num_blocks)
 
     def pool(length: float) -> int:
-        c = max(round(length), 1)
-        held = pages_per_request(groups, c, 1)  # a decoding request: one token in flight
-        # the admission headroom: what the tokens of one step add in the sliding / chunked groups
-        step = min(in_flight, c)
-        headroom = pages_per_request(groups, step, step) - pages_per_request(groups, step, 1)
-        return max(int(max(num_blocks - headroom, 0) * c / held), 1) if held else max(int(cap.tokens), 1)
+        tokens = running_pool_tokens(groups, num_blocks, max(round(length), 1), in_flight)
+        return tokens if tokens is not None else max(int(cap.tokens), 1)
 
     return pool
 

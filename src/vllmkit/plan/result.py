@@ -5,6 +5,7 @@ from __future__ import annotations
 from vllmkit.arch import ModelArch
 from vllmkit.engine.versions import VersionRules
 from vllmkit.errors import DoesNotFitError
+from vllmkit.estimate.kv import running_pool_tokens
 from vllmkit.estimate.memory import EXTRA_TERM_LABELS
 from vllmkit.estimate.specs import effective_kv_cache_dtype, kv_bytes_per_token_full, pp_layer_ranges
 from vllmkit.hub.base import ModelMetadata
@@ -68,6 +69,19 @@ def alternative(c: Candidate, chosen: Candidate) -> Alternative:
         note=note,
     )
 
+def running_concurrency(ev: Evaluation) -> float | None:
+    """Requests of max_model_len tokens the KV pool holds at once while they run, where the cache mixes layer kinds
+    and that differs from vLLM's start-up figure (estimate/kv.py running_pool_tokens); else None."""
+    cap = ev.capacity
+    if not ev.fits or not cap.num_blocks or len({s.kind for g in ev.groups for s in g.specs}) < 2:
+        return None
+    tokens = running_pool_tokens(ev.groups, int(cap.num_blocks), ev.max_model_len, ev.in_flight_tokens)
+    if tokens is None:
+        return None
+    value = round(tokens / ev.max_model_len, 2)
+    return value if value > round(cap.max_concurrency, 2) else None
+
+
 def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate], profile,
             rules: VersionRules, version: str, version_src: str, meta: ModelMetadata, warnings: list[str],
             kv_dtype: str) -> PlanResult:
@@ -122,6 +136,7 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
         max_concurrency=round(cap.max_concurrency, 4),
         bytes_per_block=cap.bytes_per_block,
         groups=groups,
+        running_concurrency=running_concurrency(ev),
     )
     nodes = max(1, -(-(ev.tp * ev.pp) // max(profile.gpus_per_node, 1))) if profile.vendor != "cpu" else 1
     quant_flag = None

@@ -63,6 +63,10 @@ def render(console: Console, plan: PlanResult) -> None:
         f"KV cache: {thousands(kv.tokens)} tokens, maximum concurrency for {thousands(kv.max_model_len)} tokens per "
         f"request: {kv.max_concurrency:.2f}x  ({detail})"
     )
+    if kv.running_concurrency:
+        console.print(f"  running requests of {thousands(kv.max_model_len)} tokens: about {kv.running_concurrency:.2f} at "
+                      "once (vLLM's figure above charges every request its sliding windows plus the tokens in flight; "
+                      "the running scheduler frees what a window has left behind)", markup=False)
     if len(kv.groups) > 1:
         kinds: dict[str, int] = {}
         for grp in kv.groups:

@@ -415,3 +415,18 @@ def test_the_kv_pool_of_a_hybrid_cache_at_a_request_length_by_hand() -> None:
     assert pool(1000) == 1000 * 1000 // 127 == 7_874
     assert hybrid_kv_pool(SimpleNamespace(groups=[KVGroup((0, 1), (full, full))], capacity=cap,
                                           in_flight_tokens=2048)) is None
+
+
+def test_the_plan_reports_the_running_pool_only_where_it_differs_from_vllms_figure() -> None:
+    """kv_cache.running_concurrency: for Gemma-4-31B (50 sliding-window layers of window 1,024, 10 full) the running
+    pool holds several times vLLM's start-up figure at 32,768 tokens; full attention (Qwen3-8B) has none."""
+    from tests.clirun import invoke
+
+    def kv(model: str) -> dict:
+        res = invoke(["plan", model, "--gpu", "h100", "--max-model-len", "32768", "--source", "catalog", "--json"])
+        assert res.exit_code == 0, res.output
+        return json.loads(res.stdout)["data"]["kv_cache"]
+
+    gemma = kv("google/gemma-4-31B-it")
+    assert gemma["running_concurrency"] > 3 * gemma["max_concurrency"]
+    assert kv("Qwen/Qwen3-8B")["running_concurrency"] is None
