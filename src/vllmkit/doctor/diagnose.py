@@ -132,12 +132,10 @@ def _kv_too_small(parsed: ParsedLog, planner: PlannerHook | None = None) -> list
     e = _first(events, "kv_too_small")
     if e is not None:
         return [_kv_too_small_v1(f, e, planner)]
-    e = _first(events, "kv_too_small_v0")
+    # the whole V0 message, else its first words alone (no token count: f.v0_max_kv_tokens stays None)
+    e = _first(events, "kv_too_small_v0") or _first(events, "kv_too_small_v0_cut")
     if e is not None:
         return [_kv_too_small_v0(f, e, planner)]
-    e = _first(events, "kv_too_small_v0_cut")
-    if e is not None:
-        return [_kv_too_small_v0_cut(f, e, planner)]
     e = _first(events, "max_concurrency")
     # at 0.00x no block fits at all: no-kv-memory's case (its rule reads the zero or negative budget)
     if (e is not None and f.max_concurrency is not None and 0 < f.max_concurrency < 1 and not f.server_started
@@ -296,33 +294,24 @@ def _kv_too_small_v0(f: LogFacts, e: LogEvent, planner: PlannerHook | None) -> D
     return _kv_holds_fewer_tokens(f, e, planner, f.v0_max_kv_tokens, f.max_model_len)
 
 
-def _kv_too_small_v0_cut(f: LogFacts, e: LogEvent, planner: PlannerHook | None) -> Diagnosis:
-    # the message stops before the token count: the check failed, by how much the log does not say
-    return Diagnosis(
-        code="kv-cache-too-small",
-        severity="error",
-        title=f"KV cache holds fewer tokens than max_model_len {f.max_model_len} (the error is cut before the count)",
-        evidence=e.text,
-        line=e.line,
-        fix=f"vLLM's KV check failed: the cache holds fewer than {f.max_model_len} tokens. Start with a smaller "
-        "--max-model-len (the full error line, or `vllmkit plan` with the same flags, gives the count), or give the "
-        "KV cache more memory (alternatives below).",
-        suggested_flags=[],
-        alternatives=_kv_alternatives(f, None, planner),
-        details={"max_model_len": f.max_model_len, "kv_cache_tokens": None},
-    )
-
-
 def _kv_holds_fewer_tokens(f: LogFacts, e: LogEvent, planner: PlannerHook | None, tokens: int | None,
                            max_len: int | None) -> Diagnosis:
+    if tokens is None:  # the error is cut before its count: the check failed, by how much the log does not say
+        title = f"KV cache holds fewer tokens than max_model_len {max_len} (the error is cut before the count)"
+        fix = (f"vLLM's KV check failed: the cache holds fewer than {max_len} tokens. Start with a smaller "
+               "--max-model-len (the full error line, or `vllmkit plan` with the same flags, gives the count), or "
+               "give the KV cache more memory (alternatives below).")
+    else:
+        title = f"KV cache holds {tokens} tokens, less than max_model_len {max_len}"
+        fix = (f"The KV cache holds {tokens} tokens: start with --max-model-len {tokens} (or smaller), "
+               "or give the KV cache more memory (alternatives below).")
     return Diagnosis(
         code="kv-cache-too-small",
         severity="error",
-        title=f"KV cache holds {tokens} tokens, less than max_model_len {max_len}",
+        title=title,
         evidence=e.text,
         line=e.line,
-        fix=f"The KV cache holds {tokens} tokens: start with --max-model-len {tokens} (or smaller), "
-        "or give the KV cache more memory (alternatives below).",
+        fix=fix,
         suggested_flags=["--max-model-len", str(tokens)] if tokens else [],
         alternatives=_kv_alternatives(f, None, planner),
         details={"max_model_len": max_len, "kv_cache_tokens": tokens},

@@ -195,6 +195,12 @@ def pages_per_request(groups: Sequence[KVGroup], max_model_len: int, in_flight_t
     return sum(g.pages_per_request(max_model_len, in_flight_tokens) for g in groups)
 
 
+def mixes_layer_kinds(groups: Sequence[KVGroup]) -> bool:
+    """More than one kind of layer shares the block pool (sliding-window, chunked-local or mamba beside full
+    attention): what a running request holds then differs from vLLM's start-up charge (running_pool_tokens)."""
+    return len({s.kind for g in groups for s in g.specs}) > 1
+
+
 def running_pool_tokens(groups: Sequence[KVGroup], num_blocks: int, length: int, in_flight_tokens: int) -> int | None:
     """Tokens of context the block pool holds for running requests of `length` tokens each, or None when a request
     holds no pages. vLLM's start-up charge (pages_per_request) gives every sliding-window / chunked-local group the

@@ -289,12 +289,9 @@ def _kv_too_small(f: LogFacts, e: LogEvent) -> None:
 
 
 def _kv_too_small_v0(f: LogFacts, e: LogEvent) -> None:
+    # also the message cut after its first figure (kv_too_small_v0_cut): a length, no token count
     f.max_model_len = to_int(e.values.get("len")) or f.max_model_len
-    f.v0_max_kv_tokens = to_int(e.values.get("tokens"))
-
-
-def _kv_too_small_v0_cut(f: LogFacts, e: LogEvent) -> None:
-    f.max_model_len = to_int(e.values.get("len")) or f.max_model_len
+    f.v0_max_kv_tokens = to_int(e.values.get("tokens")) or f.v0_max_kv_tokens
 
 
 def _insufficient_free(f: LogFacts, e: LogEvent) -> None:
@@ -410,7 +407,7 @@ SETTERS: dict[str, _Setter] = {
     "kv_too_small": _kv_too_small,
     "kv_estimated_len": _first("estimated_max_model_len", "est", to_int),
     "kv_too_small_v0": _kv_too_small_v0,
-    "kv_too_small_v0_cut": _kv_too_small_v0_cut,
+    "kv_too_small_v0_cut": _kv_too_small_v0,
     "insufficient_free": _insufficient_free,
     "oom": _oom,
     "generation_config_override": _gen_override,

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from vllmkit.arch.model import LayerKind, ModelArch
 from vllmkit.engine.versions import parse_version, rules_for
 from vllmkit.errors import DoesNotFitError, UsageError
-from vllmkit.estimate.kv import running_pool_tokens
+from vllmkit.estimate.kv import mixes_layer_kinds, running_pool_tokens
 from vllmkit.estimate.perf import (
     ASYNC_HOST_SHARE,
     EARLY_ASYNC_HOST_SHARE,
@@ -296,23 +296,16 @@ def hybrid_kv_pool(evaluation: Any) -> Callable[[float], int] | None:
     kind of layer (sliding-window, chunked-local or mamba layers beside full attention), else None.
 
     The scheduler simulation spends a request's context from one pool of tokens. With full attention alone that
-    pool is the blocks x the block size. With other layer kinds the blocks are shared by KV cache groups, and
-    what a running request holds is not what vLLM reserves for one at start-up. The start-up charge (and the
-    printed "Maximum concurrency") gives every sliding-window group its window plus all the tokens in flight
-    (kv_cache_interface.py max_memory_usage_bytes; estimate/kv.py pages_per_request). At run time the scheduler
-    frees the blocks a request's window has left behind before each step's allocation
-    (KVCacheManager.allocate_slots -> remove_skipped_blocks; 0.19 - 0.32, read in the wheels), so a decoding
-    request holds its full-attention pages for its context and, in each sliding group, only its window's pages;
-    the admission gate (allocate_slots full_sequence_must_fit) needs one prompt's pages free on top, whose
-    sliding part is the window plus what one step computes. So at a request length c the pool is
-    (num_blocks - the in-flight pages of the sliding groups, once) x c / (pages one request holds while it
-    decodes). Checked against the real vLLM CPU build (tests/e2e/test_kv_pool_e2e.py: 9 requests at once
-    where the start-up charge holds 3) and on the public runs it changes (round 48: a GB10 serving
-    Gemma-4-31B to Poisson traffic on vLLM 0.26 decoded 69 requests at a time, output tokens/s x TPOT, this
-    pool holds 69 in the replay, the start-up charge 24; an RTX 5090 ran four 8k-token Gemma-3-27B requests at
-    once where the start-up charge holds one)."""
+    pool is the blocks x the block size. With other layer kinds it is what running requests of that length hold
+    (estimate/kv.py running_pool_tokens: a decoding request keeps only its window in each sliding group, the
+    in-flight pages held back once), not vLLM's start-up charge, which its printed "Maximum concurrency" divides
+    by. Checked against the real vLLM CPU build (tests/e2e/test_kv_pool_e2e.py: 9 requests at once where the
+    start-up charge holds 3) and on the public runs it changes (round 48: a GB10 serving Gemma-4-31B to Poisson
+    traffic on vLLM 0.26 decoded 69 requests at a time, output tokens/s x TPOT, this pool holds 69 in the replay,
+    the start-up charge 24; an RTX 5090 ran four 8k-token Gemma-3-27B requests at once where the start-up charge
+    holds one)."""
     groups, cap, in_flight = evaluation.groups, evaluation.capacity, evaluation.in_flight_tokens
-    if len({s.kind for g in groups for s in g.specs}) < 2 or not cap.num_blocks:
+    if not mixes_layer_kinds(groups) or not cap.num_blocks:
         return None
     num_blocks = int(cap.num_blocks)
 

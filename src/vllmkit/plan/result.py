@@ -5,7 +5,7 @@ from __future__ import annotations
 from vllmkit.arch import ModelArch
 from vllmkit.engine.versions import VersionRules
 from vllmkit.errors import DoesNotFitError
-from vllmkit.estimate.kv import running_pool_tokens
+from vllmkit.estimate.kv import mixes_layer_kinds, running_pool_tokens
 from vllmkit.estimate.memory import EXTRA_TERM_LABELS
 from vllmkit.estimate.specs import effective_kv_cache_dtype, kv_bytes_per_token_full, pp_layer_ranges
 from vllmkit.hub.base import ModelMetadata
@@ -73,7 +73,7 @@ def running_concurrency(ev: Evaluation) -> float | None:
     """Requests of max_model_len tokens the KV pool holds at once while they run, where the cache mixes layer kinds
     and that differs from vLLM's start-up figure (estimate/kv.py running_pool_tokens); else None."""
     cap = ev.capacity
-    if not ev.fits or not cap.num_blocks or len({s.kind for g in ev.groups for s in g.specs}) < 2:
+    if not ev.fits or not cap.num_blocks or not mixes_layer_kinds(ev.groups):
         return None
     tokens = running_pool_tokens(ev.groups, int(cap.num_blocks), ev.max_model_len, ev.in_flight_tokens)
     if tokens is None:
