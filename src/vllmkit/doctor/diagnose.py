@@ -1326,6 +1326,23 @@ def _startup_failed(parsed: ParsedLog, found: list[Diagnosis]) -> list[Diagnosis
     if not f.engine_failed or any(d.code in _STARTUP_FAILURE_CODES for d in found):
         return []
     e = _first(parsed.events, "exception") or _first(parsed.events, "engine_failed")
+    capture = _first(parsed.events, "graph_capture_start")
+    if capture is not None and f.stages and f.stages[-1] == "graphs":
+        # the engine died after vLLM began capturing CUDA graphs, and not of memory (cuda-oom is found first): a
+        # kernel that cannot be captured at some batch size or in FULL mode (e.g. a Triton kernel's shape check)
+        return [
+            Diagnosis(
+                code="graph-capture-failed",
+                severity="error",
+                title="vLLM failed while capturing CUDA graphs (not out of memory)",
+                evidence=(f.last_error or (e.text if e else "engine failed")),
+                line=e.line if e else capture.line,
+                fix="A kernel failed during graph capture, after the weights and the KV cache were set up. Start "
+                "with `--compilation-config '{\"cudagraph_mode\": \"PIECEWISE\"}'` (no full graphs, the "
+                "usual culprit) or, if that fails too, `--enforce-eager` (no graphs: slower decoding); the first "
+                "exception above names the kernel to report upstream.",
+            )
+        ]
     return [
         Diagnosis(
             code="startup-failed",

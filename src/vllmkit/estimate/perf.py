@@ -128,6 +128,9 @@ class ModelPerf:
     host_bytes: float = 0.0
     # of which routed experts: the GPU reads them in place, so only the experts a batch touches cross the link
     host_expert_bytes: float = 0.0
+    # pipeline parallel with one batch pushed through the stages in turn, not pp micro-batches
+    # (pipeline_microbatches): async scheduling on Model Runner V1 puts every running request in every batch
+    pp_serial: bool = False
 
     def host_seconds(self, gpu: GpuPerf, tokens: float) -> float:
         """Time to read this step's share of the host-resident weights (--cpu-offload-gb)."""
@@ -725,7 +728,7 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
     # pipeline parallel: the step's sequences run as up to pp micro-batches in flight (see
     # pipeline_microbatches); each stage handles one micro-batch at a time, so a stage's work is that of
     # 1/k of the step, done pp times over while a token passes every stage
-    k = pipeline_microbatches(model.pp, decode, prefill_tokens)
+    k = pipeline_microbatches(1 if model.pp_serial else model.pp, decode, prefill_tokens)
     all_tokens = decode + prefill_tokens
     tokens = all_tokens / k
     context_sum, prefill_tokens, prefill_pairs = context_sum / k, prefill_tokens / k, prefill_pairs / k
@@ -786,6 +789,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     slow_prefill = 1.0 / prefill_rate
     sparse = model.sparse_topk > 0
     pp = model.pp
+    mb_pp = 1 if model.pp_serial else pp  # micro-batches in flight (pipeline_microbatches)
     kernels = model.kernels_seconds(eff)
     offloaded = model.host_bytes > 0
     ar = allreduce_seconds(model, gpu, eff, 1.0) if model.tp > 1 else 0.0
@@ -802,7 +806,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
 
     def fn(decode: int, context_sum: float, prefill: int, pairs: float) -> tuple[float, bool]:
         all_tokens = decode + prefill
-        k = pipeline_microbatches(pp, decode, prefill)
+        k = pipeline_microbatches(mb_pp, decode, prefill)
         if k > 1:  # one micro-batch's share of the step (step_cost)
             decode_mb, context_sum, prefill, pairs = decode / k, context_sum / k, prefill / k, pairs / k
         else:
@@ -840,7 +844,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
         steps of `decode` sequences (the scheduler simulation's stretches): what does not depend on the
         context is computed once; the rest is fn's arithmetic in fn's order, so the results are the same
         to the last bit."""
-        k = pipeline_microbatches(pp, decode, 0)
+        k = pipeline_microbatches(mb_pp, decode, 0)
         split = k > 1
         decode_mb = decode / k if split else decode
         prefill = 0 / k if split else 0

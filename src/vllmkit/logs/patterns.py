@@ -408,8 +408,10 @@ PATTERNS: tuple[Pattern, ...] = (
        "...'", "0.6+"),
     _p("engine_failed",
        r"Engine core initialization failed|EngineCore failed to start|RuntimeError: Engine process failed to start|"
-       r"EngineDeadError|WorkerProc failed to start",
-       "v1/engine/core_client.py / v1/engine/utils.py; v1/executor/multiproc_executor.py 'WorkerProc failed to start.'",
+       r"EngineDeadError|WorkerProc failed to start|WorkerProc hit an exception",
+       "v1/engine/core_client.py / v1/engine/utils.py; v1/executor/multiproc_executor.py 'WorkerProc failed to start.' "
+       "and, for an exception in a call the engine made to a worker (loading, profiling, graph capture), "
+       "worker_busy_loop's 'WorkerProc hit an exception.'",
        "V1 0.8+"),
     # or the rest of one a terminal wrapped inside its path ('.../v1/worker' + '/gpu_worker.py", line 425, in ...')
     _p("traceback_frame", r'(?:File "[^"]*|^[\w./-]*\.py)", line \d+, in (?P<func>\w+)',
@@ -498,7 +500,7 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "no_platform": ("infer device type", "No platform detected"),
     "amd_hint": ("amdgpu", "ROCm", "rocm", "gfx", "MI3", "MI2", "HIP_VISIBLE", "Instinct"),
     "ulimit_low": ("Found ulimit",),
-    "engine_failed": ("initialization failed", "failed to start", "EngineDeadError"),
+    "engine_failed": ("initialization failed", "failed to start", "EngineDeadError", "WorkerProc hit an exception"),
     "traceback_frame": ('File "', '.py", line '),
     "exception": ("Error", "Exception"),
 }

@@ -474,7 +474,10 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
             f"prefix-prefill kernel, at {eff.prefill_attention:.0%} of the GEMM rate (chosen on public MI300X runs)"]
            if eff.prefill_attention < 1.0 else [])
         + ([f"pipeline parallel {model.pp}: up to {model.pp} micro-batches in flight (vLLM's batch queue), each "
-              "stage working on one while a token passes every stage"] if model.pp > 1 else [])
+              "stage working on one while a token passes every stage"] if model.pp > 1 and not model.pp_serial else [])
+        + ([f"pipeline parallel {model.pp}: one batch passes the stages in turn (async scheduling on Model Runner "
+            "V1 puts every running request in every batch, which waits for the previous one's tokens)"]
+           if model.pp > 1 and model.pp_serial else [])
         + ([f"--enforce-eager: {eff.eager_dispatch_s * 1e3:.2f} ms of host kernel dispatch per decoder layer, "
               "overlapping the GPU's work (sqrt(gpu^2 + dispatch^2) a layer)"] if eff.eager_dispatch_s > 0 else [])
         + ([f"CUDA graphs cover steps of up to {eff.graph_max_tokens} tokens (vLLM's default capture sizes); a "
@@ -669,6 +672,8 @@ def candidate_perf(arch: ModelArch, evaluation: Any, settings: Any, label: str, 
     gpu = gpu_perf(profile)
     version = parse_version(vllm_version) if vllm_version else None
     lag = async_scheduling_runs(settings, gpu.vendor, evaluation.pp, vllm_version)
+    if lag and evaluation.pp > 1 and not getattr(settings, "model_runner_v2", False):
+        model = replace(model, pp_serial=True)  # estimate/perf.py pipeline_microbatches
     chunked = bool(getattr(settings, "chunked_prefill", True))
     early = lag and version is not None and version < (0, 14, 0)  # the opt-in loop (estimate/perf.py)
     limits = replace(scheduler_limits(evaluation, settings, chunked_prefill=chunked),

@@ -168,6 +168,9 @@ EXPECTED = {
     "r52-vllm16343-rtx3090-phi4-bf16-len4096-util080-v083-load-oom-inferred-fail": "cuda-oom",
     "r52-vllm2140-rtx2080ti22gb-modded-qwen2-7b-instruct-fp32-len512-eager-v040post1-load-oom-fail": "cuda-oom",
     "r52-vllm188-rtx2080ti-mistral-7b-v01-fp16-len4096-util080-v021assumed-load-oom-fail": "cuda-oom",
+    # round 49 (collected-startup-logs-53): a Triton kernel's shape check failing in the first FULL graph capture
+    "r53-kyuz0-r9700x2-qwen3-next-80b-a3b-awq4-tp2-len16384-seqs32-util098-v0130rc2dev112-rocmattn-graphcapture-fail":
+    "graph-capture-failed",
 }
 
 NO_ERROR_TEXT = {
@@ -321,3 +324,30 @@ def test_a_cut_v0_kv_check_is_kv_too_small_without_a_count() -> None:
     # V1's own sentence ("... with the model's max seq len (N) ...") is not the V0 check's start
     assert not [d for d in diagnose_log("To serve at least one request with the model's max seq len (32768)\n")
                 .diagnoses if d.code == "kv-cache-too-small" and not d.suggested_flags and "cut" in d.title]
+
+
+def test_a_worker_exception_in_graph_capture_is_not_called_memory() -> None:
+    """kyuz0's 2x R9700 Qwen3-Next-80B AWQ start on 0.13.0rc2 (collected-startup-logs-53): weights and KV cache
+    done, the PIECEWISE graphs captured, then the first FULL decode capture raises a Triton shape check
+    ('arange's range must be a power of 2') in a worker, which vLLM logs as 'WorkerProc hit an exception.'
+    (v1/executor/multiproc_executor.py). Doctor names the capture and the cudagraph_mode fix, not memory."""
+    log = "\n".join([
+        "(Worker_TP0 pid=1) INFO 12-19 17:12:34 [gpu_model_runner.py:3659] Model loading took 23.5020 GiB memory "
+        "and 35.701153 seconds",
+        "(Worker_TP0 pid=1) INFO 12-19 17:12:44 [gpu_worker.py:375] Available KV cache memory: 7.09 GiB",
+        "(EngineCore_DP0 pid=2) INFO 12-19 17:12:45 [kv_cache_utils.py:1291] GPU KV cache size: 154,496 tokens",
+        "(Worker_TP0 pid=1) Capturing CUDA graphs (decode, FULL):   0%|          | 0/7 [00:00<?, ?it/s]",
+        "(Worker_TP1 pid=3) ERROR 12-19 17:12:51 [multiproc_executor.py:826] WorkerProc hit an exception.",
+        "(Worker_TP1 pid=3) ERROR 12-19 17:12:51 [multiproc_executor.py:826] Traceback (most recent call last):",
+        '(Worker_TP1 pid=3) ERROR 12-19 17:12:51 [multiproc_executor.py:826]   File "/x/vllm/v1/worker/'
+        'gpu_worker.py", line 400, in compile_or_warm_up_model',
+        "(Worker_TP1 pid=3) ERROR 12-19 17:12:51 [multiproc_executor.py:826] ValueError: arange's range must be "
+        "a power of 2",
+    ])
+    errors = [d for d in diagnose_log(log).diagnoses if d.severity == "error"]
+    assert [d.code for d in errors] == ["graph-capture-failed"]
+    assert "arange's range must be a power of 2" in errors[0].evidence
+    assert "cudagraph_mode" in errors[0].fix and "--enforce-eager" in errors[0].fix
+    # the same worker exception before any capture began stays a start-up failure of unknown cause
+    before = "\n".join(line for line in log.splitlines() if "Capturing" not in line)
+    assert [d.code for d in diagnose_log(before).diagnoses if d.severity == "error"] == ["startup-failed"]

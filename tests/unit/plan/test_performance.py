@@ -430,3 +430,29 @@ def test_the_plan_reports_the_running_pool_only_where_it_differs_from_vllms_figu
     gemma = kv("google/gemma-4-31B-it")
     assert gemma["running_concurrency"] > 3 * gemma["max_concurrency"]
     assert kv("Qwen/Qwen3-8B")["running_concurrency"] is None
+
+
+@pytest.mark.parametrize(("version", "serial"), [
+    ("0.13.0", False),  # no async scheduling by default: a request in flight is not scheduled again
+    ("0.14.0", False),  # async on by default, but not with PP > 1 (0.14 config/vllm.py)
+    ("0.19.0", True),  # async with PP on Model Runner V1: every batch holds every running request
+    ("0.32.0", False),  # this dense model runs on Model Runner V2, which spaces a request's decodes pp steps apart
+])
+def test_pipeline_parallel_is_serial_where_async_scheduling_runs_on_model_runner_v1(version, serial) -> None:
+    """vLLM 0.19.1 v1/core/sched/scheduler.py schedules a running request while its previous step is in flight
+    when async scheduling counts that step's token as a placeholder (`num_output_placeholders`), so under PP
+    every batch in the queue carries every running request and each waits for the previous batch's sampled
+    tokens: one batch goes through the stages in turn. Without async scheduling such a request has no new token
+    and sits out, so the batch queue fills with micro-batches of different requests; Model Runner V2 keeps a
+    request's decodes pp steps apart (0.27.1 async_scheduler.py `next_decode_eligible_step`). The closed loop of
+    prompt-heavy requests on two H100s: serially the pair can do no more than about one GPU's prompt work."""
+    wl = Workload(4096, 64, concurrency=64)
+    req = REQ.model_copy(update={"tensor_parallel_size": 1, "pipeline_parallel_size": 2, "vllm_version": version})
+    pp2 = build_plan(req, ENV, perf=PerfOptions(workload=wl)).performance
+    one = build_plan(REQ.model_copy(update={"vllm_version": version}), ENV, perf=PerfOptions(workload=wl)).performance
+    assert any("one batch passes the stages in turn" in a for a in pp2.assumptions) is serial
+    assert any("micro-batches in flight" in a for a in pp2.assumptions) is not serial
+    if serial:
+        assert pp2.total_tokens_per_s < 1.2 * one.total_tokens_per_s
+    else:
+        assert pp2.total_tokens_per_s > 1.5 * one.total_tokens_per_s
