@@ -171,6 +171,8 @@ EXPECTED = {
     # round 49 (collected-startup-logs-53): a Triton kernel's shape check failing in the first FULL graph capture
     "r53-kyuz0-r9700x2-qwen3-next-80b-a3b-awq4-tp2-len16384-seqs32-util098-v0130rc2dev112-rocmattn-graphcapture-fail":
     "graph-capture-failed",
+    # round 49 (collected-startup-logs-54): a worker that fails while loading, its exception not quoted
+    "r54-vllm31936-8xrtxpro6000-deepseek-v32-tp8-ep-len512-util090-v0130-cutlassmla-load-fail": "startup-failed",
 }
 
 NO_ERROR_TEXT = {
@@ -238,6 +240,15 @@ NO_ERROR_TEXT = {
     "r52-qwen3vl1204-rtx4060ti16gb-qwen25-vl-7b-instruct-fp16-util080-v085inferred-load-oom-fail": "the EngineCore "
     "traceback cut inside the model's construction (ParallelLMHead.__init__) before its exception; the OOM only in "
     "the reporter's words",
+    "r54-minimaxm25-issue30-16xh100-4nodes-minimax-m25-fp8-tp4-pp4-ray-v018inferred-kvsetup-keyerror-fail": "a Ray "
+    "worker's RayTaskError(KeyError) without its message, and no engine failure line quoted",
+    "r54-vllm30017-24gpu-3nodes-nv8-deepseek-v31-terminus-bf16-tp8-pp3-ray-eager-util095-v0120-initkv-fail": "the "
+    "EngineCore traceback through initialize_from_config cut before its exception",
+    "r54-glmv89-2xt4-glm41v-9b-tp2-fp16-len65536-util090default-v092-v0fallback-mmprofile-fail": "the exception only "
+    "in the issue's title, not a log line ('Attempted to assign 100 = 100 multimodal tokens to 30000 placeholders')",
+    "r54-dgxsparkplaybooks63-2xgb10-minimax-m2-awq-tp2-ray-len128000-util070-v0161rc1-raycluster-fail": "the error "
+    "only in the issue's title ('Tensor parallel size (2) exceeds available GPUs (1)'); the quoted log is the "
+    "command and the banner",
 }
 
 
