@@ -1330,30 +1330,18 @@ def _startup_failed(parsed: ParsedLog, found: list[Diagnosis]) -> list[Diagnosis
     if capture is not None and f.stages and f.stages[-1] == "graphs":
         # the engine died after vLLM began capturing CUDA graphs, and not of memory (cuda-oom is found first): a
         # kernel that cannot be captured at some batch size or in FULL mode (e.g. a Triton kernel's shape check)
-        return [
-            Diagnosis(
-                code="graph-capture-failed",
-                severity="error",
-                title="vLLM failed while capturing CUDA graphs (not out of memory)",
-                evidence=(f.last_error or (e.text if e else "engine failed")),
-                line=e.line if e else capture.line,
-                fix="A kernel failed during graph capture, after the weights and the KV cache were set up. Start "
-                "with `--compilation-config '{\"cudagraph_mode\": \"PIECEWISE\"}'` (no full graphs, the "
-                "usual culprit) or, if that fails too, `--enforce-eager` (no graphs: slower decoding); the first "
-                "exception above names the kernel to report upstream.",
-            )
-        ]
-    return [
-        Diagnosis(
-            code="startup-failed",
-            severity="error",
-            title="vLLM failed to start (cause not recognised)",
-            evidence=(f.last_error or (e.text if e else "engine failed")),
-            line=e.line if e else None,
-            fix="The first exception above is the root cause. Run `vllmkit doctor` for the environment checks "
-            "and `vllmkit plan MODEL` to check the memory fit.",
-        )
-    ]
+        code, title = "graph-capture-failed", "vLLM failed while capturing CUDA graphs (not out of memory)"
+        fix = ("A kernel failed during graph capture, after the weights and the KV cache were set up. Start with "
+               "`--compilation-config '{\"cudagraph_mode\": \"PIECEWISE\"}'` (no full graphs, the usual culprit) or, if "
+               "that fails too, `--enforce-eager` (no graphs: slower decoding); the first exception above names the "
+               "kernel to report upstream.")
+    else:
+        code, title = "startup-failed", "vLLM failed to start (cause not recognised)"
+        fix = ("The first exception above is the root cause. Run `vllmkit doctor` for the environment checks "
+               "and `vllmkit plan MODEL` to check the memory fit.")
+    line = e.line if e else (capture.line if code == "graph-capture-failed" and capture else None)
+    return [Diagnosis(code=code, severity="error", title=title,
+                      evidence=(f.last_error or (e.text if e else "engine failed")), line=line, fix=fix)]
 
 
 def diagnose_parsed(parsed: ParsedLog, *, planner: PlannerHook | None = None) -> list[Diagnosis]:
