@@ -289,6 +289,11 @@ class Efficiency:
     # The compute rate of a 4-bit weight-only GEMM (Marlin: AWQ, GPTQ, MXFP4 without native FP4 units) as a
     # fraction of a dense one's at the same shapes; fitted (see KERNEL_COMPUTE_FACTOR for the prior)
     w4a16_compute: float = 0.6
+    # The fraction of the 16-bit dense peak the attention kernels reach (efficiency_for: `compute` with the GPU
+    # family's factors but none of the GEMM kernel's or the weights' precision; 0: `compute` itself). Attention
+    # runs on 16-bit query, key and value whatever the linear layers compute in (FP8 / INT8 / 4-bit weights):
+    # see attention_peak_flops
+    attention_compute: float = 0.0
     # The compute rate of an MXFP4 MoE's GEMMs on a GPU that has FP4 weights but no FP4 tensor units and does
     # not fall back to Marlin (Hopper: OpenAI's triton_kernels matmul_ogs unpacks the 4-bit experts to BF16
     # inside the kernel), as a fraction of a dense BF16 GEMM's at the same shapes; fitted (1: the dense rate)
@@ -439,6 +444,15 @@ def expert_stream(model: ModelPerf, eff: Efficiency) -> float:
     return min(max(eff.expert_stream_scale, 0.05), 1.0)
 
 
+def attention_peak_flops(model: ModelPerf, gpu: GpuPerf, eff: Efficiency) -> float:
+    """The FLOP/s the attention kernels reach: the 16-bit dense peak (fp32 under --dtype float32) at
+    `attention_compute`. vLLM's attention backends (FlashAttention, FlashInfer, Triton) compute on the model's
+    16-bit activations; quantized linear layers (FP8 / INT8 W8A8, NVFP4, weight-only 4-bit) change the GEMMs'
+    rate, not theirs (an FP8 KV cache is dequantized or, with FlashAttention 3, a case not modelled)."""
+    precision = model.compute_precision if model.compute_precision in ("bf16", "fp16", "fp32") else "bf16"
+    return gpu.peak_flops(precision) * (eff.attention_compute or eff.compute)
+
+
 def kernel_compute_factor(model: ModelPerf, eff: Efficiency) -> float:
     """The model's GEMM compute rate relative to a dense GEMM's, by its weight kernel."""
     if model.weight_kernel == "w4a16":
@@ -559,6 +573,7 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
     if rocm_legacy_applies(gpu, model, vllm_version):
         bw, comp = bw * base.rocm_legacy, comp * base.rocm_legacy
     v0 = v0_engine if v0_engine is not None else (vllm_version is not None and vllm_version < (0, 8, 0))
+    attention = min(base.compute * comp, 0.95)  # before the GEMM-only factors below
     if rocm_fp8_gemms(gpu, model, v0):
         comp *= ROCM_FP8_COMPUTE_FACTOR
     seq = base.v0_seq_factor if v0 else 1.0
@@ -580,6 +595,7 @@ def efficiency_for(base: Efficiency, gpu: GpuPerf, model: ModelPerf,
         bandwidth=min(base.bandwidth * bw, 0.95),
         compute=min(base.compute * comp * kernel_compute_factor(model, base)
                     * PRECISION_COMPUTE_FACTOR.get(precision, 1.0), 0.95),
+        attention_compute=attention,
         step_overhead_s=base.step_overhead_s * over,
         per_seq_overhead_s=base.per_seq_overhead_s * over * seq,
     )
@@ -747,7 +763,8 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
     gemm_cmp = gemm_flops / peak
     # attention kernels run after / between the GEMMs (separate kernels): their time adds
     attn_mem = (model.kv_bytes_read(decode_mb, context_sum) + model.kv_bytes_per_token() * tokens) / bw
-    attn_cmp = model.attention_flops(decode_mb, context_sum, prefill_tokens, prefill_pairs, eff.prefill_attention) / peak
+    attn_cmp = (model.attention_flops(decode_mb, context_sum, prefill_tokens, prefill_pairs, eff.prefill_attention)
+                / attention_peak_flops(model, gpu, eff))
     host_s = model.host_seconds(gpu, tokens)
     t_mem = gemm_mem + attn_mem + host_s
     t_cmp = gemm_cmp + attn_cmp
@@ -770,6 +787,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     step): returns (seconds, compute_bound). Same arithmetic as step_cost."""
     bw = gpu.bandwidth_bytes_s * eff.bandwidth
     peak = gpu.peak_flops(model.compute_precision) * eff.compute
+    attn_peak = attention_peak_flops(model, gpu, eff)
     # routed experts at their own stream rate (expert_stream): as that many more bytes at `bw`
     dense_b = float(model.dense_bytes) / eff.weight_stream
     expert_b = float(model.expert_bytes) / expert_stream(model, eff) / eff.weight_stream
@@ -822,7 +840,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
             kv += tb * (min(context_sum, decode_mb * w) if w else context_sum)
         attn_mem = (kv + write_tb * tokens) / bw
         attn_cmp = (attn_pair * (context_sum + pairs * slow_prefill) if not sparse
-                    else model.attention_flops(decode_mb, context_sum, prefill, pairs, prefill_rate)) / peak
+                    else model.attention_flops(decode_mb, context_sum, prefill, pairs, prefill_rate)) / attn_peak
         stage = (sqrt(gemm_mem * gemm_mem + gemm_cmp * gemm_cmp) + kernels
                  + (attn_mem if attn_mem > attn_cmp else attn_cmp))
         dispatch = eager or (graphless if 0 < graph_max < tokens else 0.0)
@@ -869,7 +887,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
                 kv += tb * (min(context_sum, decode_mb * w) if w else context_sum)
             attn_mem = (kv + write) / bw
             attn_cmp = (attn_pair * (context_sum + pairs * slow_prefill) if not sparse
-                        else model.attention_flops(decode_mb, context_sum, prefill, pairs, prefill_rate)) / peak
+                        else model.attention_flops(decode_mb, context_sum, prefill, pairs, prefill_rate)) / attn_peak
             stage = head + (attn_mem if attn_mem > attn_cmp else attn_cmp)
             if dispatch:
                 per = stage / layers

@@ -366,6 +366,7 @@ def calibrated_efficiency(base: Efficiency, gpu: GpuPerf, model: ModelPerf, limi
         eff,
         bandwidth=min(eff.bandwidth * k, 0.98),
         compute=min(eff.compute * k, 0.98),
+        attention_compute=min((eff.attention_compute or eff.compute) * k, 0.98),
         step_overhead_s=eff.step_overhead_s / k,
         per_seq_overhead_s=eff.per_seq_overhead_s / k,
         source="calibrated",

@@ -249,6 +249,8 @@ NO_ERROR_TEXT = {
     "r54-dgxsparkplaybooks63-2xgb10-minimax-m2-awq-tp2-ray-len128000-util070-v0161rc1-raycluster-fail": "the error "
     "only in the issue's title ('Tensor parallel size (2) exceeds available GPUs (1)'); the quoted log is the "
     "command and the banner",
+    "r55-vllm20726-rtx5060ti-16gb-qwen25-7b-base-bf16-len1024-util085-v092-kvcheck-fail": "the EngineCore "
+    "traceback cut in check_enough_kv_cache_memory before its exception (which of its two KV errors is not quoted)",
 }
 
 

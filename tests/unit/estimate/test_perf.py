@@ -652,3 +652,36 @@ def test_ampere_streams_weights_at_nine_tenths_of_the_hopper_share() -> None:
     l40s = GpuPerf("l40s", "nvidia", "ada", 864e9, {"bf16": 362.05}, 64e9)
     assert efficiency_for(base, rtx3090, dense16).bandwidth == pytest.approx(0.72)
     assert efficiency_for(base, l40s, dense16).bandwidth == pytest.approx(0.8)
+
+
+def test_attention_of_an_fp8_model_runs_at_the_16_bit_rate_by_hand() -> None:
+    """vLLM's attention kernels compute on the 16-bit activations whatever the linear layers run in; only the
+    GEMMs of an FP8 checkpoint get FP8 tensor cores. The 4096-token prompt of test_prefill_step_by_hand as FP8
+    W8A8 (8 GB of weights): GEMMs 65.54 TFLOP at 1979 x 0.5 TFLOP/s = 66.24 ms, blended with the weight stream
+    (8e9 / 2.68e12 = 2.985 ms) sqrt(66.24^2 + 2.985^2) = 66.31 ms, + 144 GEMM kernels and 144 quantisation
+    kernels; attention 4.95 TFLOP at the BF16 494.75 TFLOP/s = 10.0 ms, as for the BF16 model (at the FP8 rate
+    it would be 5.0 ms)."""
+    fp8 = replace(DENSE, dense_bytes=8_000_000_000, compute_precision="fp8")
+    eff = replace(EFF, gemm_kernel_s=3.8e-6, quant_kernel_s=2.0e-6)
+    cost = step_cost(fp8, H100, eff, decode=0, context_sum=0, prefill_tokens=4096, prefill_pairs=4096 * 2048)
+    assert cost.seconds == pytest.approx(66.31e-3 + 144 * 3.8e-6 + 144 * 2.0e-6 + 10.0e-3, rel=1e-3)
+    step = make_step_fn(fp8, H100, eff)
+    assert step(0, 0.0, 4096, 4096 * 2048)[0] == pytest.approx(cost.seconds, rel=1e-9)
+
+
+def test_efficiency_for_keeps_the_gemm_factors_out_of_attention() -> None:
+    """efficiency_for scales `compute` by the GEMM kernel's rate (W4A16, MXFP4 upcast), the FP8 GEMMs' measured
+    share of their peak (0.902) and ROCm's FP8 GEMM rate; the attention kernels keep the family's 16-bit share."""
+    base = Efficiency(compute=0.5, w4a16_compute=0.8)
+    bf16 = efficiency_for(base, H100, DENSE)
+    fp8 = efficiency_for(base, H100, replace(DENSE, compute_precision="fp8"))
+    w4 = efficiency_for(base, H100, replace(DENSE, weight_kernel="w4a16"))
+    assert bf16.attention_compute == pytest.approx(bf16.compute)
+    assert fp8.compute == pytest.approx(bf16.compute * 0.902)
+    assert w4.compute == pytest.approx(bf16.compute * 0.8)
+    assert fp8.attention_compute == pytest.approx(bf16.compute) == pytest.approx(w4.attention_compute)
+    mi300x = GpuPerf("mi300x", "amd", "cdna3", 5.3e12, {"bf16": 1307.4, "fp8": 2614.9}, 64e9, "xgmi")
+    rocm_bf16 = efficiency_for(base, mi300x, DENSE, (0, 10, 0))
+    rocm_fp8 = efficiency_for(base, mi300x, replace(DENSE, compute_precision="fp8"), (0, 10, 0))
+    assert rocm_fp8.compute == pytest.approx(rocm_bf16.compute * 0.902 * ROCM_FP8_COMPUTE_FACTOR)
+    assert rocm_fp8.attention_compute == pytest.approx(rocm_bf16.compute)
