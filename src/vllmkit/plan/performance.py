@@ -745,6 +745,20 @@ class PerfOptions:
 _ALT_REQUESTS = 60
 
 
+def synchronous_pipeline_note(cand: Any, ev: Any, profile: Any, opts: PerfOptions, vllm_version: str | None,
+                              wl: Workload, pred: ServingPrediction) -> str:
+    """What --no-async-scheduling would give a pipeline-parallel plan that async scheduling runs serially
+    (ModelPerf.pp_serial): without it vLLM schedules a request only once its last step is back, so the batch
+    queue fills with micro-batches of different requests (the rule of V0 and of V1 before async scheduling),
+    and the host's per-step work no longer overlaps the GPU's."""
+    sync = candidate_perf(cand.variant.arch, ev, replace(cand.settings, async_scheduling=False), cand.variant.label,
+                          profile, opts.records, vllm_version=vllm_version)
+    other = sync.predict_sustained(wl)
+    return (f"with --no-async-scheduling vLLM would keep up to {ev.pp} micro-batches in flight: about "
+            f"{other.output_tokens_per_s:,.0f} output tokens/s and {other.tpot_ms.mean:,.1f} ms TPOT for this "
+            f"workload, against {pred.output_tokens_per_s:,.0f} and {pred.tpot_ms.mean:,.1f} ms as planned")
+
+
 def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], profile: Any, rules: Any,
                        opts: PerfOptions, tp_given: int | None = None) -> None:
     """Fill result.performance (chosen candidate) and the alternatives' tokens/s; keep the candidates'
@@ -786,6 +800,9 @@ def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], prof
             pred = cp.predict_sustained(wl)
             result.performance = performance_info(pred, wl, cp.model, cp.gpu, cp.limits_for(wl))
             alt.output_tokens_per_s = result.performance.output_tokens_per_s
+            if cp.model.pp_serial:
+                result.performance.assumptions.append(
+                    synchronous_pipeline_note(cand, ev, profile, opts, rules.version, wl, pred))
         elif opts.alternatives:
             small = replace(wl, num_requests=min(wl.num_requests or _ALT_REQUESTS, _ALT_REQUESTS))
             alt.output_tokens_per_s = round(cp.predict(small).output_tokens_per_s, 1)
