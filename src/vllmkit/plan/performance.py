@@ -624,6 +624,12 @@ class CandidatePerf:
         return predict(self.model, self.gpu, eff, limits, wl, steady=steady, efficiency_is_final=True)
 
 
+# Model Runner V2 keeps pipeline micro-batches under async scheduling from 0.23: its AsyncScheduler spaces a request's
+# decodes pp steps apart (`next_decode_eligible_step`, in the 0.23.0, 0.24.0, 0.26.0 and 0.27.1 wheels; not in
+# 0.22.0's, where MRV2 -- Qwen3 dense by default -- rescheduled a request in flight like V1, ModelPerf.pp_serial)
+MRV2_PP_MICROBATCHES = (0, 23, 0)
+
+
 def async_scheduling_conflict(version: tuple[int, int, int], *, pp: int, speculative: dict | None, mrv2: bool,
                               explicit: bool) -> str | None:
     """What keeps vLLM from running async scheduling with this configuration (None: nothing). `explicit`: the
@@ -673,7 +679,8 @@ def candidate_perf(arch: ModelArch, evaluation: Any, settings: Any, label: str, 
     gpu = gpu_perf(profile)
     version = parse_version(vllm_version) if vllm_version else None
     lag = async_scheduling_runs(settings, gpu.vendor, evaluation.pp, vllm_version)
-    if lag and evaluation.pp > 1 and not getattr(settings, "model_runner_v2", False):
+    if lag and evaluation.pp > 1 and not (getattr(settings, "model_runner_v2", False)
+                                          and version is not None and version >= MRV2_PP_MICROBATCHES):
         model = replace(model, pp_serial=True)  # estimate/perf.py pipeline_microbatches
     chunked = bool(getattr(settings, "chunked_prefill", True))
     early = lag and version is not None and version < (0, 14, 0)  # the opt-in loop (estimate/perf.py)
