@@ -1327,7 +1327,9 @@ def _startup_failed(parsed: ParsedLog, found: list[Diagnosis]) -> list[Diagnosis
         return []
     e = _first(parsed.events, "exception") or _first(parsed.events, "engine_failed")
     capture = _first(parsed.events, "graph_capture_start")
+    line = e.line if e else None
     if capture is not None and f.stages and f.stages[-1] == "graphs":
+        line = e.line if e else capture.line
         # the engine died after vLLM began capturing CUDA graphs, and not of memory (cuda-oom is found first): a
         # kernel that cannot be captured at some batch size or in FULL mode (e.g. a Triton kernel's shape check)
         code, title = "graph-capture-failed", "vLLM failed while capturing CUDA graphs (not out of memory)"
@@ -1339,7 +1341,6 @@ def _startup_failed(parsed: ParsedLog, found: list[Diagnosis]) -> list[Diagnosis
         code, title = "startup-failed", "vLLM failed to start (cause not recognised)"
         fix = ("The first exception above is the root cause. Run `vllmkit doctor` for the environment checks "
                "and `vllmkit plan MODEL` to check the memory fit.")
-    line = e.line if e else (capture.line if code == "graph-capture-failed" and capture else None)
     return [Diagnosis(code=code, severity="error", title=title,
                       evidence=(f.last_error or (e.text if e else "engine failed")), line=line, fix=fix)]
 

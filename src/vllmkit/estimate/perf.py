@@ -165,6 +165,12 @@ class ModelPerf:
         return n * (eff.gemm_kernel_s + (eff.quant_kernel_s if quant else 0.0)) + self.stage_moe_layers * moe
 
     @property
+    def batches_in_flight(self) -> int:
+        """The most micro-batches a pipeline-parallel step runs as (pipeline_microbatches): pp, or 1 where one
+        batch passes the stages in turn (pp_serial)."""
+        return 1 if self.pp_serial else self.pp
+
+    @property
     def stage_moe_layers(self) -> int:
         """Fused-MoE layers on the busiest stage that pay MOE_LAYER_S (not MXFP4's fused routing path)."""
         if not self.is_moe or self.weight_format == "mxfp4":
@@ -744,7 +750,7 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
     # pipeline parallel: the step's sequences run as up to pp micro-batches in flight (see
     # pipeline_microbatches); each stage handles one micro-batch at a time, so a stage's work is that of
     # 1/k of the step, done pp times over while a token passes every stage
-    k = pipeline_microbatches(1 if model.pp_serial else model.pp, decode, prefill_tokens)
+    k = pipeline_microbatches(model.batches_in_flight, decode, prefill_tokens)
     all_tokens = decode + prefill_tokens
     tokens = all_tokens / k
     context_sum, prefill_tokens, prefill_pairs = context_sum / k, prefill_tokens / k, prefill_pairs / k
@@ -807,7 +813,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     slow_prefill = 1.0 / prefill_rate
     sparse = model.sparse_topk > 0
     pp = model.pp
-    mb_pp = 1 if model.pp_serial else pp  # micro-batches in flight (pipeline_microbatches)
+    mb_pp = model.batches_in_flight
     kernels = model.kernels_seconds(eff)
     offloaded = model.host_bytes > 0
     ar = allreduce_seconds(model, gpu, eff, 1.0) if model.tp > 1 else 0.0

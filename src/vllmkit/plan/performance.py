@@ -474,11 +474,10 @@ def performance_info(pred: ServingPrediction, wl: Workload, model: ModelPerf, gp
         + ([f"the old engine on ROCm: a prompt chunk after the first attends to the cached ones in the Triton "
             f"prefix-prefill kernel, at {eff.prefill_attention:.0%} of the GEMM rate (chosen on public MI300X runs)"]
            if eff.prefill_attention < 1.0 else [])
-        + ([f"pipeline parallel {model.pp}: up to {model.pp} micro-batches in flight (vLLM's batch queue), each "
-              "stage working on one while a token passes every stage"] if model.pp > 1 and not model.pp_serial else [])
         + ([f"pipeline parallel {model.pp}: one batch passes the stages in turn (async scheduling on Model Runner "
-            "V1 puts every running request in every batch, which waits for the previous one's tokens)"]
-           if model.pp > 1 and model.pp_serial else [])
+            "V1 puts every running request in every batch, which waits for the previous one's tokens)" if model.pp_serial
+            else f"pipeline parallel {model.pp}: up to {model.pp} micro-batches in flight (vLLM's batch queue), each "
+            "stage working on one while a token passes every stage"] if model.pp > 1 else [])
         + ([f"--enforce-eager: {eff.eager_dispatch_s * 1e3:.2f} ms of host kernel dispatch per decoder layer, "
               "overlapping the GPU's work (sqrt(gpu^2 + dispatch^2) a layer)"] if eff.eager_dispatch_s > 0 else [])
         + ([f"CUDA graphs cover steps of up to {eff.graph_max_tokens} tokens (vLLM's default capture sizes); a "

@@ -69,6 +69,7 @@ def alternative(c: Candidate, chosen: Candidate) -> Alternative:
         note=note,
     )
 
+
 def running_concurrency(ev: Evaluation) -> float | None:
     """Requests of max_model_len tokens the KV pool holds at once while they run, where the cache mixes layer kinds
     and that differs from vLLM's start-up figure (estimate/kv.py running_pool_tokens); else None."""
