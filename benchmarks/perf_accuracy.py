@@ -124,6 +124,13 @@ MODEL_MAP = {
     "RedHatAI/Llama-3.1-8B-Instruct-FP8-block": ("meta-llama/Llama-3.1-8B-Instruct", "fp8-online"),
     "cpatonn/Qwen3-Coder-30B-A3B-Instruct-GPTQ-4bit": ("Qwen/Qwen3-Coder-30B-A3B-Instruct", "gptq-int4"),
     "cpatonn/Qwen3-Next-80B-A3B-Instruct-AWQ-4bit": ("Qwen/Qwen3-Next-80B-A3B-Instruct", "awq"),
+    # CloudRift's data-parallel fleets (collected-bench-results-29 / -31.jsonl: one server per GPU group behind nginx):
+    # community 4-bit AWQ checkpoints of catalog models (their cards: AWQ of the named base, group size 128);
+    # scored after the data-parallel replay (README, round 50), skipped as unknown models before
+    "cpatonn/GLM-4.5-Air-AWQ-4bit": ("zai-org/GLM-4.5-Air", "awq"),
+    "QuantTrio/Qwen3-Coder-480B-A35B-Instruct-AWQ": ("Qwen/Qwen3-Coder-480B-A35B-Instruct", "awq"),
+    "QuantTrio/Qwen3-Coder-30B-A3B-Instruct-AWQ": ("Qwen/Qwen3-Coder-30B-A3B-Instruct", "awq"),
+    "ibnzterrell/Meta-Llama-3.3-70B-Instruct-AWQ-INT4": ("meta-llama/Llama-3.3-70B-Instruct", "awq"),
     # the publishers' own block-FP8 releases of catalog models (collected-bench-results-38.jsonl): the 16-bit
     # checkpoint's shapes with one-byte weights in the linear layers (embeddings and LM head 16-bit), as
     # --quantization fp8 makes them; scored blind first without them (README, round 41)
@@ -295,8 +302,6 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     gpu_name = gpu_profile_name(row, profiles)
     if gpu_name is None or (row.get("speculative") not in (None, False, "", "none")):
         return None
-    if int(row.get("dp") or 1) > 1:
-        return None  # data-parallel fleets are several replicas behind one endpoint
     if row.get("replay_skip"):
         return None  # a setup the per-GPU model cannot replay (the row says which)
     catalog_id, variant_kind = mapped
@@ -363,6 +368,12 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         # `--async-scheduling -pp 2` for 0.10.2, a command that cannot have run as written; replayed with the
         # release's loop
         asked = None
+    # data parallel: vLLM's own (--data-parallel-size: one endpoint, an MoE's experts spread over every rank and
+    # its engines stepping together), or as many separate servers behind a load balancer (CloudRift's harness:
+    # nginx in front of one container per replica), each a whole copy with its own API server
+    dp = max(int(row.get("dp") or 1), 1)
+    internal_dp = dp > 1 and bool(re.search(r"(?:--data-parallel-size|-dp)[ =]\d", cmd))
+    expert_parallel = bool(re.search(r"--enable-expert-parallel\b", cmd))
     req = PlanRequest(model=catalog_id, gpu=gpu_name, tensor_parallel_size=tp, pipeline_parallel_size=pp,
                       kv_cache_dtype=row.get("kv_cache_dtype") or "auto",
                       gpu_memory_utilization=float(util.group(1)) if util else None,
@@ -370,7 +381,8 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
                       max_model_len=int(mml) if mml and mml.isdigit() else None,
                       # weights read from host memory every step (plan/performance.py UVA_READ_FRACTION)
                       cpu_offload_gb=float(offload) if offload and re.fullmatch(r"\d+(\.\d+)?", offload) else None,
-                      async_scheduling=asked)
+                      async_scheduling=asked, data_parallel_size=dp if internal_dp else None,
+                      enable_expert_parallel=expert_parallel)
     if req.kv_cache_dtype in ("auto", None, ""):
         req.kv_cache_dtype = "auto"
     # the old engine by choice where V1 was the default (0.8 - 0.9: VLLM_USE_V1=0 before the server command)
@@ -406,6 +418,8 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         ev = at_length(prep, min(32768, variant.arch.native_max_model_len))
     perf = candidate_perf(variant.arch, ev, settings, variant.label, profile, base=FITTED_EFFICIENCY,
                           vllm_version=rules.version)
+    if dp > 1 and not internal_dp:
+        perf = replace(perf, replicas=dp, api_servers=dp)  # separate servers: independent engines
 
     m = row["measured"]
     n = row.get("num_prompts") or m.get("successful_requests") or 1000
@@ -520,7 +534,8 @@ def ttft_floor_ms(workload: Workload, perf: Any, arch: Any, *, offline: bool = F
     if linear <= 0 or peak <= 0:
         return None
     one = 2 * linear * workload.input_len / peak * 1e3
-    n = max(int(workload.num_requests or 1), 1)
+    # data-parallel engines prefill their shares of a burst side by side
+    n = max(-(-int(workload.num_requests or 1) // max(getattr(perf, "replicas", 1), 1)), 1)
     cached = 1 if workload.warmup_first_prompt else 0
     uncached = max(n - cached, 0)
     burst = workload.request_rate is None and (not workload.concurrency or workload.concurrency >= n)
@@ -535,8 +550,9 @@ def naive_prediction(case: Case) -> dict[str, float]:
     p = case.perf
     tpot = naive_roofline_tpot(p.model, p.gpu)
     wl = case.workload
-    batch = min(wl.concurrency or wl.num_requests or 1, p.limits.max_num_seqs)
-    out_tps = batch / tpot
+    replicas = p.replicas
+    batch = min(-(-(wl.concurrency or wl.num_requests or 1) // replicas), p.limits.max_num_seqs)
+    out_tps = batch / tpot * replicas
     rps = out_tps / wl.output_len
     ttft = 2 * p.model.active_params / (p.model.tp * p.model.pp) * wl.input_len / p.gpu.peak_flops(p.model.compute_precision)
     return {
@@ -601,10 +617,15 @@ def model_prediction(case: Case, eff: Efficiency) -> dict[str, float]:
 
 
 def _predict_run(case: Case, final: Efficiency, workload: Workload) -> dict[str, float]:
-    from vllmkit.estimate.serving import predict
+    from vllmkit.estimate.serving import predict, predict_replicas
 
     p = case.perf
-    pred = predict(p.model, p.gpu, final, p.limits_for(workload), workload, steady=False, efficiency_is_final=True)
+
+    def one(w: Workload, share: float = 1.0) -> Any:
+        return predict(p.model, p.gpu, final, p.limits_for(w), w, steady=False, efficiency_is_final=True,
+                       frontend_share=share)
+
+    pred = predict_replicas(one, workload, p.replicas, api_servers=p.api_servers) if p.replicas > 1 else one(workload)
     return {
         "output_tok_s": pred.output_tokens_per_s, "total_tok_s": pred.total_tokens_per_s,
         "request_throughput_rps": pred.requests_per_s,
@@ -891,8 +912,6 @@ def skip_reason(row: dict[str, Any], profiles: list[Any]) -> str:
         return f"no GPU profile for {row.get('gpu')!r}"
     if row.get("speculative") not in (None, False, "", "none"):
         return "speculative decoding"
-    if int(row.get("dp") or 1) > 1:
-        return "data parallel"
     if find_entry(MODEL_MAP.get(row["model"], (row["model"], None))[0]) is None:
         return f"model not in the catalog ({row['model']})"
     return "multi-turn, or no lengths or measurements to replay"

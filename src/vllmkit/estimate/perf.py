@@ -131,13 +131,21 @@ class ModelPerf:
     # pipeline parallel with one batch pushed through the stages in turn, not pp micro-batches
     # (pipeline_microbatches): async scheduling on Model Runner V1 puts every running request in every batch
     pp_serial: bool = False
+    # data-parallel ranks whose tokens every fused-MoE layer runs together (--data-parallel-size of an MoE): vLLM
+    # spreads the routed experts over all TP x DP ranks (expert_bytes holds this rank's 1/(TP x DP)), gathers the
+    # DP ranks' hidden states before each MoE layer and scatters the outputs back after it (naive dispatch /
+    # combine: 0.32 fused_moe/runner/moe_runner.py do_naive_dispatch_combine "dp_size > 1"; 0.8.5
+    # fused_moe/layer.py), and runs the DP ranks' forward passes in step (an idle rank runs a dummy batch). So a
+    # step's MoE layers touch experts for moe_dp x its tokens, and each moves (moe_dp - 1) x its tokens' hidden
+    # states in and out (moe_dispatch_seconds). 1: no data parallelism, or a dense model (independent replicas)
+    moe_dp: int = 1
 
     def host_seconds(self, gpu: GpuPerf, tokens: float) -> float:
         """Time to read this step's share of the host-resident weights (--cpu-offload-gb)."""
         if not self.host_bytes:
             return 0.0
         dense = self.host_bytes - self.host_expert_bytes
-        return (dense + self.host_expert_bytes * self.touched_expert_fraction(tokens)) / gpu.host_link_bytes_s
+        return (dense + self.host_expert_bytes * self.touched_expert_fraction(tokens * self.moe_dp)) / gpu.host_link_bytes_s
 
     def attention_flops(self, decode: int, context_sum: float, prefill_tokens: float, prefill_pairs: float,
                         prefill_rate: float = 1.0) -> float:
@@ -189,7 +197,7 @@ class ModelPerf:
         return 1.0 - (1.0 - self.experts_per_token / self.num_experts) ** tokens
 
     def weight_bytes_read(self, tokens: float) -> float:
-        return self.dense_bytes + self.expert_bytes * self.touched_expert_fraction(tokens)
+        return self.dense_bytes + self.expert_bytes * self.touched_expert_fraction(tokens * self.moe_dp)
 
     def kv_bytes_read(self, sequences: int, context_sum: float) -> float:
         """KV / state bytes one step reads for `sequences` running sequences whose contexts sum to
@@ -741,6 +749,24 @@ def allreduce_seconds(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, tokens: f
     return 2 * model.layers * (latency + bus / max(link, 1.0))
 
 
+def moe_dispatch_seconds(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, tokens: float) -> float:
+    """Data parallel with an MoE (ModelPerf.moe_dp): before each fused-MoE layer of the stage a rank gathers the
+    other DP ranks' hidden states and after it sends their outputs back (naive dispatch / combine), each way
+    (moe_dp - 1) x tokens x hidden x 2 bytes over the GPU link, at the all-reduce's latency (allreduce_seconds:
+    NCCL's PCIe rate where it carries the group's collectives). Not fitted: the DP runs are few and all score
+    with it."""
+    if model.moe_dp <= 1 or not model.is_moe:
+        return 0.0
+    moved = (model.moe_dp - 1) * tokens * model.hidden_size * 2.0
+    latency = eff.allreduce_latency_s * (4.0 if gpu.link_kind in ("pcie", "pcie-host") else 1.0)
+    link = gpu.link_bytes_s / (2.0 if gpu.link_kind == "pcie-host" else 1.0)
+    if gpu.link_kind == "pcie-host" or (gpu.link_kind == "pcie" and model.tp * model.moe_dp > 2):
+        latency += NCCL_PCIE_HOP_S * 2 * max(model.tp * model.moe_dp - 2, 0)
+        link *= NCCL_PCIE_BUS_FRACTION
+    layers = min(model.layers, -(-model.moe_layers // max(model.pp, 1)))
+    return 2 * layers * (latency + moved / max(link, 1.0))
+
+
 def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, context_sum: float,
               prefill_tokens: int = 0, prefill_pairs: float = 0.0) -> StepCost:
     """Time of one engine step with `decode` decoding sequences (contexts summing to `context_sum`)
@@ -756,7 +782,7 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
     context_sum, prefill_tokens, prefill_pairs = context_sum / k, prefill_tokens / k, prefill_pairs / k
     decode_mb = decode / k
     # linear layers (GEMMs): weights streamed once per step, 2 FLOPs per parameter per token
-    gemm_mem = (model.dense_bytes + model.expert_bytes * model.touched_expert_fraction(tokens)
+    gemm_mem = (model.dense_bytes + model.expert_bytes * model.touched_expert_fraction(tokens * model.moe_dp)
                 / expert_stream(model, eff)) / (bw * eff.weight_stream)
     gemm_flops = model.flops(tokens, 0.0)
     if model.is_moe and model.active_params > 0:
@@ -777,7 +803,7 @@ def step_cost(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, *, decode: int, c
     dispatch_s = eff.eager_dispatch_s or (eff.graphless_dispatch_s if 0 < eff.graph_max_tokens < tokens else 0.0)
     stage = eager_stage_seconds(gemm_seconds(gemm_mem, gemm_cmp) + model.kernels_seconds(eff)
                                 + max(attn_mem, attn_cmp), model.layers, dispatch_s) + host_s
-    comm = allreduce_seconds(model, gpu, eff, all_tokens)
+    comm = allreduce_seconds(model, gpu, eff, all_tokens) + moe_dispatch_seconds(model, gpu, eff, all_tokens)
     overhead = eff.step_overhead_s + eff.per_seq_overhead_s * (decode + (1 if prefill_tokens else 0))
     seconds = model.pp * stage + comm + overhead
     if eff.host_overlap > 0:
@@ -798,6 +824,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     dense_b = float(model.dense_bytes) / eff.weight_stream
     expert_b = float(model.expert_bytes) / expert_stream(model, eff) / eff.weight_stream
     miss = 1.0 - model.experts_per_token / model.num_experts if model.is_moe else 1.0
+    moe_dp = float(model.moe_dp)  # the MoE layers run the tokens of this many DP ranks (ModelPerf.moe_dp)
     flop_tok = 2.0 * model.active_params / (model.tp * model.pp)
     if model.is_moe and model.active_params > 0:
         share = min(_expert_flop_share(model), 1.0)
@@ -818,6 +845,9 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
     offloaded = model.host_bytes > 0
     ar = allreduce_seconds(model, gpu, eff, 1.0) if model.tp > 1 else 0.0
     ar_lat = allreduce_seconds(model, gpu, eff, 0.0) if model.tp > 1 else 0.0
+    if model.moe_dp > 1 and model.is_moe:
+        ar += moe_dispatch_seconds(model, gpu, eff, 1.0)
+        ar_lat += moe_dispatch_seconds(model, gpu, eff, 0.0)
     over, per_seq = eff.step_overhead_s, eff.per_seq_overhead_s
     overlap = eff.host_overlap > 0
     host_over = eff.host_overlap * over if overlap else 0.0
@@ -836,7 +866,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
         else:
             decode_mb = decode
         tokens = decode_mb + prefill
-        wbytes = dense_b + (expert_b * (1.0 - miss ** tokens) if expert_b else 0.0)
+        wbytes = dense_b + (expert_b * (1.0 - miss ** (tokens * moe_dp)) if expert_b else 0.0)
         gemm_mem = wbytes / bw
         gemm_cmp = flop_tok * tokens / peak
         if prefill and lm_tok:
@@ -874,7 +904,7 @@ def make_step_fn(model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
         prefill = 0 / k if split else 0
         pairs = 0.0 / k if split else 0.0
         tokens = decode_mb + prefill
-        wbytes = dense_b + (expert_b * (1.0 - miss ** tokens) if expert_b else 0.0)
+        wbytes = dense_b + (expert_b * (1.0 - miss ** (tokens * moe_dp)) if expert_b else 0.0)
         gemm_mem = wbytes / bw
         gemm_cmp = flop_tok * tokens / peak
         head = sqrt(gemm_mem * gemm_mem + gemm_cmp * gemm_cmp) + kernels
@@ -983,6 +1013,7 @@ __all__ = [
     "gemm_seconds",
     "make_step_fn",
     "max_graph_tokens",
+    "moe_dispatch_seconds",
     "mxfp4_upcast",
     "naive_roofline_tpot",
     "rocm_fp8_gemms",

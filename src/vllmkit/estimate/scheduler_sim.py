@@ -176,6 +176,7 @@ def simulate(
     shared_prefix: int = 0,
     prefix_warm: bool = False,
     ramp_s: float = 0.0,
+    frontend_share: float = 1.0,
 ) -> SimResult:
     """cached_prefix[i]: tokens of request i's prompt already in the prefix cache when the run starts (a
     benchmark's warm-up sent that prompt before timing); used only with prefix caching on.
@@ -186,7 +187,10 @@ def simulate(
     ramp_s: a closed loop whose clients start one after another over this many seconds (client k at
     k x ramp_s / concurrency, as load testers ramp users up) instead of all at t=0; with equal lengths, clients
     that start together stay in step (their prompts arrive in the same steps, wave after wave), staggered ones
-    do not."""
+    do not.
+    frontend_share: engines one API server feeds, this one among them with the same traffic (data parallel with
+    one API server): each request keeps the server busy that many times its own work, so its queue fills at the
+    fleet's rate while a request still takes its own work's time once its turn comes."""
     n = len(input_lens)
     if n == 0 or n != len(output_lens):
         raise ValueError("need as many output lengths as input lengths (and at least one request)")
@@ -213,9 +217,10 @@ def simulate(
         # to request, which also de-synchronises closed loops.
         arrival_t[i] = at
         start = max(at, frontend_free[0]) if queue else at
-        ready_t[i] = start + request_overhead_s * (0.5 + jitter.random())
+        work = request_overhead_s * (0.5 + jitter.random())
+        ready_t[i] = start + work
         if queue:
-            frontend_free[0] = ready_t[i]
+            frontend_free[0] = start + work * frontend_share
         heapq.heappush(pending, (ready_t[i], i))
 
     for i, at in enumerate(arrivals):

@@ -176,9 +176,11 @@ def predict(
     seed: int = 0,
     efficiency_is_final: bool = False,
     vllm_version: tuple[int, int, int] | None = None,
+    frontend_share: float = 1.0,
 ) -> ServingPrediction:
     """Simulate the workload. steady=True reports throughput over the middle of the run (what a
-    replica sustains); steady=False reports the finite run as a benchmark prints it (tail included)."""
+    replica sustains); steady=False reports the finite run as a benchmark prints it (tail included).
+    frontend_share: engines with this traffic that one API server feeds (scheduler_sim.simulate)."""
     eff = base_efficiency if efficiency_is_final else efficiency_for(
         base_efficiency, gpu, model, vllm_version, chunked_prefill=limits.chunked_prefill)
     n = default_num_requests(workload)
@@ -194,7 +196,7 @@ def predict(
                    request_overhead_s=eff.request_overhead_s,
                    cached_prefix=ins[:1] if workload.warmup_first_prompt else (),
                    shared_prefix=int(workload.shared_prefix), prefix_warm=workload.warmup_first_prompt,
-                   ramp_s=workload.ramp_s)
+                   ramp_s=workload.ramp_s, frontend_share=frontend_share)
     duration = max(sim.duration_s, 1e-9)
     out_tps = sim.output_tokens / duration
     req_ps = sim.completed / duration
@@ -250,15 +252,96 @@ def predict(
     )
 
 
+# --------------------------------------------------------------------------- data parallel
+
+# vLLM starts one API server per data-parallel engine by default from 0.15 (entrypoints/cli/serve.py: "Defaulting
+# api_server_count to data_parallel_size", vllm#32525; absent from the 0.14.0 wheel, present in 0.15.0, 0.17.0,
+# 0.19.1 and 0.32); before, one API server fed every engine
+DP_API_SERVER_PER_ENGINE = (0, 15, 0)
+
+
+def replica_workloads(wl: Workload, replicas: int) -> list[tuple[Workload, int]]:
+    """The workload each of `replicas` data-parallel engines behind one endpoint gets, with how many engines get
+    it. vLLM's front end sends a request to the engine with the fewest waiting and running requests (v1/engine/
+    core_client.py DPLBAsyncMPClient.get_core_engine_for_request: score = waiting x 4 + running), so a closed
+    loop's clients and a burst's requests spread evenly (one more on some engines where they do not divide), and
+    Poisson traffic splits into replicas streams of rate / replicas (taken as Poisson: a least-loaded split is a
+    little smoother). An engine that gets nothing is left out."""
+    if replicas <= 1:
+        return [(wl, 1)]
+    n = wl.num_requests
+    if wl.concurrency:
+        q, r = divmod(wl.concurrency, replicas)
+        out = []
+        for conc, engines in ((q + 1, r), (q, replicas - r)):
+            if conc and engines:
+                share = None if n is None else max(1, round(n * conc / wl.concurrency))
+                out.append((replace(wl, concurrency=conc, num_requests=share), engines))
+        return out
+    if wl.is_burst:
+        total = n or default_num_requests(wl)
+        q, r = divmod(total, replicas)
+        return [(replace(wl, num_requests=k), engines) for k, engines in ((q + 1, r), (q, replicas - r))
+                if k and engines]
+    share = None if n is None else max(1, math.ceil(n / replicas))
+    return [(replace(wl, request_rate=wl.request_rate / replicas if wl.request_rate else None, num_requests=share),
+             replicas)]
+
+
+def combine_replicas(parts: list[tuple[ServingPrediction, int]]) -> ServingPrediction:
+    """One prediction for a data-parallel fleet from its engines' (prediction, engines with it): rates add up,
+    latencies are the requests' (means weighted by requests, p99 the worst engine's), batch and KV usage are one
+    engine's (request-weighted), the simulation kept is the busiest engine's."""
+    if len(parts) == 1 and parts[0][1] == 1:
+        return parts[0][0]
+    weights = [p.num_requests * k for p, k in parts]
+    total = sum(weights) or 1
+
+    def avg(get) -> float:
+        return sum(get(p) * w for (p, _), w in zip(parts, weights, strict=True)) / total
+
+    def stat(get) -> Stat:
+        return Stat(avg(lambda p: get(p).mean), avg(lambda p: get(p).p50), max(get(p).p99 for p, _ in parts))
+
+    busiest = max(parts, key=lambda pk: (pk[0].batch, pk[1]))[0]
+    risks = ("low", "medium", "high")
+    return replace(
+        busiest,
+        output_tokens_per_s=sum(p.output_tokens_per_s * k for p, k in parts),
+        total_tokens_per_s=sum(p.total_tokens_per_s * k for p, k in parts),
+        requests_per_s=sum(p.requests_per_s * k for p, k in parts),
+        ttft_ms=stat(lambda p: p.ttft_ms), tpot_ms=stat(lambda p: p.tpot_ms), e2e_s=stat(lambda p: p.e2e_s),
+        itl_ms=avg(lambda p: p.itl_ms), batch=avg(lambda p: p.batch), max_batch=max(p.max_batch for p, _ in parts),
+        kv_usage=avg(lambda p: p.kv_usage), peak_kv_usage=max(p.peak_kv_usage for p, _ in parts),
+        preemptions=sum(p.preemptions * k for p, k in parts),
+        preemption_risk=max((p.preemption_risk for p, _ in parts), key=risks.index),
+        duration_s=max(p.duration_s for p, _ in parts), num_requests=sum(p.num_requests * k for p, k in parts),
+    )
+
+
+def predict_replicas(predict_one, wl: Workload, replicas: int, *, api_servers: int = 1) -> ServingPrediction:
+    """`predict_one(workload, frontend_share)` for each engine's share of `wl` (replica_workloads), combined
+    (combine_replicas). `api_servers`: the API server processes in front of the engines (one per engine from
+    vLLM 0.15, DP_API_SERVER_PER_ENGINE; one before), which share the front end's work."""
+    parts = replica_workloads(wl, replicas)
+    busy = sum(k for _, k in parts)
+    share = max(busy / max(api_servers, 1), 1.0)
+    return combine_replicas([(predict_one(w, share), k) for w, k in parts])
+
+
 __all__ = [
+    "DP_API_SERVER_PER_ENGINE",
     "SHAREGPT_MEAN_INPUT",
     "SHAREGPT_MEAN_OUTPUT",
     "WORKLOAD_PRESETS",
     "ServingPrediction",
     "Stat",
     "Workload",
+    "combine_replicas",
     "default_num_requests",
     "predict",
+    "predict_replicas",
+    "replica_workloads",
     "request_lengths",
     "requests_for_rate",
 ]

@@ -359,8 +359,8 @@ def attention_params(arch: ModelArch) -> int:
 
 
 def expert_fraction(arch: ModelArch) -> float:
-    """Share of the checkpoint held by routed experts (from the config's shapes): what
-    --enable-expert-parallel distributes over TP x DP ranks instead of splitting by TP only."""
+    """Share of the checkpoint held by routed experts (from the config's shapes): what the fused-MoE layers
+    spread over TP x DP ranks under data parallelism, where the rest is replicated per DP rank."""
     if arch.moe is None or not arch.moe.num_experts:
         return 0.0
     h = arch.hidden_size
@@ -377,12 +377,16 @@ def expert_fraction(arch: ModelArch) -> float:
     return experts / total if total else 0.0
 
 
-def expert_parallel_total(arch: ModelArch, total_bytes: int, *, dp: int, enable_expert_parallel: bool) -> int:
-    """The checkpoint bytes one DP replica's TP group effectively holds per rank x TP: with expert
-    parallelism over TP x DP ranks each rank keeps num_experts / (TP x DP) whole experts, so a
-    replica's TP group holds the non-expert part plus 1/DP of the experts (vLLM FusedMoE with
-    EP: local experts = global experts / ep_size, ep_size = TP x DP)."""
-    if not enable_expert_parallel or dp <= 1:
+def data_parallel_total(arch: ModelArch, total_bytes: int, *, dp: int) -> int:
+    """The checkpoint bytes one DP replica's TP group effectively holds per rank x TP: the fused-MoE layers of an
+    MoE run over all TP x DP ranks, so each rank keeps 1/(TP x DP) of the routed experts and a replica's TP group
+    the non-expert part plus 1/DP of the experts. Without --enable-expert-parallel vLLM flattens tensor
+    parallelism across the DP ranks (every rank holds a 1/(TP x DP) slice of each expert: 0.8.5
+    fused_moe/layer.py `self.tp_size = self.tp_size * self.dp_size`; 0.32 fused_moe/config.py
+    FusedMoEParallelConfig.make / flatten_tp_across_dp_and_pcp, "the tensors are sharded across 4 devices" at
+    TP = DP = 2); with it each rank keeps num_experts / (TP x DP) whole experts (ep_size = TP x DP). The same
+    bytes either way."""
+    if dp <= 1:
         return total_bytes
     f = expert_fraction(arch)
     return int(total_bytes * (1 - f) + total_bytes * f / dp)

@@ -346,11 +346,11 @@ def tower_skipped(arch: ModelArch, rules: VersionRules) -> bool:
 def prepare_candidate(variant: Variant, tp: int, pp: int, settings: EngineSettings, rules: VersionRules) -> Prepared:
     weight_bytes, weight_source = loaded_weight_bytes(variant, settings, rules.key)
     every, last, spec_kv, spec_kv_arch = feature_terms(variant, tp, settings, rules)
-    if settings.expert_parallel and settings.data_parallel_size > 1 and variant.arch.moe is not None:
-        from vllmkit.estimate.weights import expert_parallel_total
+    if settings.data_parallel_size > 1 and variant.arch.moe is not None:
+        from vllmkit.estimate.weights import data_parallel_total
 
-        weight_bytes = expert_parallel_total(variant.arch, weight_bytes, dp=settings.data_parallel_size,
-                                             enable_expert_parallel=True)
+        # the routed experts are spread over every TP x DP rank, with or without --enable-expert-parallel
+        weight_bytes = data_parallel_total(variant.arch, weight_bytes, dp=settings.data_parallel_size)
         weight_source = "estimated"
     if variant.arch.vision is not None and settings.mm_image_limit == 0 and tower_skipped(variant.arch, rules):
         # text-only serving of a VLM does not build the vision tower (engine/versions.py)

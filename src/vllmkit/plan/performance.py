@@ -41,7 +41,15 @@ from vllmkit.estimate.perf import (
     with_graph_limit,
 )
 from vllmkit.estimate.scheduler_sim import SchedulerLimits
-from vllmkit.estimate.serving import ServingPrediction, Stat, Workload, default_num_requests, predict
+from vllmkit.estimate.serving import (
+    DP_API_SERVER_PER_ENGINE,
+    ServingPrediction,
+    Stat,
+    Workload,
+    default_num_requests,
+    predict,
+    predict_replicas,
+)
 from vllmkit.estimate.speculative import EAGLE_METHODS, is_mtp
 from vllmkit.estimate.weights import attention_params, rope_cache_bytes, routed_expert_params
 
@@ -207,9 +215,15 @@ def _expert_params(arch: ModelArch) -> tuple[float, int]:
 SINGLE_BLOCK_GEMMS = 2  # GEMM kernels of a one-block layer (ModelArch.single_block_layers)
 
 
-def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> ModelPerf:
-    """ModelPerf for one evaluated candidate (evaluation: plan.evaluate.Evaluation)."""
+def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any, *, dp: int = 1,
+               expert_parallel: bool = False) -> ModelPerf:
+    """ModelPerf for one evaluated candidate (evaluation: plan.evaluate.Evaluation) on one rank of one of `dp`
+    data-parallel replicas: an MoE's routed experts are spread over all TP x DP ranks (estimate/weights.py
+    data_parallel_total), each rank holding a 1/(TP x DP) slice of every expert, or whole experts under
+    --enable-expert-parallel, whose width per rank stays the TP one (round 44: whole-expert widths scored
+    worse)."""
     tp, pp = evaluation.tp, evaluation.pp
+    moe_dp = dp if dp > 1 and arch.moe is not None and arch.moe.num_experts else 1
     split = evaluation.weights
     bpw = BYTES_PER_WEIGHT.get(label, 2.0)
     layers_stage = math.ceil(arch.num_hidden_layers / pp)
@@ -220,7 +234,7 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
     # routed experts are up to ~99 % of a large MoE body (Kimi-K2: 1014.7 of 1024.2 GB): no fixed share cap
     expert_total = min(expert_params * bpw, body_total)
     rank_bytes = split.max_rank_bytes
-    expert_rank = expert_total / tp * layers_stage / max(arch.num_hidden_layers, 1)
+    expert_rank = expert_total / (tp * moe_dp) * layers_stage / max(arch.num_hidden_layers, 1)
     # the input embedding is a gather (a few rows per step), not a full read; a tied one is also the LM head,
     # whose logits GEMM reads all of it every step
     gather = split.embedding_bytes / tp if pp == 1 and split.lm_head_bytes else 0
@@ -279,7 +293,8 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
         experts_per_token=arch.moe.experts_per_token if arch.moe else 0,
         active_params=active_params, lm_head_params=lm_head_params, attn_flops_per_pair=attn_pair, kv=kv,
         compute_precision=precision, weight_kernel=kernel, moe_layers=moe_layers,
-        expert_width=(arch.moe.moe_intermediate_size or arch.intermediate_size or 0) // tp if arch.moe else 0,
+        expert_width=((arch.moe.moe_intermediate_size or arch.intermediate_size or 0)
+                      // (tp if expert_parallel else tp * moe_dp)) if arch.moe else 0,
         shared_experts=arch.moe.num_shared_experts if arch.moe else 0,
         sparse_topk=sparse_topk, indexer_flops_per_pair=indexer_pair,
         weight_format="mxfp4" if label == "mxfp4" else "",
@@ -288,6 +303,7 @@ def model_perf(arch: ModelArch, evaluation: Any, label: str, profile: Any) -> Mo
         gemm_kernels=SINGLE_BLOCK_GEMMS * layers_stage if arch.single_block_layers else 0,
         host_bytes=host_bytes,
         host_expert_bytes=host_expert,
+        moe_dp=moe_dp,
     )
 
 
@@ -568,6 +584,11 @@ class CandidatePerf:
     # the KV pool in tokens for requests of a given length where the cache mixes layer kinds (hybrid_kv_pool);
     # None: limits.kv_capacity_tokens whatever the length
     kv_pool: Callable[[float], int] | None = None
+    # --data-parallel-size: engines behind the one endpoint, each with `gpus` GPUs and its share of the traffic
+    # (estimate/serving.py predict_replicas), and the API server processes in front of them
+    replicas: int = 1
+    api_servers: int = 1
+    expert_parallel: bool = False  # --enable-expert-parallel (whole experts per rank)
 
     def kv_capacity_tokens(self, request_tokens: float) -> int:
         """The scheduler's KV pool for requests of `request_tokens` tokens of context (prompt + output)."""
@@ -585,12 +606,23 @@ class CandidatePerf:
         """`predict` for Poisson traffic that goes on: TTFT, TPOT and e2e latency of the requests in a
         steady-state window (see SUSTAINED_*), the run lengthened as far as that needs (up to
         SUSTAINED_MAX_REQUESTS) unless `settled(prediction)` says a longer run cannot change what the
-        caller decides. A closed loop or a burst is predicted as it is."""
+        caller decides. A closed loop or a burst is predicted as it is. Data-parallel replicas: each engine's
+        share of the traffic (predict_replicas)."""
+        if self.replicas > 1:
+            return predict_replicas(
+                lambda w, share: replace(self, replicas=1, api_servers=1)._sustained(
+                    w, max_num_seqs=max_num_seqs, settled=settled, min_window_requests=min_window_requests,
+                    frontend_share=share),
+                wl, self.replicas, api_servers=self.api_servers)
+        return self._sustained(wl, max_num_seqs=max_num_seqs, settled=settled, min_window_requests=min_window_requests)
+
+    def _sustained(self, wl: Workload, *, max_num_seqs: int | None, settled: Callable[[ServingPrediction], bool] | None,
+                   min_window_requests: int, frontend_share: float = 1.0) -> ServingPrediction:
         rate = wl.request_rate
         if not rate or math.isinf(rate) or wl.concurrency:
-            return self.predict(wl, max_num_seqs=max_num_seqs)
+            return self._predict_one(wl, max_num_seqs=max_num_seqs, frontend_share=frontend_share)
         n = default_num_requests(wl)
-        pred = self.predict(replace(wl, num_requests=n), max_num_seqs=max_num_seqs)
+        pred = self._predict_one(replace(wl, num_requests=n), max_num_seqs=max_num_seqs, frontend_share=frontend_share)
         for attempt in range(4):
             e2e = pred.e2e_s.mean
             life = max(e2e, 1e-3) if e2e == e2e else math.inf
@@ -610,17 +642,27 @@ class CandidatePerf:
                     or (settled is not None and settled(pred))):
                 return pred  # an overloaded replica has no steady state: its queue grows while traffic lasts
             n = int(min(max(math.ceil(need), n * 1.5), SUSTAINED_MAX_REQUESTS))
-            pred = self.predict(replace(wl, num_requests=n), max_num_seqs=max_num_seqs)
+            pred = self._predict_one(replace(wl, num_requests=n), max_num_seqs=max_num_seqs,
+                                     frontend_share=frontend_share)
         return pred
 
     def predict(self, wl: Workload, *, max_num_seqs: int | None = None, steady: bool = True) -> ServingPrediction:
+        if self.replicas > 1:
+            return predict_replicas(lambda w, share: self._predict_one(w, max_num_seqs=max_num_seqs, steady=steady,
+                                                                       frontend_share=share),
+                                    wl, self.replicas, api_servers=self.api_servers)
+        return self._predict_one(wl, max_num_seqs=max_num_seqs, steady=steady)
+
+    def _predict_one(self, wl: Workload, *, max_num_seqs: int | None = None, steady: bool = True,
+                     frontend_share: float = 1.0) -> ServingPrediction:
         limits = self.limits_for(wl)
         if max_num_seqs is not None:
             limits = replace(limits, max_num_seqs=max_num_seqs)
         eff = self.efficiency
         if max_num_seqs is not None and eff.graph_max_tokens and self.graph_top:
             eff = replace(eff, graph_max_tokens=max(min(2 * max_num_seqs, self.graph_top), 1))
-        return predict(self.model, self.gpu, eff, limits, wl, steady=steady, efficiency_is_final=True)
+        return predict(self.model, self.gpu, eff, limits, wl, steady=steady, efficiency_is_final=True,
+                       frontend_share=frontend_share)
 
 
 # Model Runner V2 keeps pipeline micro-batches under async scheduling from 0.23: its AsyncScheduler spaces a request's
@@ -674,7 +716,9 @@ def async_scheduling_runs(settings: Any, vendor: str, pp: int, vllm_version: str
 def candidate_perf(arch: ModelArch, evaluation: Any, settings: Any, label: str, profile: Any,
                    records: Sequence[Any] = (), base: Efficiency = FITTED_EFFICIENCY,
                    vllm_version: str | None = None) -> CandidatePerf:
-    model = model_perf(arch, evaluation, label, profile)
+    dp = max(int(getattr(settings, "data_parallel_size", 1) or 1), 1)
+    model = model_perf(arch, evaluation, label, profile, dp=dp,
+                       expert_parallel=bool(getattr(settings, "expert_parallel", False)))
     gpu = gpu_perf(profile)
     version = parse_version(vllm_version) if vllm_version else None
     lag = async_scheduling_runs(settings, gpu.vendor, evaluation.pp, vllm_version)
@@ -698,8 +742,10 @@ def candidate_perf(arch: ModelArch, evaluation: Any, settings: Any, label: str, 
         graph_top = max_graph_tokens(1 << 30, limits.max_num_batched_tokens, sm100=sm100, vllm_version=version)
         eff = with_graph_limit(eff, model, max_graph_tokens(limits.max_num_seqs, limits.max_num_batched_tokens,
                                                             sm100=sm100, vllm_version=version))
+    api_servers = dp if version is None or version >= DP_API_SERVER_PER_ENGINE else 1
     return CandidatePerf(model, gpu, limits, eff, label, evaluation.tp * evaluation.pp, graph_top,
-                         kv_pool=hybrid_kv_pool(evaluation))
+                         kv_pool=hybrid_kv_pool(evaluation), replicas=dp, api_servers=api_servers,
+                         expert_parallel=bool(getattr(settings, "expert_parallel", False)))
 
 
 __all__ = ["FITTED_EFFICIENCY", "CandidatePerf", "PerformanceInfo", "candidate_perf", "gpu_perf",
@@ -765,6 +811,22 @@ def synchronous_pipeline_note(cand: Any, ev: Any, profile: Any, opts: PerfOption
             f"workload, against {pred.output_tokens_per_s:,.0f} and {pred.tpot_ms.mean:,.1f} ms as planned")
 
 
+def data_parallel_note(cp: CandidatePerf) -> str:
+    """The performance section's line for --data-parallel-size."""
+    d, m = cp.replicas, cp.model
+    note = (f"--data-parallel-size {d}: the traffic is split over {d} engines of {cp.gpus} GPU{'s' if cp.gpus > 1 else ''} "
+            "each (vLLM's front end sends a request to the engine with the fewest waiting and running ones); tokens/s "
+            "and requests/s are the fleet's, latencies the requests', batch and KV usage one engine's")
+    if m.moe_dp > 1:
+        note += (f"; the MoE layers run over all {d * m.tp} ranks: each holds 1/{d * m.tp} of the routed experts "
+                 f"({'whole experts: --enable-expert-parallel' if cp.expert_parallel else 'a slice of every expert'}), "
+                 "the engines step together and every MoE layer gathers the other engines' tokens and sends their "
+                 "outputs back")
+    if cp.api_servers < d:
+        note += f"; one API server feeds all {d} engines (vLLM before 0.15), its per-request work shared by them"
+    return note
+
+
 def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], profile: Any, rules: Any,
                        opts: PerfOptions, tp_given: int | None = None) -> None:
     """Fill result.performance (chosen candidate) and the alternatives' tokens/s; keep the candidates'
@@ -806,6 +868,8 @@ def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], prof
             pred = cp.predict_sustained(wl)
             result.performance = performance_info(pred, wl, cp.model, cp.gpu, cp.limits_for(wl))
             alt.output_tokens_per_s = result.performance.output_tokens_per_s
+            if cp.replicas > 1:
+                result.performance.assumptions.append(data_parallel_note(cp))
             if cp.model.pp_serial:
                 result.performance.assumptions.append(
                     synchronous_pipeline_note(cand, ev, profile, opts, rules.version, wl, pred))

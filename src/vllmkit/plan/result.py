@@ -245,7 +245,8 @@ def _data_parallel_option(result: PlanResult, req: PlanRequest, chosen: Candidat
         kv_tokens=ev.capacity.tokens * replicas, max_concurrency=round(ev.capacity.max_concurrency * replicas, 2),
         weights_bytes=ev.budget.weights.bytes, data_parallel_size=replicas,
         note=(f"--data-parallel-size {replicas}: {replicas} replicas for throughput"
-              + ("; add --enable-expert-parallel to spread experts over all ranks" if chosen.variant.arch.moe else "")),
+              + ("; the MoE layers then run over all ranks, each holding a slice of the experts "
+                 "(--enable-expert-parallel: whole experts)" if chosen.variant.arch.moe else "")),
     ))
     bigger = [c for c in candidates if c.evaluation.fits and c.evaluation.tp * c.evaluation.pp > group
               and c.variant is chosen.variant]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from vllmkit.arch import LayerKind, read_arch
 from vllmkit.estimate.lora import lora_weight_bytes
 from vllmkit.estimate.speculative import eagle_head_bytes, speculative_terms
-from vllmkit.estimate.weights import expert_fraction, expert_parallel_total
+from vllmkit.estimate.weights import data_parallel_total, expert_fraction
 from vllmkit.hub.catalog import find_entry
 from vllmkit.launch.command import attach_serve_command
 from vllmkit.plan.models import PlanRequest
@@ -116,13 +116,28 @@ def test_a_draft_model_that_cannot_be_read_is_said_so() -> None:
     assert any("'nobody/no-such-draft' could not be read" in w and "not in the plan" in w for w in result.warnings)
 
 
-def test_expert_parallel_over_data_parallel_ranks() -> None:
+def test_experts_spread_over_data_parallel_ranks() -> None:
     a = arch("Qwen/Qwen3-30B-A3B")
     f = expert_fraction(a)
     assert 0.9 < f < 0.98  # 48 layers x 128 experts x 3 x 2048 x 768 of ~30.5 B parameters
-    assert expert_parallel_total(a, 1000, dp=1, enable_expert_parallel=True) == 1000
-    assert expert_parallel_total(a, 1000, dp=4, enable_expert_parallel=False) == 1000
-    assert expert_parallel_total(a, 1000, dp=4, enable_expert_parallel=True) == int(1000 * (1 - f) + 1000 * f / 4)
+    assert data_parallel_total(a, 1000, dp=1) == 1000
+    assert data_parallel_total(a, 1000, dp=4) == int(1000 * (1 - f) + 1000 * f / 4)
+
+
+def test_moe_weights_per_rank_under_data_parallel_with_or_without_expert_parallel() -> None:
+    # vLLM's fused-MoE layers run over all TP x DP ranks whether or not --enable-expert-parallel is given:
+    # without it TP is flattened across DP (0.32 fused_moe/config.py FusedMoEParallelConfig.make, "When TP = 1,
+    # DP = 2 and EP = False ... the tensors are sharded across 2 devices"; 0.8.5 fused_moe/layer.py
+    # `self.tp_size = self.tp_size * self.dp_size`), with it each rank keeps whole experts. Either way a rank
+    # holds the attention / embeddings whole and half of the routed experts at DP 2.
+    def weights(dp: int, ep: bool) -> int:
+        req = PlanRequest(model="Qwen/Qwen3-30B-A3B", source="catalog", gpu="h100", max_model_len=8192,
+                          data_parallel_size=dp, enable_expert_parallel=ep)
+        return build_plan(req, ENV).memory.weights_bytes
+
+    one, f = weights(1, False), expert_fraction(arch("Qwen/Qwen3-30B-A3B"))
+    for ep in (False, True):
+        assert abs(weights(2, ep) / (one * (1 - f / 2)) - 1) < 1e-3  # 32.07 of 61.07 GB
 
 
 def test_data_parallel_proposed_when_more_gpus_than_needed() -> None:

@@ -25,6 +25,7 @@ from vllmkit.estimate.perf import (
     efficiency_for,
     expert_stream,
     make_step_fn,
+    moe_dispatch_seconds,
     naive_roofline_tpot,
     pipeline_microbatches,
     step_cost,
@@ -177,6 +178,34 @@ def test_moe_reads_only_the_experts_a_batch_touches() -> None:
     assert m.weight_bytes_read(1) == pytest.approx(2e9 + 0.25 * 88e9)
     assert m.weight_bytes_read(10_000) == pytest.approx(90e9)
 
+
+
+def test_data_parallel_moe_layers_touch_experts_for_every_engines_tokens() -> None:
+    # DP 2 of the Mixtral-like model above: each rank holds half the routed experts (44 GB), and a step of one
+    # token on this engine runs the MoE layers over both engines' tokens (vLLM's naive dispatch all-gathers
+    # them): 1 - 0.75^2 = 0.4375 of the rank's experts, not 0.25
+    m = ModelPerf(tp=1, pp=1, layers=32, hidden_size=4096, dense_bytes=2_000_000_000, expert_bytes=44_000_000_000,
+                  num_experts=8, experts_per_token=2, active_params=13e9, moe_layers=32, moe_dp=2)
+    assert m.weight_bytes_read(1) == pytest.approx(2e9 + 0.4375 * 44e9)
+    assert m.weight_bytes_read(4) == pytest.approx(2e9 + (1 - 0.75**8) * 44e9)
+
+
+def test_data_parallel_moe_dispatch_by_hand() -> None:
+    # per MoE layer: gather the other engine's tokens' hidden states in, send their outputs back:
+    # 2 x (12 us + (2 - 1) x 100 tokens x 4096 x 2 B / 450 GB/s) = 2 x (12 + 1.8204) us; 32 layers: 0.8845 ms
+    m = ModelPerf(tp=1, pp=1, layers=32, hidden_size=4096, dense_bytes=2_000_000_000, expert_bytes=44_000_000_000,
+                  num_experts=8, experts_per_token=2, active_params=13e9, moe_layers=32, moe_dp=2)
+    eff = Efficiency(allreduce_latency_s=12e-6)
+    assert moe_dispatch_seconds(m, H100, eff, 100) == pytest.approx(32 * 2 * (12e-6 + 819_200 / 450e9), rel=1e-9)
+    assert moe_dispatch_seconds(replace(m, moe_dp=1), H100, eff, 100) == 0.0  # one engine: nothing moves
+    dense = replace(DENSE, moe_dp=2)
+    assert moe_dispatch_seconds(dense, H100, eff, 100) == 0.0  # a dense model's engines run apart
+    fn = make_step_fn(m, H100, eff)
+    for d, ctx, p, pairs in ((1, 1000.0, 0, 0.0), (64, 64_000.0, 512, 512 * 300.0), (0, 0.0, 4096, 4096 * 2048.0)):
+        want = step_cost(m, H100, eff, decode=d, context_sum=ctx, prefill_tokens=p, prefill_pairs=pairs).seconds
+        assert fn(d, ctx, p, pairs)[0] == pytest.approx(want, rel=1e-9)
+    g = fn.decode_only(8)  # type: ignore[attr-defined]
+    assert g(8000.0)[0] == pytest.approx(fn(8, 8000.0, 0, 0.0)[0], rel=1e-12)
 
 
 def test_fused_moe_layer_fixed_cost_by_hand() -> None:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from vllmkit.estimate.perf import Efficiency, GpuPerf, KVRead, ModelPerf, make_step_fn
 from vllmkit.estimate.scheduler_sim import SchedulerLimits, arrival_times, percentile, simulate
-from vllmkit.estimate.serving import Workload, predict, request_lengths
+from vllmkit.estimate.serving import Workload, predict, predict_replicas, replica_workloads, request_lengths
 
 WIDE = SchedulerLimits(max_num_seqs=256, max_num_batched_tokens=8192, kv_capacity_tokens=10**7)
 
@@ -362,3 +362,53 @@ def test_a_measurement_window_reports_the_requests_sent_inside_it() -> None:
     assert windowed.ttft_ms.mean == pytest.approx(sum(inside) / len(inside) * 1000)
     assert windowed.output_tokens_per_s == pytest.approx(sim.output_tokens_between(20.0, 40.0) / 20.0)
     assert len(inside) < len(sim.arrival_by_request) / 2
+
+
+# --------------------------------------------------------------------------- data parallel
+
+
+def test_data_parallel_engines_share_the_clients_evenly() -> None:
+    # vLLM's front end sends each request to the engine with the fewest waiting and running requests: 10 clients
+    # on 4 engines run 3, 3, 2, 2; a burst of 9 requests 3, 2, 2, 2; Poisson traffic at 8 req/s 2 req/s each;
+    # 2 clients on 8 engines leave 6 idle
+    assert replica_workloads(Workload(512, 128, concurrency=10, num_requests=100), 4) == [
+        (Workload(512, 128, concurrency=3, num_requests=30), 2), (Workload(512, 128, concurrency=2, num_requests=20), 2)]
+    assert replica_workloads(Workload(512, 128, num_requests=9), 4) == [
+        (Workload(512, 128, num_requests=3), 1), (Workload(512, 128, num_requests=2), 3)]
+    assert replica_workloads(Workload(512, 128, request_rate=8.0, num_requests=400), 4) == [
+        (Workload(512, 128, request_rate=2.0, num_requests=100), 4)]
+    assert replica_workloads(Workload(512, 128, concurrency=2), 8) == [(Workload(512, 128, concurrency=1), 2)]
+    assert replica_workloads(Workload(512, 128, concurrency=2), 1) == [(Workload(512, 128, concurrency=2), 1)]
+
+
+def test_two_data_parallel_engines_serve_twice_the_clients_of_one() -> None:
+    # independent engines (a dense model) with one API server each: 64 clients over 2 engines are two runs of 32
+    limits = SchedulerLimits(max_num_seqs=1024, max_num_batched_tokens=8192, kv_capacity_tokens=400_000)
+    one = predict(MODEL, GPU, Efficiency(), limits, Workload(512, 128, concurrency=32, num_requests=128))
+    both = predict_replicas(lambda w, share: predict(MODEL, GPU, Efficiency(), limits, w, frontend_share=share),
+                            Workload(512, 128, concurrency=64, num_requests=256), 2, api_servers=2)
+    assert both.output_tokens_per_s == pytest.approx(2 * one.output_tokens_per_s, rel=1e-12)
+    assert both.requests_per_s == pytest.approx(2 * one.requests_per_s, rel=1e-12)
+    assert both.ttft_ms == one.ttft_ms and both.tpot_ms == one.tpot_ms
+    assert both.batch == pytest.approx(one.batch) and both.num_requests == 256
+    # 65 clients: one engine runs 33, the other 32; the fleet's rate is their sum, its p99 the worse engine's
+    odd = predict_replicas(lambda w, share: predict(MODEL, GPU, Efficiency(), limits, w, frontend_share=share),
+                           Workload(512, 128, concurrency=65, num_requests=260), 2, api_servers=2)
+    busy = predict(MODEL, GPU, Efficiency(), limits, Workload(512, 128, concurrency=33, num_requests=132))
+    assert odd.output_tokens_per_s == pytest.approx(busy.output_tokens_per_s + one.output_tokens_per_s, rel=1e-12)
+    assert odd.tpot_ms.p99 == max(busy.tpot_ms.p99, one.tpot_ms.p99)
+
+
+def test_one_api_server_feeding_several_engines_queues_their_requests_together() -> None:
+    # each request takes the API server 10 ms on average (0.5 - 1.5 x, de-synchronising); a burst of 50 reaches an
+    # engine over ~0.5 s from its own server, over ~1.5 s when the server also handles two other engines' bursts
+    # (frontend_share 3) -- while one request alone still waits its own 10 ms
+    def last_arrival(share: float) -> float:
+        r = simulate([16] * 50, [2] * 50, WIDE, lambda d, c, p, q: (1e-4, False), request_overhead_s=0.01,
+                     frontend_share=share)
+        return max(r.ttft_s)
+
+    own, shared = last_arrival(1.0), last_arrival(3.0)
+    assert 0.4 < own < 0.6 and shared == pytest.approx(3 * own, rel=0.05)
+    alone = simulate([16], [2], WIDE, lambda d, c, p, q: (1e-4, False), request_overhead_s=0.01, frontend_share=3.0)
+    assert 0.005 <= alone.ttft_s[0] <= 0.0151

@@ -482,3 +482,45 @@ def test_a_serial_pipeline_plan_says_what_no_async_scheduling_would_give() -> No
     older = build_plan(REQ.model_copy(update={**base, "vllm_version": "0.13.0"}), ENV,
                        perf=PerfOptions(workload=wl)).performance
     assert not any(a.startswith("with --no-async-scheduling") for a in older.assumptions)
+
+
+def _dp_plan(model: str, dp: int, wl: Workload, version: str = "0.19.1", ep: bool = False):
+    req = PlanRequest(model=model, source="catalog", gpu="h100", tensor_parallel_size=1, vllm_version=version,
+                      max_model_len=8192, data_parallel_size=dp if dp > 1 else None, enable_expert_parallel=ep)
+    return build_plan(req, ENV, perf=PerfOptions(workload=wl))
+
+
+def test_data_parallel_engines_split_the_clients() -> None:
+    """--data-parallel-size 2 of a dense model: two engines behind one endpoint, vLLM's front end sending each
+    request to the less busy one, each with its own API server (vLLM >= 0.15). 64 clients are two engines of 32:
+    twice one engine's tokens/s at 32 clients, the same latencies. (The plan had predicted all 64 on one engine.)"""
+    one = _dp_plan("Qwen/Qwen3-8B", 1, Workload(1000, 200, concurrency=32)).performance
+    two = _dp_plan("Qwen/Qwen3-8B", 2, Workload(1000, 200, concurrency=64)).performance
+    assert two.output_tokens_per_s == pytest.approx(2 * one.output_tokens_per_s, abs=0.2)
+    assert two.tpot_ms == one.tpot_ms and two.ttft_ms == one.ttft_ms
+    note = [a for a in two.assumptions if a.startswith("--data-parallel-size 2")]
+    assert len(note) == 1 and "split over 2 engines of 1 GPU each" in note[0] and "MoE" not in note[0]
+    single = _dp_plan("Qwen/Qwen3-8B", 1, Workload(1000, 200, concurrency=64)).performance
+    assert two.output_tokens_per_s > 1.3 * single.output_tokens_per_s
+
+
+def test_data_parallel_before_0_15_shares_one_api_server() -> None:
+    """Before 0.15 `vllm serve --data-parallel-size N` started one API server for the N engines (vllm#32525 made
+    it N): its per-request work is shared, which a high request rate feels."""
+    wl = Workload(128, 16, request_rate=600.0)
+    old = _dp_plan("Qwen/Qwen3-8B", 4, wl, version="0.14.0").performance
+    new = _dp_plan("Qwen/Qwen3-8B", 4, wl, version="0.15.0").performance
+    assert any("one API server feeds all 4 engines" in a for a in old.assumptions)
+    assert not any("one API server" in a for a in new.assumptions)
+    assert old.ttft_ms.mean > 1.5 * new.ttft_ms.mean
+
+
+def test_data_parallel_moe_engines_run_their_moe_layers_together() -> None:
+    """An MoE under --data-parallel-size: every rank holds half the routed experts at DP 2 and the MoE layers run
+    both engines' tokens (a slice of every expert without --enable-expert-parallel, whole experts with it)."""
+    plan = _dp_plan("Qwen/Qwen3-30B-A3B", 2, Workload(1000, 200, concurrency=64))
+    note = next(a for a in plan.performance.assumptions if a.startswith("--data-parallel-size 2"))
+    assert "each holds 1/2 of the routed experts (a slice of every expert)" in note
+    ep = _dp_plan("Qwen/Qwen3-30B-A3B", 2, Workload(1000, 200, concurrency=64), ep=True)
+    assert "whole experts: --enable-expert-parallel" in next(a for a in ep.performance.assumptions
+                                                              if a.startswith("--data-parallel-size 2"))
