@@ -380,6 +380,18 @@ def prepare_candidate(variant: Variant, tp: int, pp: int, settings: EngineSettin
                    weight_growth=tuple(growth))
 
 
+def data_parallel_candidate(cand: Candidate, replicas: int, rules: VersionRules) -> Candidate:
+    """The chosen candidate as one of `replicas` data-parallel engines at the same context: a dense model's engine is
+    the same; an MoE's ranks each hold 1/replicas of its routed experts (estimate/weights.py data_parallel_total),
+    which leaves more room for the KV cache."""
+    settings = replace(cand.settings, data_parallel_size=replicas)
+    ev = cand.evaluation
+    if cand.variant.arch.moe is None or replicas <= 1:
+        return replace(cand, settings=settings)
+    prep = prepare_candidate(cand.variant, ev.tp, ev.pp, settings, rules)
+    return replace(cand, settings=settings, evaluation=at_length(prep, ev.max_model_len))
+
+
 def fit_context(prep: Prepared, native: int, min_conc: float, min_len: int = 0) -> Evaluation:
     """Largest context (<= native) that keeps min_conc requests of that length in the KV cache, and
     at least min_len (one request of the workload) when the KV cache holds that.

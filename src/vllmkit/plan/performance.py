@@ -876,4 +876,16 @@ def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], prof
         elif opts.alternatives:
             small = replace(wl, num_requests=min(wl.num_requests or _ALT_REQUESTS, _ALT_REQUESTS))
             alt.output_tokens_per_s = round(cp.predict(small).output_tokens_per_s, 1)
+    if wl is not None and opts.alternatives and chosen.evaluation.fits:
+        # the --data-parallel-size option offered when more GPUs are given than the plan needs (plan/result.py)
+        from vllmkit.plan.candidates import data_parallel_candidate
+
+        for alt in result.alternatives:
+            if alt.data_parallel_size > 1 and alt.output_tokens_per_s is None:
+                dp = data_parallel_candidate(chosen, alt.data_parallel_size, rules)
+                cp = candidate_perf(dp.variant.arch, dp.evaluation, dp.settings, dp.variant.label, profile,
+                                    opts.records, vllm_version=rules.version)
+                small = replace(wl, num_requests=min(wl.num_requests or _ALT_REQUESTS * cp.replicas,
+                                                     _ALT_REQUESTS * cp.replicas))
+                alt.output_tokens_per_s = round(cp.predict(small).output_tokens_per_s, 1)
     result._perf_candidates = kept

@@ -9,7 +9,7 @@ from vllmkit.estimate.kv import mixes_layer_kinds, running_pool_tokens
 from vllmkit.estimate.memory import EXTRA_TERM_LABELS
 from vllmkit.estimate.specs import effective_kv_cache_dtype, kv_bytes_per_token_full, pp_layer_ranges
 from vllmkit.hub.base import ModelMetadata
-from vllmkit.plan.candidates import Candidate
+from vllmkit.plan.candidates import Candidate, data_parallel_candidate
 from vllmkit.plan.evaluate import EngineSettings, Evaluation
 from vllmkit.plan.models import (
     Alternative,
@@ -211,7 +211,7 @@ def plan_result(req: PlanRequest, chosen: Candidate, candidates: list[Candidate]
         + ([ev.graph_capture_oom] if ev.graph_capture_oom else [])
         + _mamba_seqs_note(ev, settings),
     )
-    _data_parallel_option(result, req, chosen, candidates)  # issue 13
+    _data_parallel_option(result, req, chosen, candidates, rules)  # issue 13
     return result
 
 
@@ -223,10 +223,11 @@ def _mamba_seqs_note(ev: Evaluation, settings: EngineSettings) -> list[str]:
             "graphs), which vLLM refuses at start"]
 
 
-def _data_parallel_option(result: PlanResult, req: PlanRequest, chosen: Candidate, candidates: list[Candidate]) -> None:
+def _data_parallel_option(result: PlanResult, req: PlanRequest, chosen: Candidate, candidates: list[Candidate],
+                          rules: VersionRules) -> None:
     """More GPUs than the chosen plan needs: offer --data-parallel-size replicas (throughput: every
-    replica has the same KV capacity) against the larger-TP candidates already listed (context and
-    concurrency per replica)."""
+    replica has the same KV capacity, an MoE's more, its experts spread over every rank) against the larger-TP
+    candidates already listed (context and concurrency per replica)."""
     ev = chosen.evaluation
     group = ev.tp * ev.pp
     if req.data_parallel_size and req.data_parallel_size > 1:
@@ -239,11 +240,12 @@ def _data_parallel_option(result: PlanResult, req: PlanRequest, chosen: Candidat
     replicas = req.gpu_count // group
     if replicas < 2:
         return
+    dp_ev = data_parallel_candidate(chosen, replicas, rules).evaluation
     result.alternatives.append(Alternative(
         precision=chosen.variant.label, model_id=chosen.variant.meta.id, tensor_parallel_size=ev.tp,
         pipeline_parallel_size=ev.pp, max_model_len=ev.max_model_len, fits=True,
-        kv_tokens=ev.capacity.tokens * replicas, max_concurrency=round(ev.capacity.max_concurrency * replicas, 2),
-        weights_bytes=ev.budget.weights.bytes, data_parallel_size=replicas,
+        kv_tokens=dp_ev.capacity.tokens * replicas, max_concurrency=round(dp_ev.capacity.max_concurrency * replicas, 2),
+        weights_bytes=dp_ev.budget.weights.bytes, data_parallel_size=replicas,
         note=(f"--data-parallel-size {replicas}: {replicas} replicas for throughput"
               + ("; the MoE layers then run over all ranks, each holding a slice of the experts "
                  "(--enable-expert-parallel: whole experts)" if chosen.variant.arch.moe else "")),
@@ -252,7 +254,7 @@ def _data_parallel_option(result: PlanResult, req: PlanRequest, chosen: Candidat
               and c.variant is chosen.variant]
     longest = max(bigger, key=lambda c: (c.evaluation.max_model_len, c.evaluation.capacity.tokens), default=None)
     line = (f"{req.gpu_count} GPUs given, {group} needed: --data-parallel-size {replicas} gives {replicas} replicas "
-            f"({ev.capacity.tokens * replicas:,} KV tokens in total) for throughput")
+            f"({dp_ev.capacity.tokens * replicas:,} KV tokens in total) for throughput")
     if longest is not None:
         le = longest.evaluation
         line += (f"; TP={le.tp} instead gives one replica with {le.capacity.tokens:,} KV tokens "

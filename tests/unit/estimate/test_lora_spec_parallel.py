@@ -154,3 +154,22 @@ def test_explicit_data_parallel_counts_gpus_and_adds_flags() -> None:
     plan = attach_serve_command(build_plan(req, ENV), req)
     assert plan.gpu.count == 8 and plan.parallel.data_parallel_size == 4
     assert plan.serve_command[-3:] == ["--data-parallel-size", "4", "--enable-expert-parallel"]
+
+
+def test_data_parallel_option_of_an_moe_holds_a_quarter_of_the_experts_a_rank() -> None:
+    # four H100s given for Qwen3-30B-A3B, which fits one: the --data-parallel-size 4 option's ranks hold 1/4 of the
+    # routed experts each (vLLM flattens TP across DP for the MoE layers), so each engine has more KV cache than the
+    # single-GPU plan's, and with a workload the option gets its tokens/s like the other alternatives
+    from vllmkit.estimate.serving import Workload
+    from vllmkit.plan.performance import PerfOptions
+
+    req = PlanRequest(model="Qwen/Qwen3-30B-A3B", source="catalog", gpu="h100", gpu_count=4,
+                      tensor_parallel_size=1)
+    plan = build_plan(req, ENV, perf=PerfOptions(workload=Workload(1000, 200, concurrency=64)))
+    dp = [a for a in plan.alternatives if a.data_parallel_size == 4]
+    assert len(dp) == 1
+    one = plan.memory.weights_bytes
+    f = expert_fraction(arch("Qwen/Qwen3-30B-A3B"))
+    assert abs(dp[0].weights_bytes / (one * (1 - f + f / 4)) - 1) < 1e-3
+    assert dp[0].kv_tokens > 4 * plan.kv_cache.tokens * 2  # 29 GB of experts a rank fewer: far more than 4 x one
+    assert dp[0].output_tokens_per_s and dp[0].output_tokens_per_s > plan.performance.output_tokens_per_s
