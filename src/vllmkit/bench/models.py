@@ -96,6 +96,7 @@ class Target(BaseModel):
     kv_cache_dtype: str = "auto"
     tp: int = 1
     pp: int = 1
+    dp: int = 1  # data-parallel engines behind the URL (--data-parallel-size)
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     vllm_version: str | None = None  # from the server's /version

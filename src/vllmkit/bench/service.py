@@ -92,6 +92,7 @@ class BenchOptions:
     model: str | None = None
     tp: int | None = None
     pp: int | None = None
+    dp: int | None = None
     precision: str | None = None
     kv_cache_dtype: str | None = None
 
@@ -179,6 +180,7 @@ def describe_target(resolved: ResolvedTarget, opts: BenchOptions) -> Target:
         t.gpu = (plan.get("gpu") or {}).get("name")
         t.tp = int(parallel.get("tensor_parallel_size") or 1)
         t.pp = int(parallel.get("pipeline_parallel_size") or 1)
+        t.dp = int(parallel.get("data_parallel_size") or 1)
         t.gpu_count = int((plan.get("gpu") or {}).get("count") or t.tp * t.pp)
         t.precision = _plan_precision(plan)
         t.kv_cache_dtype = settings.get("kv_cache_dtype") or "auto"
@@ -188,6 +190,7 @@ def describe_target(resolved: ResolvedTarget, opts: BenchOptions) -> Target:
     t.model = opts.model or t.model
     t.tp = opts.tp or t.tp
     t.pp = opts.pp or t.pp
+    t.dp = opts.dp or t.dp
     if opts.tp or opts.pp:
         t.gpu_count = t.tp * t.pp
     t.precision = opts.precision or t.precision

@@ -64,6 +64,7 @@ def point_record(report: BenchReport, point: PointResult, recorded_at: str) -> P
         return None
     key = {
         "gpu": t.gpu, "model": t.model, "precision": t.precision, "tp": t.tp, "pp": t.pp,
+        **({"dp": t.dp} if t.dp > 1 else {}),
         "vllm": t.vllm_version, "label": point.label, "started": report.started_at, "url": t.url,
     }
     record_id = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
@@ -86,6 +87,7 @@ def point_record(report: BenchReport, point: PointResult, recorded_at: str) -> P
         kv_cache_dtype=t.kv_cache_dtype,
         tp=t.tp,
         pp=t.pp,
+        dp=t.dp,
         max_num_seqs=t.max_num_seqs,
         max_num_batched_tokens=t.max_num_batched_tokens,
         input_len=input_len,

@@ -82,6 +82,8 @@ class PerfRecord(BaseModel):
     kv_cache_dtype: str = "auto"
     tp: int = Field(ge=1, le=MAX_PARALLEL, default=1)
     pp: int = Field(ge=1, le=MAX_PARALLEL, default=1)
+    # data-parallel engines behind the measured endpoint (--data-parallel-size): its rates are the fleet's
+    dp: int = Field(ge=1, le=MAX_PARALLEL, default=1)
     max_num_seqs: int | None = Field(default=None, gt=0)
     max_num_batched_tokens: int | None = Field(default=None, gt=0)
     # workload (means over completed requests; token counts from the server's usage)
@@ -186,8 +188,9 @@ def match_measured(
     concurrency: int | None = None,
     request_rate: float | None = None,
     length_tolerance: float = 0.10,
+    dp: int = 1,
 ) -> PerfRecord | None:
-    """The newest record measured at this point: same GPU profile, model, precision, TP/PP, vLLM
+    """The newest record measured at this point: same GPU profile, model, precision, TP/PP/DP, vLLM
     major.minor (when both are known), input/output lengths within `length_tolerance`, and the same
     closed-loop concurrency or (within 5 %) the same request rate. None when nothing matches."""
     from vllmkit.engine.versions import parse_version
@@ -203,7 +206,7 @@ def match_measured(
     want_minor = minor(vllm_version)
     best: PerfRecord | None = None
     for rec in records:
-        if (rec.gpu, rec.model, rec.precision, rec.tp, rec.pp) != (gpu, model, precision, tp, pp):
+        if (rec.gpu, rec.model, rec.precision, rec.tp, rec.pp, rec.dp) != (gpu, model, precision, tp, pp, dp):
             continue
         have_minor = minor(rec.vllm_version)
         if want_minor is not None and have_minor is not None and want_minor != have_minor:

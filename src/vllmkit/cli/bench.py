@@ -118,6 +118,8 @@ def register(app: typer.Typer) -> None:
                                       help="Tensor parallel size of the server (to store results for a bare URL)."),
         pp: int | None = typer.Option(None, "--pp", "--pipeline-parallel-size", min=1,
                                       help="Pipeline parallel size of the server (to store results for a bare URL)."),
+        dp: int | None = typer.Option(None, "--dp", "--data-parallel-size", min=1,
+                                      help="Data-parallel engines behind the URL (to store results for a bare URL)."),
         precision: str | None = typer.Option(None, "--precision", help="bf16 | fp16 | fp8 | awq | ... (as `plan` names it)."),
         kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype", help="KV-cache dtype of the server "
                                                   "(to store results for a bare URL)."),
@@ -178,7 +180,7 @@ def register(app: typer.Typer) -> None:
             output_len=output_len if output_len is not None else (None if workload == "sharegpt" else 128),
             prefix_len=prefix_len, points=parse_points(concurrency, request_rate), num_prompts=num_prompts,
             duration_s=dur, warmup=warmup, slo=_slo(slo), seed=seed, timeout_s=timeout, tokenizer=tokenizer,
-            store=not no_store, metrics_interval_s=metrics_interval or None, gpu=gpu, model=model, tp=tp, pp=pp, precision=precision, kv_cache_dtype=kv_cache_dtype,
+            store=not no_store, metrics_interval_s=metrics_interval or None, gpu=gpu, model=model, tp=tp, pp=pp, dp=dp, precision=precision, kv_cache_dtype=kv_cache_dtype,
         )
         live = view.LiveProgress()
         try:

@@ -371,7 +371,10 @@ def calibrated_efficiency(base: Efficiency, gpu: GpuPerf, model: ModelPerf, limi
     for rec in mine[-8:]:
         wl = Workload(rec.input_len, rec.output_len, concurrency=rec.concurrency, request_rate=rec.request_rate,
                       num_requests=max(rec.completed, 1))
-        pred = predict(model, gpu, eff, limits, wl, steady=False, efficiency_is_final=True)
+        # a record of N data-parallel engines measured the fleet: predicted as N engines sharing its traffic
+        pred = predict_replicas(lambda w, share: predict(model, gpu, eff, limits, w, steady=False,
+                                                         efficiency_is_final=True, frontend_share=share),
+                                wl, rec.dp, api_servers=rec.dp)
         if pred.output_tokens_per_s > 0:
             ratios.append(rec.output_tokens_per_s / pred.output_tokens_per_s)
     if not ratios:
@@ -859,7 +862,7 @@ def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], prof
             rec = opts.match(
                 opts.records, gpu=profile.name, model=cand.variant.meta.id, precision=cand.variant.label,
                 tp=ev.tp, pp=ev.pp, vllm_version=rules.version, input_len=wl.input_len, output_len=wl.output_len,
-                concurrency=wl.concurrency, request_rate=wl.request_rate,
+                concurrency=wl.concurrency, request_rate=wl.request_rate, dp=cp.replicas,
             ) if (opts.match is not None and opts.records) else None
             if rec is not None:
                 result.performance = measured_info(rec, wl, cp.model, cp.gpu, cp.limits_for(wl))

@@ -524,3 +524,24 @@ def test_data_parallel_moe_engines_run_their_moe_layers_together() -> None:
     ep = _dp_plan("Qwen/Qwen3-30B-A3B", 2, Workload(1000, 200, concurrency=64), ep=True)
     assert "whole experts: --enable-expert-parallel" in next(a for a in ep.performance.assumptions
                                                               if a.startswith("--data-parallel-size 2"))
+
+
+def test_a_data_parallel_measurement_is_the_fleets() -> None:
+    """bench against `--data-parallel-size 2` measures two engines: its record matches a DP 2 plan at that point
+    (reported as measured), never a single engine's plan, and calibrates the efficiency as two engines sharing the
+    traffic -- a record at exactly the model's DP 2 prediction leaves the single-engine estimate where it was
+    (read as one engine it would have claimed the GPU runs twice as fast)."""
+    wl = Workload(1000, 200, concurrency=8)
+    fleet = _dp_plan("Qwen/Qwen3-8B", 2, wl, version="0.11.0").performance.output_tokens_per_s
+    rec = record(output_tokens_per_s=fleet, dp=2)
+
+    def plan(dp: int, w: Workload, records=(rec,)):
+        req = REQ.model_copy(update={"data_parallel_size": dp if dp > 1 else None, "max_model_len": 8192})
+        return build_plan(req, ENV, perf=PerfOptions(workload=w, records=list(records), match=match_measured))
+
+    assert plan(2, wl).performance.source == "measured"
+    single = plan(1, wl).performance
+    assert single.source == "calibrated"  # the record's GPU and precision: used to calibrate, not as a match
+    plain = plan(1, wl, records=()).performance.output_tokens_per_s
+    assert single.output_tokens_per_s == pytest.approx(plain, rel=0.02)
+    assert "dp" not in record().model_dump(exclude_defaults=True)  # stored records without it read as one engine
