@@ -814,6 +814,17 @@ def synchronous_pipeline_note(cand: Any, ev: Any, profile: Any, opts: PerfOption
             f"workload, against {pred.output_tokens_per_s:,.0f} and {pred.tpot_ms.mean:,.1f} ms as planned")
 
 
+def speculative_note(spec: dict) -> str:
+    """The performance section's line for --speculative-config: not modelled, and what it changes."""
+    method = str(spec.get("method") or "draft model")
+    k = spec.get("num_speculative_tokens")
+    drafts = f"{k} draft tokens" if k else "its draft tokens"
+    return (f"speculative decoding ({method}, {drafts} a step) is not modelled: these are the numbers of the server "
+            "without it (its memory is in the plan). With it each decode step verifies 1 + k tokens a request and emits "
+            "1 + k x the acceptance rate, which depends on the text (vLLM logs it as 'Avg Draft acceptance rate'; "
+            "random prompts accept few): measure it with `vllmkit bench`")
+
+
 def data_parallel_note(cp: CandidatePerf) -> str:
     """The performance section's line for --data-parallel-size."""
     d, m = cp.replicas, cp.model
@@ -873,6 +884,11 @@ def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], prof
             alt.output_tokens_per_s = result.performance.output_tokens_per_s
             if cp.replicas > 1:
                 result.performance.assumptions.append(data_parallel_note(cp))
+            spec = getattr(cand.settings, "speculative", None)
+            if spec:
+                result.performance.assumptions = [
+                    a.replace(", no speculative decoding;", ";") for a in result.performance.assumptions]
+                result.performance.assumptions.append(speculative_note(spec))
             if cp.model.pp_serial:
                 result.performance.assumptions.append(
                     synchronous_pipeline_note(cand, ev, profile, opts, rules.version, wl, pred))

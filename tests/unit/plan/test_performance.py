@@ -545,3 +545,17 @@ def test_a_data_parallel_measurement_is_the_fleets() -> None:
     plain = plan(1, wl, records=()).performance.output_tokens_per_s
     assert single.output_tokens_per_s == pytest.approx(plain, rel=0.02)
     assert "dp" not in record().model_dump(exclude_defaults=True)  # stored records without it read as one engine
+
+
+def test_a_speculative_plan_says_its_performance_is_without_it() -> None:
+    """The plan sizes --speculative-config's memory and puts it on the serve line, but the step model does not draft:
+    its performance section must not say "no speculative decoding" as if none had been asked for."""
+    spec = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}
+    req = REQ.model_copy(update={"speculative_config": spec, "max_model_len": 8192})
+    perf = build_plan(req, ENV, perf=PerfOptions(workload=Workload(1000, 200, concurrency=8))).performance
+    assert not any("no speculative decoding" in a for a in perf.assumptions)
+    note = [a for a in perf.assumptions if a.startswith("speculative decoding (ngram, 3 draft tokens a step) is not "
+                                                        "modelled")]
+    assert len(note) == 1 and "Avg Draft acceptance rate" in note[0]
+    plain = _plan(Workload(1000, 200, concurrency=8)).performance
+    assert any("no speculative decoding" in a for a in plain.assumptions)
