@@ -825,6 +825,39 @@ def speculative_note(spec: dict) -> str:
             "random prompts accept few): measure it with `vllmkit bench`")
 
 
+def data_parallel_versus_tp(dp_alt: Any, dp_perf: CandidatePerf, alternatives: Sequence[Any],
+                            perfs: dict[int, CandidatePerf], wl: Workload) -> str:
+    """For the workload, the --data-parallel-size option against the alternative of the same precision that spreads one
+    engine over as many GPUs (tensor / pipeline parallel), when the plan lists one: both simulated at the workload's
+    full size (the alternatives' column comes from shorter runs), and which gives more output tokens/s."""
+    gpus = dp_alt.tensor_parallel_size * dp_alt.pipeline_parallel_size * dp_alt.data_parallel_size
+    wide = [a for a in alternatives if a.data_parallel_size == 1 and a.fits and id(a) in perfs
+            and a.precision == dp_alt.precision and a.tensor_parallel_size * a.pipeline_parallel_size == gpus]
+    if not wide:
+        return ""
+    best = max(wide, key=lambda a: a.output_tokens_per_s or 0.0)
+    dp_pred, wide_pred = dp_perf.predict_sustained(wl), perfs[id(best)].predict_sustained(wl)
+    dp_tps, wide_tps = dp_pred.output_tokens_per_s, wide_pred.output_tokens_per_s
+    shape = f"TP={best.tensor_parallel_size}" + (f" PP={best.pipeline_parallel_size}" if best.pipeline_parallel_size > 1 else "")
+    rate = wl.request_rate if wl.request_rate and not math.isinf(wl.request_rate) and not wl.concurrency else None
+    if rate and not overloaded(dp_pred, rate) and not overloaded(wide_pred, rate):
+        # both keep up with the offered rate: the same tokens/s, so the latencies decide
+        dp_faster = dp_pred.tpot_ms.mean <= wide_pred.tpot_ms.mean
+        return (f"for this workload ({wl.input_len:g} in / {wl.output_len:g} out, {rate:g} req/s) both keep up: "
+                f"--data-parallel-size {dp_alt.data_parallel_size} at about {dp_pred.tpot_ms.mean:,.1f} ms TPOT and "
+                f"{dp_pred.ttft_ms.mean:,.0f} ms TTFT, {shape} at {wide_pred.tpot_ms.mean:,.1f} ms and "
+                f"{wide_pred.ttft_ms.mean:,.0f} ms: {'data parallel' if dp_faster else shape} answers faster"
+                + ("" if dp_faster else " (one wider engine splits every step's weight reads; each data-parallel "
+                   "engine reads all of its own)"))
+    load = (f"{wl.concurrency} clients" if wl.concurrency else f"{rate:g} req/s" if rate else "a burst")
+    dp_wins = dp_tps >= wide_tps
+    why = ("independent engines: no all-reduces, and each engine's batch is large enough to use its GPU" if dp_wins
+           else "each data-parallel engine reads all its weights every step for a smaller batch")
+    return (f"for this workload ({wl.input_len:g} in / {wl.output_len:g} out, {load}): --data-parallel-size "
+            f"{dp_alt.data_parallel_size} about {dp_tps:,.0f} output tokens/s, {shape} about {wide_tps:,.0f}: "
+            f"{'data parallel' if dp_wins else shape} gives more ({why})")
+
+
 def data_parallel_note(cp: CandidatePerf) -> str:
     """The performance section's line for --data-parallel-size."""
     d, m = cp.replicas, cp.model
@@ -851,6 +884,7 @@ def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], prof
     wl = opts.workload
     listed = iter(result.alternatives)
     kept: list[tuple[Any, CandidatePerf]] = []
+    perfs: dict[int, CandidatePerf] = {}  # by id() of the listed alternative
     for cand in candidates:
         alt = next(listed) if (cand.listed or cand is chosen) else None
         ev = cand.evaluation
@@ -862,6 +896,7 @@ def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], prof
             kept.append((alt if alt is not None else alternative(cand, chosen), cp))
         if wl is None or alt is None:
             continue
+        perfs[id(alt)] = cp
         if cand is chosen:
             need = request_tokens(wl.input_len, wl.output_len)
             if need > ev.max_model_len:  # memory, not the flags, shortened the context below one request
@@ -907,4 +942,7 @@ def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], prof
                 small = replace(wl, num_requests=min(wl.num_requests or _ALT_REQUESTS * cp.replicas,
                                                      _ALT_REQUESTS * cp.replicas))
                 alt.output_tokens_per_s = round(cp.predict(small).output_tokens_per_s, 1)
+                line = data_parallel_versus_tp(alt, cp, result.alternatives, perfs, wl)
+                if line:
+                    result.reasons.append(line)
     result._perf_candidates = kept

@@ -559,3 +559,25 @@ def test_a_speculative_plan_says_its_performance_is_without_it() -> None:
     assert len(note) == 1 and "Avg Draft acceptance rate" in note[0]
     plain = _plan(Workload(1000, 200, concurrency=8)).performance
     assert any("no speculative decoding" in a for a in plain.assumptions)
+
+
+@pytest.mark.parametrize("clients", [8, 1024])
+def test_spare_gpus_compare_data_parallel_with_one_wider_engine(clients: int) -> None:
+    """Four H100s for Qwen3-8B, which fits one: the plan says, for the workload, whether four data-parallel engines or
+    one TP 4 engine makes more tokens/s. Eight clients are two per engine: a step reads all 16 GB of weights for two
+    tokens, where TP 4 reads a quarter a rank -- the wider engine wins. 1,024 clients fill every engine's batch, where
+    the weight reads are shared by many tokens and TP pays its all-reduces -- data parallel wins. The figures are
+    those of the plans made with each flag."""
+    wl = Workload(1000, 200, concurrency=clients)
+    req = REQ.model_copy(update={"gpu_count": 4, "tensor_parallel_size": None, "vllm_version": "0.19.1"})
+    plan = build_plan(req, ENV, perf=PerfOptions(workload=wl))
+    line = next(r for r in plan.reasons if r.startswith("for this workload"))
+    dp = build_plan(req.model_copy(update={"gpu_count": None, "data_parallel_size": 4}), ENV,
+                    perf=PerfOptions(workload=wl)).performance.output_tokens_per_s
+    tp = build_plan(req.model_copy(update={"gpu_count": None, "tensor_parallel_size": 4}), ENV,
+                    perf=PerfOptions(workload=wl)).performance.output_tokens_per_s
+    assert f"--data-parallel-size 4 about {dp:,.0f} output tokens/s, TP=4 about {tp:,.0f}" in line
+    verdict = ("TP=4 gives more (each data-parallel engine reads all its weights every step for a smaller batch)"
+               if clients == 8 else "data parallel gives more (independent engines: no all-reduces")
+    assert verdict in line
+    assert (tp > dp) if clients == 8 else (dp > tp)
