@@ -300,8 +300,9 @@ def _version(row: dict[str, Any]) -> str:
 def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     mapped = MODEL_MAP.get(row["model"], (row["model"], None))
     gpu_name = gpu_profile_name(row, profiles)
-    if gpu_name is None or (row.get("speculative") not in (None, False, "", "none")):
-        return None
+    spec, acceptance = speculative_of(row)
+    if gpu_name is None or (row.get("speculative") not in (None, False, "", "none") and acceptance is None):
+        return None  # speculative decoding is replayed only at the acceptance rate the run printed
     if row.get("replay_skip"):
         return None  # a setup the per-GPU model cannot replay (the row says which)
     catalog_id, variant_kind = mapped
@@ -382,7 +383,7 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
                       # weights read from host memory every step (plan/performance.py UVA_READ_FRACTION)
                       cpu_offload_gb=float(offload) if offload and re.fullmatch(r"\d+(\.\d+)?", offload) else None,
                       async_scheduling=asked, data_parallel_size=dp if internal_dp else None,
-                      enable_expert_parallel=expert_parallel)
+                      enable_expert_parallel=expert_parallel, speculative_config=spec)
     if req.kv_cache_dtype in ("auto", None, ""):
         req.kv_cache_dtype = "auto"
     # the old engine by choice where V1 was the default (0.8 - 0.9: VLLM_USE_V1=0 before the server command)
@@ -488,7 +489,7 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         window = (t0, t1)
     workload = Workload(mean_in, mean_out, concurrency=int(conc) if conc else None, request_rate=rate_f,
                         num_requests=int(n), dataset=wl_kind, output_cap=output_cap, warmup_first_prompt=warmup,
-                        shared_prefix=shared, ramp_s=ramp_s, window_s=window)
+                        shared_prefix=shared, ramp_s=ramp_s, window_s=window, spec_acceptance=acceptance)
     measured = {k: float(v) for k, v in m.items() if isinstance(v, (int, float))}
     if "throughput_tok_s_unlabeled" in measured and "total_tok_s" not in measured:
         # GPUStack's quantization table: its other pages call total token throughput "Total TPS"
@@ -904,14 +905,35 @@ def summarize(rows: list[tuple[Case, dict, dict]]) -> dict[str, dict[str, float]
     return out
 
 
+def speculative_of(row: dict[str, Any]) -> tuple[dict[str, Any] | None, float | None]:
+    """A run's --speculative-config (the row's dict, or "method, num_speculative_tokens N ..." as text) and the draft
+    acceptance rate it printed (`spec_acceptance`, or "acceptance rate X %" in its text; None: not published)."""
+    raw = row.get("speculative")
+    if raw in (None, False, "", "none"):
+        return None, None
+    if isinstance(raw, dict):
+        spec = dict(raw)
+    else:
+        text = str(raw)
+        k = re.search(r"num_speculative_tokens[ =:]+(\d+)", text)
+        spec = {"method": text.split(",")[0].strip().split()[0].lower()}
+        if k:
+            spec["num_speculative_tokens"] = int(k.group(1))
+    found = row.get("spec_acceptance")
+    if found is None:
+        m = re.search(r"acceptance rate ([\d.]+) ?%", f"{raw} {row.get('notes') or ''}")
+        found = float(m.group(1)) / 100 if m else None
+    return spec, (float(found) if found is not None else None)
+
+
 def skip_reason(row: dict[str, Any], profiles: list[Any]) -> str:
     """Why `build_case` returned None for a row."""
     if row.get("replay_skip"):
         return str(row["replay_skip"])
     if gpu_profile_name(row, profiles) is None:
         return f"no GPU profile for {row.get('gpu')!r}"
-    if row.get("speculative") not in (None, False, "", "none"):
-        return "speculative decoding"
+    if row.get("speculative") not in (None, False, "", "none") and speculative_of(row)[1] is None:
+        return "speculative decoding without a published acceptance rate"
     if find_entry(MODEL_MAP.get(row["model"], (row["model"], None))[0]) is None:
         return f"model not in the catalog ({row['model']})"
     return "multi-turn, or no lengths or measurements to replay"

@@ -234,3 +234,33 @@ def test_capacity_carries_the_replica_plans_warnings(env) -> None:
     assert human.exit_code == 0 and "warning: vLLM 0.26.0's published wheels" in human.stdout
     older = invoke([*args[:-1], "0.19.0", "--json"])
     assert not any("compute capability 7.0" in w for w in json.loads(older.stdout)["data"]["warnings"])
+
+
+SPEC = ["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}']
+
+
+def test_speculative_decoding_is_modelled_at_the_acceptance_rate_given(env) -> None:
+    """--spec-acceptance: the share of draft tokens the target accepts (what vLLM logs as 'Avg Draft acceptance
+    rate'). n-gram drafts cost the GPU nothing; at 0.5 with 3 draft tokens each step emits 2.5 tokens a request, so
+    the time per output token falls well below the plan's without it, and the plan says what it assumed."""
+    base = ["plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--input-len", "1000", "--output-len", "200",
+            "--concurrency", "8", *SPEC, "--json"]
+    plain = json.loads(invoke(base).stdout)["data"]["performance"]
+    spec = json.loads(invoke([*base, "--spec-acceptance", "0.5"]).stdout)["data"]["performance"]
+    assert spec["tpot_ms"]["mean"] < 0.5 * plain["tpot_ms"]["mean"]
+    assert any("at a 50% acceptance rate (--spec-acceptance): each decode step verifies 4 tokens a request and emits "
+               "2.50 on average" in a for a in spec["assumptions"])
+    assert any("is not modelled" in a and "--spec-acceptance" in a for a in plain["assumptions"])
+
+
+@pytest.mark.parametrize("bad, says", [
+    (["--spec-acceptance", "1.5", *SPEC], "between 0 and 1"),
+    (["--spec-acceptance", "-0.1", *SPEC], "between 0 and 1"),
+    (["--spec-acceptance", "nan", *SPEC], "between 0 and 1"),
+    (["--spec-acceptance", "0.5"], "the plan has none"),
+])
+def test_a_bad_acceptance_rate_is_refused(env, bad, says) -> None:
+    res = invoke(["plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--input-len", "1000", "--output-len", "200", *bad, "--json"])
+    assert res.exit_code == 2, res.stdout
+    err = json.loads(res.stdout)["errors"][0]
+    assert says in err["message"] and err["hint"]

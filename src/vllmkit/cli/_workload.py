@@ -26,6 +26,10 @@ REQUEST_RATE_OPTION = typer.Option(None, "--request-rate", help="Poisson arrival
 SHARED_PREFIX_OPTION = typer.Option(
     None, "--shared-prefix-len",
     help="Leading prompt tokens every request shares (a system prompt): computed once, then prefix-cache hits.")
+SPEC_ACCEPTANCE_OPTION = typer.Option(
+    None, "--spec-acceptance",
+    help="Share of draft tokens accepted under --speculative-config (0-1; vLLM logs it as 'Avg Draft acceptance "
+         "rate'): models speculative decoding in the performance estimate.")
 WORKLOAD_OPTION = typer.Option(
     None, "--workload",
     help="Preset lengths: " + ", ".join(f"{k} ({i} in / {o} out)" for k, (i, o) in WORKLOAD_PRESETS.items()) + ".",
@@ -69,8 +73,21 @@ def workload_lengths(input_len: int | None, output_len: int | None, preset: str 
 
 def workload_from_flags(*, input_len: int | None, output_len: int | None, concurrency: int | None,
                         request_rate: float | None, preset: str | None,
-                        shared_prefix_len: int | None = None) -> Workload | None:
-    """None when no workload flag was given (plan stays a memory plan)."""
+                        shared_prefix_len: int | None = None, spec_acceptance: float | None = None,
+                        speculative: bool = False) -> Workload | None:
+    """None when no workload flag was given (plan stays a memory plan). `speculative`: the plan has a
+    --speculative-config (what --spec-acceptance applies to)."""
+    if spec_acceptance is not None:
+        if not math.isfinite(spec_acceptance) or not 0 <= spec_acceptance <= 1:
+            raise UsageError("--spec-acceptance must be a share between 0 and 1 (vLLM's 'Avg Draft acceptance rate' "
+                             "21.3% is 0.213)", "e.g. --spec-acceptance 0.6")
+        if not speculative:
+            raise UsageError("--spec-acceptance applies to speculative decoding, and the plan has none",
+                             "add --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 3, "
+                             "\"prompt_lookup_max\": 4}' (or your drafter), or drop --spec-acceptance")
+        if all(v is None for v in (input_len, output_len, concurrency, request_rate, preset)):
+            raise UsageError("--spec-acceptance needs a workload", "e.g. --input-len 1024 --output-len 256 "
+                             "--concurrency 32")
     if all(v is None for v in (input_len, output_len, concurrency, request_rate, preset, shared_prefix_len)):
         return None
     input_len, output_len, name = workload_lengths(input_len, output_len, preset,
@@ -93,7 +110,7 @@ def workload_from_flags(*, input_len: int | None, output_len: int | None, concur
     from vllmkit.estimate.serving import Workload
 
     return Workload(float(input_len), float(output_len), concurrency=concurrency, request_rate=request_rate, name=name,
-                    shared_prefix=shared)
+                    shared_prefix=shared, spec_acceptance=spec_acceptance)
 
 
 def perf_records(env: Mapping[str, str]) -> list[Any]:

@@ -13,6 +13,7 @@ from vllmkit.cli._workload import (
     OUTPUT_LEN_OPTION,
     REQUEST_RATE_OPTION,
     SHARED_PREFIX_OPTION,
+    SPEC_ACCEPTANCE_OPTION,
     WORKLOAD_OPTION,
     perf_options,
     workload_from_flags,
@@ -42,6 +43,7 @@ def register(app: typer.Typer) -> None:
         concurrency: int | None = CONCURRENCY_OPTION,
         request_rate: float | None = REQUEST_RATE_OPTION,
         shared_prefix_len: int | None = SHARED_PREFIX_OPTION,
+        spec_acceptance: float | None = SPEC_ACCEPTANCE_OPTION,
         workload: str | None = WORKLOAD_OPTION,
         json_output: bool = JSON_OPTION,
         *,
@@ -60,7 +62,8 @@ def register(app: typer.Typer) -> None:
         env = dict(os.environ)
         # --- performance model (issue 11): a workload adds data.performance ---
         wl = workload_from_flags(input_len=input_len, output_len=output_len, concurrency=concurrency,
-                                 request_rate=request_rate, preset=workload, shared_prefix_len=shared_prefix_len)
+                                 request_rate=request_rate, preset=workload, shared_prefix_len=shared_prefix_len,
+                                 spec_acceptance=spec_acceptance, speculative=bool(req.speculative_config))
         perf = perf_options(wl, env) if wl is not None else None
         with waiting(f"planning {model} ..."):
             plan = make_plan(req, env, min_concurrency=min_concurrency, perf=perf)

@@ -139,6 +139,12 @@ class ModelPerf:
     # step's MoE layers touch experts for moe_dp x its tokens, and each moves (moe_dp - 1) x its tokens' hidden
     # states in and out (moe_dispatch_seconds). 1: no data parallelism, or a dense model (independent replicas)
     moe_dp: int = 1
+    # speculative decoding (--speculative-config): draft tokens a step (k), and what drafting them costs on this rank:
+    # the drafter's weights, read once per draft pass (an EAGLE head or MTP layer; a draft model: all of it; n-gram
+    # proposals: nothing on the GPU), and its decoder layers' GEMM kernels (draft_seconds)
+    spec_tokens: int = 0
+    draft_bytes: float = 0.0
+    draft_layers: int = 0
 
     def host_seconds(self, gpu: GpuPerf, tokens: float) -> float:
         """Time to read this step's share of the host-resident weights (--cpu-offload-gb)."""
@@ -749,6 +755,18 @@ def allreduce_seconds(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, tokens: f
     return 2 * model.layers * (latency + bus / max(link, 1.0))
 
 
+def draft_seconds(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, decode: float) -> float:
+    """Drafting k tokens for a step's `decode` sequences (vLLM V1: the drafter runs k passes after the target's
+    forward, one draft token a sequence each): each pass reads the drafter's weights -- at decode batches a few
+    layers are bandwidth-bound -- and launches its layers' GEMM kernels. Their FLOPs are left out (one layer and a
+    head for EAGLE / MTP). 0 for n-gram proposals, drafted on the CPU."""
+    if not model.spec_tokens or decode <= 0 or model.draft_bytes <= 0:
+        return 0.0
+    per_pass = (model.draft_bytes / (gpu.bandwidth_bytes_s * eff.bandwidth)
+                + max(model.draft_layers, 1) * GEMMS_PER_LAYER * eff.gemm_kernel_s)
+    return model.spec_tokens * per_pass
+
+
 def moe_dispatch_seconds(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, tokens: float) -> float:
     """Data parallel with an MoE (ModelPerf.moe_dp): before each fused-MoE layer of the stage a rank gathers the
     other DP ranks' hidden states and after it sends their outputs back (naive dispatch / combine), each way
@@ -1007,6 +1025,7 @@ __all__ = [
     "ModelPerf",
     "StepCost",
     "decode_floor_seconds",
+    "draft_seconds",
     "eager_launch_factor",
     "eager_stage_seconds",
     "efficiency_for",

@@ -18,6 +18,7 @@ from vllmkit.estimate.perf import (
     Efficiency,
     GpuPerf,
     ModelPerf,
+    draft_seconds,
     efficiency_for,
     make_step_fn,
 )
@@ -60,6 +61,9 @@ class Workload:
     # a measurement window (seconds from the start): latencies of the requests sent inside it and throughput
     # over it, as a tester that reports one steady-state window after a warm-up does (None: the whole run)
     window_s: tuple[float, float] | None = None
+    # speculative decoding: the share of draft tokens the target accepts (vLLM's "Avg Draft acceptance rate"), a
+    # property of the text (random prompts accept few); None: not known, speculative decoding not modelled
+    spec_acceptance: float | None = None
 
     @property
     def is_burst(self) -> bool:
@@ -191,12 +195,18 @@ def predict(
         share = limits.async_host_share  # the opt-in loop of 0.10 - 0.13 hides the same share of both costs
         eff = replace(eff, host_overlap=share or ASYNC_HOST_SHARE, host_overlap_seq=share or 1.0)
     step_fn = make_step_fn(model, gpu, eff)
-    sim = simulate(ins, outs, limits, step_fn, concurrency=workload.concurrency,
+    sim_outs = outs
+    spec = speculative_steps(model, workload)
+    if spec is not None:
+        step_fn, sim_outs = _speculative_step_fn(step_fn, model, gpu, eff), [spec_decode_steps(o, spec) for o in outs]
+    sim = simulate(ins, sim_outs, limits, step_fn, concurrency=workload.concurrency,
                    request_rate=None if workload.is_burst else workload.request_rate, seed=seed,
                    request_overhead_s=eff.request_overhead_s,
                    cached_prefix=ins[:1] if workload.warmup_first_prompt else (),
                    shared_prefix=int(workload.shared_prefix), prefix_warm=workload.warmup_first_prompt,
                    ramp_s=workload.ramp_s, frontend_share=frontend_share)
+    if spec is not None:
+        sim = _tokens_of_steps(sim, outs, sim_outs)
     duration = max(sim.duration_s, 1e-9)
     out_tps = sim.output_tokens / duration
     req_ps = sim.completed / duration
@@ -250,6 +260,53 @@ def predict(
         sim=sim,
         window_s=window,
     )
+
+
+# --------------------------------------------------------------------------- speculative decoding
+
+
+def speculative_steps(model: ModelPerf, workload: Workload) -> float | None:
+    """Tokens a request emits per decode step under speculative decoding, 1 + k x acceptance rate (vLLM's "Mean
+    acceptance length": the target verifies k draft tokens and keeps the accepted ones plus its own next token);
+    None where it is not modelled (no drafter, or no acceptance rate given)."""
+    if not model.spec_tokens or workload.spec_acceptance is None:
+        return None
+    return 1.0 + model.spec_tokens * min(max(workload.spec_acceptance, 0.0), 1.0)
+
+
+def spec_decode_steps(output_len: int, per_step: float) -> int:
+    """Steps a request of `output_len` tokens takes, its first token from the prompt's step: 1 + (rest / per step)."""
+    return output_len if output_len <= 1 else 1 + math.ceil((output_len - 1) / per_step)
+
+
+def _speculative_step_fn(base, model: ModelPerf, gpu: GpuPerf, eff: Efficiency):
+    """A step under speculative decoding (the simulation runs a request's decode steps, spec_decode_steps): every
+    decoding sequence's k draft tokens are verified in the target's forward pass beside its own token (k more query
+    tokens, each attending over the sequence's context), then the drafter runs (draft_seconds). Not modelled: the
+    context grows by the emitted tokens a step, the simulation's by one."""
+    k = model.spec_tokens
+
+    def fn(decode: int, context_sum: float, prefill: int, pairs: float) -> tuple[float, bool]:
+        if not decode:
+            return base(decode, context_sum, prefill, pairs)
+        seconds, compute_bound = base(decode, context_sum, prefill + decode * k, pairs + k * context_sum)
+        return seconds + draft_seconds(model, gpu, eff, decode), compute_bound
+
+    return fn
+
+
+def _tokens_of_steps(sim: SimResult, outs: list[int], steps: list[int]) -> SimResult:
+    """The simulation ran one output position per decode step; each step emitted `per step` tokens: output tokens and
+    the time per output token of each request as the tokens it produced."""
+    made, ran = sum(outs), max(sum(steps), 1)
+    by_req = [t * (s - 1) / (o - 1) if t == t and o > 1 and s > 1 else t
+              for t, o, s in zip(sim.tpot_by_request, outs, steps, strict=True)]
+    gaps_real = sum(o - 1 for o in outs if o > 1)
+    gaps_sim = sum(s - 1 for s in steps if s > 1)
+    scale = made / ran
+    return replace(sim, output_tokens=made, tpot_by_request=by_req, tpot_s=[t for t in by_req if t == t],
+                   itl_mean_s=sim.itl_mean_s * gaps_sim / max(gaps_real, 1),
+                   _cum_out=[round(c * scale) for c in sim._cum_out])
 
 
 # --------------------------------------------------------------------------- data parallel
@@ -344,4 +401,6 @@ __all__ = [
     "replica_workloads",
     "request_lengths",
     "requests_for_rate",
+    "spec_decode_steps",
+    "speculative_steps",
 ]

@@ -50,7 +50,7 @@ from vllmkit.estimate.serving import (
     predict,
     predict_replicas,
 )
-from vllmkit.estimate.speculative import EAGLE_METHODS, is_mtp
+from vllmkit.estimate.speculative import EAGLE_METHODS, draft_token_count, is_mtp
 from vllmkit.estimate.weights import attention_params, rope_cache_bytes, routed_expert_params
 
 # Efficiencies fitted on the public vLLM runs in benchmarks/data (benchmarks/perf_accuracy.py --fit-all,
@@ -436,7 +436,7 @@ def _lat(stat: Any) -> LatencyInfo:
 def workload_dict(wl: Workload) -> dict[str, Any]:
     return {"name": wl.name, "input_len": wl.input_len, "output_len": wl.output_len,
             "concurrency": wl.concurrency, "request_rate": wl.request_rate, "dataset": wl.dataset,
-            "shared_prefix_len": wl.shared_prefix}
+            "shared_prefix_len": wl.shared_prefix, "spec_acceptance": wl.spec_acceptance}
 
 
 def requests_held(limits: SchedulerLimits, wl: Workload) -> int:
@@ -722,6 +722,9 @@ def candidate_perf(arch: ModelArch, evaluation: Any, settings: Any, label: str, 
     dp = max(int(getattr(settings, "data_parallel_size", 1) or 1), 1)
     model = model_perf(arch, evaluation, label, profile, dp=dp,
                        expert_parallel=bool(getattr(settings, "expert_parallel", False)))
+    spec = getattr(settings, "speculative", None)
+    if spec:
+        model = replace(model, **speculative_drafter(spec, evaluation, getattr(settings, "speculative_draft", None)))
     gpu = gpu_perf(profile)
     version = parse_version(vllm_version) if vllm_version else None
     lag = async_scheduling_runs(settings, gpu.vendor, evaluation.pp, vllm_version)
@@ -814,15 +817,38 @@ def synchronous_pipeline_note(cand: Any, ev: Any, profile: Any, opts: PerfOption
             f"workload, against {pred.output_tokens_per_s:,.0f} and {pred.tpot_ms.mean:,.1f} ms as planned")
 
 
-def speculative_note(spec: dict) -> str:
-    """The performance section's line for --speculative-config: not modelled, and what it changes."""
+def speculative_drafter(spec: dict, evaluation: Any, draft: Any) -> dict[str, Any]:
+    """ModelPerf's drafting fields for a --speculative-config: k draft tokens a step, the drafter's weights on a rank
+    (the plan's `speculative` memory term, on the last pipeline stage) and its decoder layers (an EAGLE head or an MTP
+    layer: one; a draft model: its own; n-gram: none)."""
+    k = draft_token_count(spec)
+    per_rank = max((float(b.extra["speculative"].bytes) for b in evaluation.budgets if "speculative" in b.extra),
+                   default=0.0)
+    method = str(spec.get("method") or "draft_model").lower()
+    layers = 1
+    if draft is not None and method not in EAGLE_METHODS and not is_mtp(method):
+        layers = int(getattr(draft[1], "num_hidden_layers", 1) or 1)
+    return {"spec_tokens": k, "draft_bytes": per_rank, "draft_layers": layers}
+
+
+def speculative_note(spec: dict, model: ModelPerf, wl: Workload) -> str:
+    """The performance section's line for --speculative-config: modelled at the acceptance rate the workload gives
+    (--spec-acceptance), else not modelled, and what it changes."""
     method = str(spec.get("method") or "draft model")
     k = spec.get("num_speculative_tokens")
     drafts = f"{k} draft tokens" if k else "its draft tokens"
+    if wl.spec_acceptance is not None and model.spec_tokens:
+        per_step = 1 + model.spec_tokens * wl.spec_acceptance
+        drafter = (f"the drafter reads {model.draft_bytes / 1e9:,.2f} GB a rank per draft pass" if model.draft_bytes
+                   else "n-gram drafts come from the prompt on the CPU")
+        return (f"speculative decoding ({method}, {drafts} a step) at a {wl.spec_acceptance:.0%} acceptance rate "
+                f"(--spec-acceptance): each decode step verifies {model.spec_tokens + 1} tokens a request and emits "
+                f"{per_step:.2f} on average; {drafter}; the acceptance rate depends on the text (vLLM logs it as 'Avg "
+                "Draft acceptance rate'), so measure it with `vllmkit bench` on your prompts")
     return (f"speculative decoding ({method}, {drafts} a step) is not modelled: these are the numbers of the server "
             "without it (its memory is in the plan). With it each decode step verifies 1 + k tokens a request and emits "
             "1 + k x the acceptance rate, which depends on the text (vLLM logs it as 'Avg Draft acceptance rate'; "
-            "random prompts accept few): measure it with `vllmkit bench`")
+            "random prompts accept few): give it with --spec-acceptance, or measure it with `vllmkit bench`")
 
 
 def data_parallel_versus_tp(dp_alt: Any, dp_perf: CandidatePerf, alternatives: Sequence[Any],
@@ -923,7 +949,7 @@ def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], prof
             if spec:
                 result.performance.assumptions = [
                     a.replace(", no speculative decoding;", ";") for a in result.performance.assumptions]
-                result.performance.assumptions.append(speculative_note(spec))
+                result.performance.assumptions.append(speculative_note(spec, cp.model, wl))
             if cp.model.pp_serial:
                 result.performance.assumptions.append(
                     synchronous_pipeline_note(cand, ev, profile, opts, rules.version, wl, pred))

@@ -935,3 +935,24 @@ def test_separate_servers_behind_a_load_balancer_are_independent_engines() -> No
     assert case.perf.replicas == 8 and case.perf.api_servers == 8 and case.perf.model.moe_dp == 1
     single = pa.build_case({**rows[0], "dp": 1}, load_profiles(include_user_config=False))
     assert case.perf.model.expert_bytes == single.perf.model.expert_bytes  # a whole copy of the experts each
+
+
+def test_speculative_decoding_replays_at_the_printed_acceptance_rate() -> None:
+    """vLLM's GLM-5 recipe (vllm-project/recipes GLM/GLM5.md, held out in collected-bench-results-2): GLM-5.1-FP8 at TP 8
+    on eight H200s with MTP, 3 draft tokens a step, random 8,000 + 1,024 tokens at 10 req/s: median TPOT 34.58 ms,
+    and vLLM printed a 21.33 % draft acceptance rate (acceptance length 1.64). Replayed at that rate -- each step
+    verifying 4 tokens a request and running the MTP layer 3 times -- the TPOT is within 5 %; without the drafting
+    it was 16 % slow. Runs that printed no acceptance rate are skipped with that reason."""
+    rows = [r for r in pa.load_rows((pa.DATA_DIR / "collected-bench-results-2.jsonl",))
+            if r["id"] == "vllmrecipes-8xh200-glm51-fp8-tp8-mtp3-rand8000-1024-rate10"]
+    case = pa.build_case(rows[0], load_profiles(include_user_config=False))
+    assert case is not None and case.workload.spec_acceptance == pytest.approx(0.2133)
+    assert case.perf.model.spec_tokens == 3 and case.perf.model.draft_bytes > 0  # the MTP layer, on each rank
+    pred = pa.model_prediction(case, pa.FITTED_EFFICIENCY)["tpot_ms_median"]
+    assert pred == pytest.approx(34.58, rel=0.05)
+    plain = replace(case, workload=replace(case.workload, spec_acceptance=None))
+    assert pa.model_prediction(plain, pa.FITTED_EFFICIENCY)["tpot_ms_median"] > 1.1 * 34.58
+    eagle = {"id": "x", "speculative": {"method": "eagle3", "num_speculative_tokens": 3}}
+    assert pa.speculative_of(eagle) == ({"method": "eagle3", "num_speculative_tokens": 3}, None)
+    assert pa.skip_reason({**rows[0], "speculative": eagle["speculative"]}, load_profiles(include_user_config=False)) \
+        == "speculative decoding without a published acceptance rate"

@@ -11,7 +11,15 @@ from hypothesis import strategies as st
 
 from vllmkit.estimate.perf import Efficiency, GpuPerf, KVRead, ModelPerf, make_step_fn
 from vllmkit.estimate.scheduler_sim import SchedulerLimits, arrival_times, percentile, simulate
-from vllmkit.estimate.serving import Workload, predict, predict_replicas, replica_workloads, request_lengths
+from vllmkit.estimate.serving import (
+    Workload,
+    predict,
+    predict_replicas,
+    replica_workloads,
+    request_lengths,
+    spec_decode_steps,
+    speculative_steps,
+)
 
 WIDE = SchedulerLimits(max_num_seqs=256, max_num_batched_tokens=8192, kv_capacity_tokens=10**7)
 
@@ -412,3 +420,34 @@ def test_one_api_server_feeding_several_engines_queues_their_requests_together()
     assert 0.4 < own < 0.6 and shared == pytest.approx(3 * own, rel=0.05)
     alone = simulate([16], [2], WIDE, lambda d, c, p, q: (1e-4, False), request_overhead_s=0.01, frontend_share=3.0)
     assert 0.005 <= alone.ttft_s[0] <= 0.0151
+
+
+# --------------------------------------------------------------------------- speculative decoding
+
+
+def test_speculative_decoding_steps_by_hand() -> None:
+    # k = 3 draft tokens at a 50 % acceptance rate: 1 + 3 x 0.5 = 2.5 tokens a step (vLLM's "Mean acceptance length");
+    # a 201-token completion: its first token from the prompt's step, the other 200 in ceil(200 / 2.5) = 80 steps
+    spec = replace(MODEL, spec_tokens=3, draft_bytes=0.5e9, draft_layers=1)
+    assert speculative_steps(spec, Workload(512, 201, spec_acceptance=0.5)) == 2.5
+    assert speculative_steps(spec, Workload(512, 201)) is None  # no acceptance rate: not modelled
+    assert speculative_steps(MODEL, Workload(512, 201, spec_acceptance=0.5)) is None  # no drafter
+    assert spec_decode_steps(201, 2.5) == 81 and spec_decode_steps(1, 2.5) == 1 and spec_decode_steps(2, 4.0) == 2
+
+
+def test_one_client_decodes_acceptance_length_tokens_per_verified_step() -> None:
+    """One request on an H100 (8B dense, 16 GB of weights): a decode step reads the weights whatever the batch, so
+    verifying 4 tokens costs about what 1 does; with every draft accepted (4 tokens a step) and a 0.5 GB drafter
+    read 3 times a step (3 x (0.5 GB / 2.68 TB/s + 4 GEMMs x 3.8 us) = 0.61 ms), the time per output token is
+    (plain step + 0.61 ms) / 4."""
+    limits = SchedulerLimits(max_num_seqs=256, max_num_batched_tokens=8192, kv_capacity_tokens=10**6)
+    eff = Efficiency(bandwidth=0.8, compute=0.5, step_overhead_s=0.0, per_seq_overhead_s=0.0)
+    plain = predict(MODEL, GPU, eff, limits, Workload(512, 401, concurrency=1, num_requests=3))
+    spec = replace(MODEL, spec_tokens=3, draft_bytes=0.5e9, draft_layers=1)
+    fast = predict(spec, GPU, eff, limits, Workload(512, 401, concurrency=1, num_requests=3, spec_acceptance=1.0))
+    draft = 3 * (0.5e9 / (3.35e12 * 0.8) + 4 * 3.8e-6)
+    assert fast.tpot_ms.mean == pytest.approx((plain.tpot_ms.mean + draft * 1e3) / 4, rel=0.03)
+    assert fast.output_tokens_per_s == pytest.approx(plain.output_tokens_per_s * plain.e2e_s.mean / fast.e2e_s.mean,
+                                                     rel=0.03)
+    none = predict(spec, GPU, eff, limits, Workload(512, 401, concurrency=1, num_requests=3, spec_acceptance=0.0))
+    assert none.tpot_ms.mean > plain.tpot_ms.mean  # nothing accepted: the drafting is pure cost
