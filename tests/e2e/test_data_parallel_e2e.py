@@ -18,15 +18,14 @@ from __future__ import annotations
 import json
 import random
 import re
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.clirun import invoke
+from tests.e2e.clients import stream_at_once
 from tests.e2e.vllm_proc import VllmServer, start_vllm
 from vllmkit.estimate.serving import Workload, replica_workloads
 
@@ -60,28 +59,7 @@ def served(model: Path) -> Iterator[tuple[list[dict[str, float]], str]]:
 def _send_at_once(server: VllmServer, model: Path) -> list[dict[str, float]]:
     rng = random.Random(3)
     prompts = [[rng.randrange(10, 500) for _ in range(PROMPT)] for _ in range(SENT)]
-    done: list[dict[str, float]] = [{} for _ in range(SENT)]
-    start = threading.Barrier(SENT)
-
-    def one(i: int) -> None:
-        body = {"model": str(model), "prompt": prompts[i], "max_tokens": OUTPUT, "ignore_eos": True,
-                "temperature": 0.0, "stream": True}
-        with httpx.Client(timeout=600) as client:
-            start.wait()
-            chunks = 0
-            with client.stream("POST", server.url + "/v1/completions", json=body) as r:
-                r.raise_for_status()
-                for line in r.iter_lines():
-                    if line.startswith("data: ") and line != "data: [DONE]":
-                        assert "choices" in json.loads(line[6:]), line  # an error object in the stream
-                        chunks += 1
-            done[i]["chunks"] = chunks
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(SENT)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=900)
+    done = stream_at_once(server.url, str(model), prompts, OUTPUT, timeout=900)
     assert all(d.get("chunks") == OUTPUT for d in done), done
     return done
 

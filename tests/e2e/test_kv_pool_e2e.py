@@ -31,15 +31,13 @@ import itertools
 import json
 import random
 import re
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.clirun import invoke
+from tests.e2e.clients import stream_at_once
 from tests.e2e.vllm_proc import VllmServer, start_vllm
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("require_vllm")]
@@ -71,33 +69,7 @@ def _send_burst(server: VllmServer, model: Path) -> list[dict[str, float]]:
     rng = random.Random(7)
     # distinct random token ids (the tiny vocabulary has 512): no request finds another's blocks in the prefix cache
     prompts = [[rng.randrange(10, 500) for _ in range(PROMPT)] for _ in range(SENT)]
-    times: list[dict[str, float]] = [{} for _ in range(SENT)]
-    start = threading.Barrier(SENT)
-
-    def one(i: int) -> None:
-        body = {"model": str(model), "prompt": prompts[i], "max_tokens": OUTPUT, "ignore_eos": True,
-                "temperature": 0.0, "stream": True}
-        with httpx.Client(timeout=300) as client:
-            start.wait()
-            t0 = time.monotonic()
-            tokens = 0
-            with client.stream("POST", server.url + "/v1/completions", json=body) as r:
-                r.raise_for_status()
-                for line in r.iter_lines():
-                    if not line.startswith("data: ") or line == "data: [DONE]":
-                        continue
-                    chunk = json.loads(line[6:])
-                    assert "choices" in chunk, chunk  # an error object in the stream
-                    if chunk["choices"][0].get("text") is not None and "first" not in times[i]:
-                        times[i]["first"] = time.monotonic()
-                    tokens += 1
-            times[i].update(start=t0, end=time.monotonic(), chunks=tokens)
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(SENT)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=600)
+    times = stream_at_once(server.url, str(model), prompts, OUTPUT, timeout=300)
     assert all("end" in t and "first" in t for t in times), times
     return times
 
