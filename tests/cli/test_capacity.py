@@ -251,6 +251,8 @@ def test_speculative_decoding_is_modelled_at_the_acceptance_rate_given(env) -> N
     assert any("at a 50% acceptance rate (--spec-acceptance): each decode step verifies 4 tokens a request and emits "
                "2.50 on average" in a for a in spec["assumptions"])
     assert any("is not modelled" in a and "--spec-acceptance" in a for a in plain["assumptions"])
+    # vLLM's rate counts drafted tokens only, and n-gram steps without a match draft none: the plan says which rate
+    assert any("accepted tokens over k x all decode steps" in a for a in spec["assumptions"])
 
 
 @pytest.mark.parametrize("bad, says", [

@@ -50,7 +50,7 @@ from vllmkit.estimate.serving import (
     predict,
     predict_replicas,
 )
-from vllmkit.estimate.speculative import EAGLE_METHODS, draft_token_count, is_mtp
+from vllmkit.estimate.speculative import EAGLE_METHODS, NO_WEIGHT_METHODS, draft_token_count, is_mtp
 from vllmkit.estimate.weights import attention_params, rope_cache_bytes, routed_expert_params
 
 # Efficiencies fitted on the public vLLM runs in benchmarks/data (benchmarks/perf_accuracy.py --fit-all,
@@ -841,10 +841,13 @@ def speculative_note(spec: dict, model: ModelPerf, wl: Workload) -> str:
         per_step = 1 + model.spec_tokens * wl.spec_acceptance
         drafter = (f"the drafter reads {model.draft_bytes / 1e9:,.2f} GB a rank per draft pass" if model.draft_bytes
                    else "n-gram drafts come from the prompt on the CPU")
+        ngram = ("; n-gram proposals draft only where the text repeats itself and vLLM's rate counts the drafted tokens "
+                 "alone, so for them give the accepted tokens over k x all decode steps"
+                 ) if method.lower() in NO_WEIGHT_METHODS else ""
         return (f"speculative decoding ({method}, {drafts} a step) at a {wl.spec_acceptance:.0%} acceptance rate "
                 f"(--spec-acceptance): each decode step verifies {model.spec_tokens + 1} tokens a request and emits "
                 f"{per_step:.2f} on average; {drafter}; the acceptance rate depends on the text (vLLM logs it as 'Avg "
-                "Draft acceptance rate'), so measure it with `vllmkit bench` on your prompts")
+                f"Draft acceptance rate'), so measure it with `vllmkit bench` on your prompts{ngram}")
     return (f"speculative decoding ({method}, {drafts} a step) is not modelled: these are the numbers of the server "
             "without it (its memory is in the plan). With it each decode step verifies 1 + k tokens a request and emits "
             "1 + k x the acceptance rate, which depends on the text (vLLM logs it as 'Avg Draft acceptance rate'; "
