@@ -13,13 +13,15 @@ def stream_at_once(url: str, model: str, prompts: list[list[int]], max_tokens: i
                    timeout: float = 600.0) -> list[dict[str, float]]:
     """Send every prompt (token ids) as a streaming completion of exactly `max_tokens` tokens (ignore_eos, greedy), all
     at the same moment (a barrier), and return for each when it was sent ("start"), when its first token came
-    ("first"), when its stream ended ("end") and how many chunks it carried ("chunks")."""
+    ("first"), when its stream ended ("end"), how many chunks with text it carried ("chunks") and how many tokens the
+    server says it generated ("tokens", from the usage chunk: a chunk may carry several tokens when the client reads
+    more slowly than the engine makes them, so chunks are not a token count)."""
     times: list[dict[str, float]] = [{} for _ in prompts]
     start = threading.Barrier(len(prompts))
 
     def one(i: int) -> None:
         body = {"model": model, "prompt": prompts[i], "max_tokens": max_tokens, "ignore_eos": True,
-                "temperature": 0.0, "stream": True}
+                "temperature": 0.0, "stream": True, "stream_options": {"include_usage": True}}
         with httpx.Client(timeout=timeout) as client:
             start.wait()
             t0 = time.monotonic()
@@ -31,6 +33,10 @@ def stream_at_once(url: str, model: str, prompts: list[list[int]], max_tokens: i
                         continue
                     chunk = json.loads(line[6:])
                     assert "choices" in chunk, chunk  # an error object in the stream
+                    if chunk.get("usage"):
+                        times[i]["tokens"] = chunk["usage"]["completion_tokens"]
+                    if not chunk["choices"]:
+                        continue  # the usage chunk
                     if chunk["choices"][0].get("text") is not None and "first" not in times[i]:
                         times[i]["first"] = time.monotonic()
                     chunks += 1

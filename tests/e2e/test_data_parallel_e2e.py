@@ -60,7 +60,7 @@ def _send_at_once(server: VllmServer, model: Path) -> list[dict[str, float]]:
     rng = random.Random(3)
     prompts = [[rng.randrange(10, 500) for _ in range(PROMPT)] for _ in range(SENT)]
     done = stream_at_once(server.url, str(model), prompts, OUTPUT, timeout=900)
-    assert all(d.get("chunks") == OUTPUT for d in done), done
+    assert all(d.get("tokens") == OUTPUT for d in done), done
     return done
 
 

@@ -101,7 +101,7 @@ def test_vllm_runs_as_many_requests_at_once_as_worked_by_hand(burst) -> None:
     firsts = sorted(t["first"] for t in times)
     gaps = [b - a for a, b in itertools.pairwise(firsts)]
     assert gaps.index(max(gaps)) + 1 == HELD_AT_ONCE, gaps
-    assert all(t["chunks"] == OUTPUT for t in times)
+    assert all(t["tokens"] == OUTPUT for t in times)
 
 
 def test_the_plans_performance_model_holds_the_same_requests(model: Path, burst) -> None:
