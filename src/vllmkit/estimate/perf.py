@@ -740,18 +740,25 @@ def nccl_over_pcie(model: ModelPerf, gpu: GpuPerf) -> bool:
     return gpu.link_kind == "pcie-host" or (gpu.link_kind == "pcie" and model.tp > 2)
 
 
+def collective_link(gpu: GpuPerf, eff: Efficiency, ranks: int) -> tuple[float, float]:
+    """(latency, usable bandwidth) of one collective over `ranks` GPUs: the small all-reduce's latency, 4x over
+    PCIe; without peer-to-peer (link "pcie-host") NCCL stages data in host memory, GPU -> host -> GPU, each byte
+    crossing a PCIe link twice, so half the link; where NCCL's ring carries it over PCIe (nccl_over_pcie), a hop
+    of latency per extra ring step and NCCL_PCIE_BUS_FRACTION of the link."""
+    latency = eff.allreduce_latency_s * (4.0 if gpu.link_kind in ("pcie", "pcie-host") else 1.0)
+    link = gpu.link_bytes_s / (2.0 if gpu.link_kind == "pcie-host" else 1.0)
+    if gpu.link_kind == "pcie-host" or (gpu.link_kind == "pcie" and ranks > 2):
+        latency += NCCL_PCIE_HOP_S * 2 * max(ranks - 2, 0)
+        link *= NCCL_PCIE_BUS_FRACTION
+    return latency, link
+
+
 def allreduce_seconds(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, tokens: float) -> float:
     if model.tp <= 1:
         return 0.0
     message = model.hidden_size * tokens * 2.0  # activations in 16-bit
     bus = 2.0 * (model.tp - 1) / model.tp * message
-    latency = eff.allreduce_latency_s * (4.0 if gpu.link_kind in ("pcie", "pcie-host") else 1.0)
-    # without peer-to-peer (link "pcie-host") NCCL stages data in host memory: GPU -> host -> GPU, each
-    # byte crosses a PCIe link twice, so the usable link bandwidth is half
-    link = gpu.link_bytes_s / (2.0 if gpu.link_kind == "pcie-host" else 1.0)
-    if nccl_over_pcie(model, gpu):
-        latency += NCCL_PCIE_HOP_S * 2 * max(model.tp - 2, 0)
-        link *= NCCL_PCIE_BUS_FRACTION
+    latency, link = collective_link(gpu, eff, model.tp)
     return 2 * model.layers * (latency + bus / max(link, 1.0))
 
 
@@ -776,11 +783,7 @@ def moe_dispatch_seconds(model: ModelPerf, gpu: GpuPerf, eff: Efficiency, tokens
     if model.moe_dp <= 1 or not model.is_moe:
         return 0.0
     moved = (model.moe_dp - 1) * tokens * model.hidden_size * 2.0
-    latency = eff.allreduce_latency_s * (4.0 if gpu.link_kind in ("pcie", "pcie-host") else 1.0)
-    link = gpu.link_bytes_s / (2.0 if gpu.link_kind == "pcie-host" else 1.0)
-    if gpu.link_kind == "pcie-host" or (gpu.link_kind == "pcie" and model.tp * model.moe_dp > 2):
-        latency += NCCL_PCIE_HOP_S * 2 * max(model.tp * model.moe_dp - 2, 0)
-        link *= NCCL_PCIE_BUS_FRACTION
+    latency, link = collective_link(gpu, eff, model.tp * model.moe_dp)
     layers = min(model.layers, -(-model.moe_layers // max(model.pp, 1)))
     return 2 * layers * (latency + moved / max(link, 1.0))
 
