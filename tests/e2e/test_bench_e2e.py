@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.vllm_proc import VllmServer, run_vllm_bench, start_vllm
+from tests.e2e.vllm_proc import VllmServer, healthy_vllm, run_vllm_bench
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("require_vllm")]
 
@@ -66,9 +66,7 @@ def _lower_engine_core_priority(server: VllmServer) -> int:
 @pytest.fixture(scope="module")
 def served(tiny_model_factory) -> Iterator[tuple[VllmServer, Path]]:
     model = tiny_model_factory("llama")
-    with start_vllm(model, SERVER_ARGS) as server:
-        server.wait("healthy", timeout=600)
-        assert server.healthy(), server.log_text()[-3000:]
+    with healthy_vllm(model, SERVER_ARGS) as server:
         assert _lower_engine_core_priority(server) > 0, "no VLLM::EngineCore process in the server's group"
         yield server, model
 

@@ -26,7 +26,7 @@ import pytest
 
 from tests.clirun import invoke
 from tests.e2e.clients import stream_at_once
-from tests.e2e.vllm_proc import VllmServer, start_vllm
+from tests.e2e.vllm_proc import VllmServer, healthy_vllm
 from vllmkit.estimate.serving import Workload, replica_workloads
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("require_vllm")]
@@ -48,9 +48,7 @@ def model(tiny_model_factory) -> Path:
 def served(model: Path) -> Iterator[tuple[list[dict[str, float]], str]]:
     args = ["--max-model-len", str(MAX_LEN), "--kv-cache-memory-bytes", str(BUDGET), "--data-parallel-size", str(DP)]
     # each engine's periodic stats line ("Engine 00N: ... Running: N reqs, Waiting: M reqs") every half second
-    with start_vllm(model, args, env={"VLLM_LOG_STATS_INTERVAL": "0.5"}) as server:
-        server.wait("healthy", timeout=600)
-        assert server.healthy(), server.log_text()[-3000:]
+    with healthy_vllm(model, args, env={"VLLM_LOG_STATS_INTERVAL": "0.5"}) as server:
         times = _send_at_once(server, model)
         time.sleep(1.5)  # one more stats interval after the last request
         yield times, server.log_text()

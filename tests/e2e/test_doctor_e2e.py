@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.clirun import invoke
-from tests.e2e.vllm_proc import free_port, run_vllm_until, start_vllm
+from tests.e2e.vllm_proc import free_port, healthy_vllm, run_vllm_until, start_vllm
 from vllmkit.doctor import diagnose_log
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("require_vllm")]
@@ -68,9 +68,7 @@ def test_chat_template_missing_and_live_metrics(tiny_model_factory, tmp_path: Pa
     model = tiny_model_factory("llama", chat_template=False)
     # no --enforce-eager here: with a fixed KV budget the CPU worker then skips its warm-up and (0.32, seen
     # here) the worker dies on the first request
-    with start_vllm(model, ["--max-model-len", "1024", *SMALL_KV]) as server:
-        server.wait("healthy", timeout=600)
-        assert server.healthy(), server.log_text()[-3000:]
+    with healthy_vllm(model, ["--max-model-len", "1024", *SMALL_KV]) as server:
         name = str(model)
         for _ in range(3):
             status, _body = _post(server.url + "/v1/completions", {"model": name, "prompt": "w1 w2 w3", "max_tokens": 4})

@@ -38,7 +38,7 @@ import pytest
 
 from tests.clirun import invoke
 from tests.e2e.clients import stream_at_once
-from tests.e2e.vllm_proc import VllmServer, start_vllm
+from tests.e2e.vllm_proc import VllmServer, healthy_vllm
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("require_vllm")]
 
@@ -59,9 +59,7 @@ def burst(model: Path) -> Iterator[tuple[list[dict[str, float]], str]]:
     """Send SENT streaming requests at once; yield each one's client-side times and the server log."""
     args = ["--max-model-len", str(MAX_LEN), "--kv-cache-memory-bytes", str(BUDGET)]
     # the engine's periodic stats line ("Running: N reqs, Waiting: M reqs") every half second instead of every 10 s
-    with start_vllm(model, args, env={"VLLM_LOG_STATS_INTERVAL": "0.5"}) as server:
-        server.wait("healthy", timeout=600)
-        assert server.healthy(), server.log_text()[-3000:]
+    with healthy_vllm(model, args, env={"VLLM_LOG_STATS_INTERVAL": "0.5"}) as server:
         yield _send_burst(server, model), server.log_text()
 
 

@@ -136,6 +136,17 @@ def start_vllm(
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def healthy_vllm(
+    model_dir: Path | str, args: Sequence[str] = (), *, env: dict[str, str] | None = None, timeout: float = 600
+) -> Iterator[VllmServer]:
+    """start_vllm, then wait until /health answers; fails the fixture with the log's tail when it never does."""
+    with start_vllm(model_dir, args, env=env) as server:
+        server.wait("healthy", timeout=timeout)
+        assert server.healthy(), server.log_text()[-3000:]
+        yield server
+
+
 def own_tmpdir(tmp: str) -> dict[str, str]:
     """Environment that puts a vLLM process's temporary files in `tmp`: the ZMQ IPC sockets between its API server
     and engine core (envs.VLLM_RPC_BASE_PATH, tempfile.gettempdir() by default) and the torch.distributed file

@@ -318,3 +318,4 @@ class PlanResult(BaseModel):
     # --- performance model (issue 11, plan/performance.py) ---
     performance: PerformanceInfo | None = None  # with a workload (--input-len/--output-len/...)
     _perf_candidates: list = PrivateAttr(default_factory=list)  # (Alternative, CandidatePerf) for capacity
+    _data_parallel_candidate: Any = PrivateAttr(default=None)  # the offered DP option's Candidate (plan/result.py)

@@ -961,11 +961,9 @@ def attach_performance(result: Any, chosen: Any, candidates: Sequence[Any], prof
             alt.output_tokens_per_s = round(cp.predict(small).output_tokens_per_s, 1)
     if wl is not None and opts.alternatives and chosen.evaluation.fits:
         # the --data-parallel-size option offered when more GPUs are given than the plan needs (plan/result.py)
-        from vllmkit.plan.candidates import data_parallel_candidate
-
+        dp = result._data_parallel_candidate
         for alt in result.alternatives:
-            if alt.data_parallel_size > 1 and alt.output_tokens_per_s is None:
-                dp = data_parallel_candidate(chosen, alt.data_parallel_size, rules)
+            if alt.data_parallel_size > 1 and alt.output_tokens_per_s is None and dp is not None:
                 cp = candidate_perf(dp.variant.arch, dp.evaluation, dp.settings, dp.variant.label, profile,
                                     opts.records, vllm_version=rules.version)
                 small = replace(wl, num_requests=min(wl.num_requests or _ALT_REQUESTS * cp.replicas,

@@ -240,7 +240,9 @@ def _data_parallel_option(result: PlanResult, req: PlanRequest, chosen: Candidat
     replicas = req.gpu_count // group
     if replicas < 2:
         return
-    dp_ev = data_parallel_candidate(chosen, replicas, rules).evaluation
+    dp_cand = data_parallel_candidate(chosen, replicas, rules)
+    result._data_parallel_candidate = dp_cand
+    dp_ev = dp_cand.evaluation
     result.alternatives.append(Alternative(
         precision=chosen.variant.label, model_id=chosen.variant.meta.id, tensor_parallel_size=ev.tp,
         pipeline_parallel_size=ev.pp, max_model_len=ev.max_model_len, fits=True,
