@@ -84,7 +84,7 @@ HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "coll
                   DATA_DIR / "collected-bench-results-45.jsonl", DATA_DIR / "collected-bench-results-46.jsonl",
                   DATA_DIR / "collected-bench-results-47.jsonl", DATA_DIR / "collected-bench-results-48.jsonl",
                   DATA_DIR / "collected-bench-results-49.jsonl", DATA_DIR / "collected-bench-results-50.jsonl",
-                  DATA_DIR / "collected-bench-results-51.jsonl")
+                  DATA_DIR / "collected-bench-results-51.jsonl", DATA_DIR / "collected-bench-results-52.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
@@ -248,6 +248,9 @@ class Case:
     runs_cached: tuple[bool, ...] = ()
     # why the run's TTFT is not scored (it is below what the stated prompts' prefill can take); "" if scored
     ttft_unphysical: str = ""
+    # why none of the run's metrics is scored (its measured request rate needs more prefill than the GPUs can
+    # compute for the stated, uncached prompts: prefill_rate_unphysical); "" if scored
+    unphysical: str = ""
 
 
 # vLLM version assumed where a run does not print it but its date places it: jagrutsharma's DGX Spark runs
@@ -508,7 +511,9 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
             measured.pop(k, None)
     case = Case(row, source_key(row), perf, workload, measured, offline=offline, eager=eager,
                 sm100=str(getattr(profile, "architecture", "")).startswith("sm_10"),
-                runs_cached=runs_cached, ttft_unphysical=ttft_note)
+                runs_cached=runs_cached, ttft_unphysical=ttft_note,
+                unphysical=prefill_rate_unphysical(workload, perf, variant.arch, measured, offline=offline,
+                                                   runs_cached=bool(runs_cached)))
     case.naive = naive_prediction(case)
     return case
 
@@ -544,6 +549,36 @@ def ttft_floor_ms(workload: Workload, perf: Any, arch: Any, *, offline: bool = F
         return {"ttft_ms_mean": uncached * (uncached + 1) / 2 * one / n,
                 "ttft_ms_median": max(math.ceil(n / 2) - cached, 0) * one}
     return {"ttft_ms_mean": one * uncached / n, "ttft_ms_median": one if n >= 3 else 0.0}
+
+
+def prefill_rate_unphysical(workload: Workload, perf: Any, arch: Any, measured: dict[str, float], *,
+                            offline: bool = False, runs_cached: bool = False) -> str:
+    """Why a run's measured request rate is impossible for its stated prompts ("" where it is not): each request's
+    fixed-length, uncached prompt needs 2 FLOPs per linear parameter per token, and the requests completed per
+    second times that exceeds TTFT_FLOOR_PEAK_MARGIN x the dense datasheet peak of every GPU serving them. Such a
+    run's prompts were served from a cache the row does not state (the same prompt sent again with prefix caching
+    on) or were shorter than stated, so neither its throughput nor its latencies describe the stated workload.
+    Identical prompts count as uncached where the row has prefix caching off."""
+    cached_prefix = workload.shared_prefix and perf.limits.prefix_caching
+    if offline or workload.dataset != "fixed" or cached_prefix or runs_cached or workload.input_len <= 0:
+        return ""
+    rps = measured.get("request_throughput_rps")
+    if not rps and measured.get("output_tok_s") and workload.output_len:
+        rps = measured["output_tok_s"] / workload.output_len
+    if not rps and measured.get("total_tok_s"):
+        rps = measured["total_tok_s"] / (workload.input_len + workload.output_len)
+    m = perf.model
+    linear = m.active_params - arch.vocab_size * arch.hidden_size  # active_params counts the LM head once
+    gpus = m.tp * m.pp * max(getattr(perf, "replicas", 1), 1)
+    peak = perf.gpu.peak_flops(m.compute_precision) * gpus * TTFT_FLOOR_PEAK_MARGIN
+    if not rps or linear <= 0 or peak <= 0:
+        return ""
+    need = rps * 2 * linear * workload.input_len
+    if need <= peak:
+        return ""
+    return (f"{rps:.1f} requests/s of {workload.input_len:,.0f} uncached prompt tokens need {need / 1e12:,.0f} TFLOP/s "
+            f"of prefill, above {TTFT_FLOOR_PEAK_MARGIN:.0%} of its {gpus} GPU(s)' dense peak ({peak / 1e12:,.0f}): the "
+            "prompts were cached or shorter than the row states")
 
 
 def naive_prediction(case: Case) -> dict[str, float]:
@@ -880,7 +915,7 @@ def leave_file_out(paths: list[Path], profiles: list[Any], *, iters: int, per_so
     does fitting on more publishers help the runs a fit has not seen? (Round 15: it did not; see
     docs/performance.md.)"""
     by_file = {p.name: score_held_out([p], profiles)[0] for p in paths}
-    base = [c for c in (build_case(r, profiles) for r in load_rows()) if c is not None]
+    base = [c for c in (build_case(r, profiles) for r in load_rows()) if c is not None and not c.unphysical]
     _FIT_CASES[:] = base + [c for scored in by_file.values() for c, _, _ in scored]
     fitted = _run_fits(_fit_without_file, [(name, iters, per_source) for name in by_file], jobs)
     return [(name, fitted[name], [(c, errors(model_prediction(c, fitted[name]), c.measured), n)
@@ -947,6 +982,9 @@ def score_held_out(paths: list[Path], profiles: list[Any]) -> tuple[list[tuple[C
     for row in load_rows(tuple(paths)):
         try:
             case = build_case(row, profiles)
+            if case is not None and case.unphysical:
+                skipped.append(f"{row.get('id')} ({case.unphysical})")
+                continue
             if case is not None:
                 scored.append((case, errors(model_prediction(case, FITTED_EFFICIENCY), case.measured),
                                errors(case.naive, case.measured)))
@@ -1037,7 +1075,7 @@ def main(argv: list[str] | None = None) -> int:
     skipped: list[str] = []
     for row in load_rows():
         case = build_case(row, profiles)
-        if case is None:
+        if case is None or case.unphysical:
             skipped.append(row["id"])
         else:
             cases.append(case)

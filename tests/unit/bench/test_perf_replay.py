@@ -956,3 +956,24 @@ def test_speculative_decoding_replays_at_the_printed_acceptance_rate() -> None:
     assert pa.speculative_of(eagle) == ({"method": "eagle3", "num_speculative_tokens": 3}, None)
     assert pa.skip_reason({**rows[0], "speculative": eagle["speculative"]}, load_profiles(include_user_config=False)) \
         == "speculative decoding without a published acceptance rate"
+
+
+def test_a_request_rate_its_gpus_cannot_prefill_is_not_scored(held, held_out_scored) -> None:
+    """Sequrity's 2 x H100 Llama-3.1-70B FP8 runs state prefix caching off and send one 1,282-token prompt again and
+    again. At 120 clients they completed 31.33 requests/s: 31.33 x 1,282 tokens x 2 FLOPs x 68.45 B linear
+    parameters (70.55 B less the input embedding and the LM head, 128,256 x 8,192 = 1.05 B each; the head runs on
+    a prompt's last token only) = 5,499 TFLOP/s of prefill, where two H100s have 2 x 1,979 TFLOP/s of dense FP8 peak
+    (4,354 at the 110 % margin): those prompts were not computed as stated. At 40 clients, 15.05 requests/s need
+    2,641 TFLOP/s, which the GPUs have: scored."""
+    profiles = load_profiles(include_user_config=False)
+    c120 = pa.build_case(held["b52-sequrity-2xh100sxm-llama31-70b-fp8-tp2-v0170-nopc-short1282-128-c120"], profiles)
+    c40 = pa.build_case(held["b52-sequrity-2xh100sxm-llama31-70b-fp8-tp2-v0170-nopc-short1282-128-c40"], profiles)
+    assert c120 is not None and c40 is not None
+    assert "need 5,499 TFLOP/s" in c120.unphysical and "(4,354)" in c120.unphysical
+    assert c40.unphysical == ""
+    _, skipped = held_out_scored
+    assert any(s.startswith("b52-sequrity-2xh100sxm-llama31-70b-fp8-tp2-v0170-nopc-short1282-128-c120 (") and
+               "uncached prompt tokens need" in s for s in skipped)
+    # with prefix caching on, an identical prompt is a cache hit after the first: nothing to check
+    c8b = pa.build_case(held["b52-sequrity-1xh100sxm-llama31-8b-fp8-tp1-v0170-pc-short1282-128-c120"], profiles)
+    assert c8b is not None and c8b.workload.shared_prefix == 1282 and c8b.unphysical == ""

@@ -173,6 +173,18 @@ EXPECTED = {
     "graph-capture-failed",
     # round 49 (collected-startup-logs-54): a worker that fails while loading, its exception not quoted
     "r54-vllm31936-8xrtxpro6000-deepseek-v32-tp8-ep-len512-util090-v0130-cutlassmla-load-fail": "startup-failed",
+    # round 51 (collected-startup-logs-56): two refusals for memory other processes held, an OOM in CUDA-graph capture
+    # after sizing (torch.AcceleratorError in capture_end), FlashInfer's b12x MoE workspace in the profile run, and a
+    # load OOM of a torch build that held 23 GiB before the weights
+    "r56-hyouinschoolacc1-h100nvl-qwen3-14b-lora-r64-len4096-util080-v0102-free-mem-1601-of-930-fail":
+    "insufficient-free-memory",
+    "r56-tradingagents-h100-80gb-qwen3-embedding-4b-pooling-util090-v0110-free-mem-592-of-7919-fail":
+    "insufficient-free-memory",
+    "r56-pforoutan-151b-unnamed-le24gib-qwen3-4b-thinking-2507-lora-len4096-util080-v0191-graph-capture-oom-fail":
+    "cuda-oom",
+    "r56-vllm49476-2xrtx5070ti-pp2-qwen36-35b-a3b-nvfp4-b12x-fp8kv-len180224-util092-v0251-profile-run-oom-fail":
+    "cuda-oom",
+    "r56-vllm42049-rtx4090-gemma4-31b-it-tp1-defaults-v0201-torch211-cu130-oom-before-load-fail": "cuda-oom",
 }
 
 NO_ERROR_TEXT = {
@@ -251,6 +263,9 @@ NO_ERROR_TEXT = {
     "command and the banner",
     "r55-vllm20726-rtx5060ti-16gb-qwen25-7b-base-bf16-len1024-util085-v092-kvcheck-fail": "the EngineCore "
     "traceback cut in check_enough_kv_cache_memory before its exception (which of its two KV errors is not quoted)",
+    "r56-vllm47982-rtx5090-qwen36-35b-a3b-nvfp4-b12x-1gpu-mnbt8192-util096-v024x-b12x-workspace-oom-fail": "the "
+    "EngineCore traceback cut inside FlashInfer's B12xMoEWrapper._allocate_buffers before its exception; the OOM only "
+    "in the reporter's words",
 }
 
 
