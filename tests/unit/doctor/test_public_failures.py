@@ -185,6 +185,8 @@ EXPECTED = {
     "r56-vllm49476-2xrtx5070ti-pp2-qwen36-35b-a3b-nvfp4-b12x-fp8kv-len180224-util092-v0251-profile-run-oom-fail":
     "cuda-oom",
     "r56-vllm42049-rtx4090-gemma4-31b-it-tp1-defaults-v0201-torch211-cu130-oom-before-load-fail": "cuda-oom",
+    # round 51 (collected-startup-logs-57): the sampler warm-up's OOM after sizing and graph capture, quoted whole
+    "r57-idx29156490496-4xrtxpro6000-maxq-glm47-nvfp4-tp4-util090-v0151-sampler-warmup-oom-fail": "cuda-oom",
 }
 
 NO_ERROR_TEXT = {
@@ -266,6 +268,8 @@ NO_ERROR_TEXT = {
     "r56-vllm47982-rtx5090-qwen36-35b-a3b-nvfp4-b12x-1gpu-mnbt8192-util096-v024x-b12x-workspace-oom-fail": "the "
     "EngineCore traceback cut inside FlashInfer's B12xMoEWrapper._allocate_buffers before its exception; the OOM only "
     "in the reporter's words",
+    "r57-idx59827454839-rtx5080-wsl2-qwen25-3b-instruct-default-util092-v0260-free-mem-refusal-fail": "the refusal "
+    "for free memory in the author's words ('the server refuses to start'), vLLM's message not quoted",
 }
 
 
