@@ -527,6 +527,12 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
 TTFT_FLOOR_PEAK_MARGIN = 1.1
 
 
+def prompt_linear_params(perf: Any, arch: Any) -> float:
+    """Parameters a prompt token passes through in the linear layers: the active ones less the LM head, which runs
+    on a prompt's last token only (ModelPerf.active_params counts it once, the input embedding not at all)."""
+    return perf.model.active_params - arch.vocab_size * arch.hidden_size
+
+
 def ttft_floor_ms(workload: Workload, perf: Any, arch: Any, *, offline: bool = False,
                   runs_cached: bool = False) -> dict[str, float] | None:
     """Lower bounds of the mean and the median TTFT for fixed-length uncached prompts (None where the run
@@ -536,7 +542,7 @@ def ttft_floor_ms(workload: Workload, perf: Any, arch: Any, *, offline: bool = F
     if offline or workload.dataset != "fixed" or workload.shared_prefix or runs_cached:
         return None
     m = perf.model
-    linear = m.active_params - arch.vocab_size * arch.hidden_size  # active_params counts the LM head once
+    linear = prompt_linear_params(perf, arch)
     peak = perf.gpu.peak_flops(m.compute_precision) * m.tp * m.pp * TTFT_FLOOR_PEAK_MARGIN
     if linear <= 0 or peak <= 0:
         return None
@@ -569,7 +575,7 @@ def prefill_rate_unphysical(workload: Workload, perf: Any, arch: Any, measured: 
     if not rps and measured.get("total_tok_s"):
         rps = measured["total_tok_s"] / (workload.input_len + workload.output_len)
     m = perf.model
-    linear = m.active_params - arch.vocab_size * arch.hidden_size  # active_params counts the LM head once
+    linear = prompt_linear_params(perf, arch)
     gpus = m.tp * m.pp * max(getattr(perf, "replicas", 1), 1)
     peak = perf.gpu.peak_flops(m.compute_precision) * gpus * TTFT_FLOOR_PEAK_MARGIN
     if not rps or linear <= 0 or peak <= 0:
