@@ -639,6 +639,17 @@ def _cuda_oom(parsed: ParsedLog) -> list[Diagnosis]:
         alts = [Alternative(flags=["--max-num-batched-tokens", str(max(512, mnbt // 2))],
                             effect="half the warm-up's largest GEMM workspace (and smaller prefill chunks)",
                             source="estimated")]
+    if phase not in ("graph-capture", "profiling", "sampler-warmup", "kernel-warmup"):
+        alts = []
+    if any(ev.kind == "b12x_moe_workspace" for ev in parsed.events):
+        # FlashInfer's b12x MoE workspaces in the OOM's traceback. vllm#49476: the same server with --moe-backend
+        # marlin started (184,141 KV tokens on two RTX 5070 Ti) where flashinfer_b12x ran out in the profile run,
+        # and on an RTX PRO 6000 left 11.47 GiB more for the KV cache
+        alts = [Alternative(flags=["--moe-backend", "marlin"],
+                            effect="FlashInfer's b12x MoE kernels allocate workspaces of their own, outside vLLM's memory "
+                                   "profile (vllm#47982, #49476); the Marlin MoE kernels need none, at some cost in "
+                                   "prefill speed",
+                            source="derived"), *alts]
     return [
         Diagnosis(
             code="cuda-oom",
@@ -648,7 +659,7 @@ def _cuda_oom(parsed: ParsedLog) -> list[Diagnosis]:
             line=e.line,
             fix=fix,
             suggested_flags=flags,
-            alternatives=alts if phase in ("graph-capture", "profiling", "sampler-warmup", "kernel-warmup") else [],
+            alternatives=alts,
             details={"phase": phase, "other_processes": others},
         )
     ]

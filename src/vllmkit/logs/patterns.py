@@ -261,6 +261,13 @@ PATTERNS: tuple[Pattern, ...] = (
        "torch: torch.OutOfMemoryError / 'CUDA error: out of memory'", "any"),
     _p("oom_other_process", rf"Process (?P<pid>\d+) has (?P<used>{FLT}) ?(?P<unit>[GMK]i?B) memory in use",
        "torch OOM message: 'Process %d has %s memory in use.'", "any"),
+    # FlashInfer's b12x NVFP4 fused-MoE kernels for SM12x GPUs (vLLM --moe-backend flashinfer_b12x) allocate a static
+    # and a dynamic workspace of their own when the layer is built or first run, outside what vLLM's memory profile
+    # sees (vllm#47982: "allocate_sm120_static_workspace, bringing total PyTorch allocation to ~30.47 GiB" on an RTX
+    # 5090; vllm#49476: an OOM inside profile_run, and 11.47 GiB less KV than --moe-backend marlin on an RTX PRO 6000)
+    _p("b12x_moe_workspace", r"B12xMoEWrapper|allocate_sm120_\w*workspace",
+       "flashinfer fused_moe/cute_dsl/b12x_moe.py: B12xMoEWrapper._allocate_buffers -> allocate_sm120_moe_workspace "
+       "(traceback frames)", "0.24+ with --moe-backend flashinfer_b12x"),
     _p("oom_load", r"Failed to load model - not enough GPU memory",
        "v1/worker/gpu_model_runner.py load_model: 'Failed to load model - not enough GPU memory. ...'", "0.33+"),
     _p("tp_not_divisible",
@@ -472,6 +479,7 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "oom": ("out of memory", "OutOfMemoryError", "has a total capacity of"),
     "oom_other_process": ("memory in use",),
     "oom_load": ("Failed to load model",),
+    "b12x_moe_workspace": ("B12xMoEWrapper", "allocate_sm120"),
     "tp_not_divisible": ("divisible",),
     "max_len_exceeds_native": ("User-specified max_model_len",),
     "quant_unsupported": ("not supported for",),
