@@ -572,6 +572,12 @@ def _cuda_oom(parsed: ParsedLog) -> list[Diagnosis]:
         if e is None:
             return []
         phase = _oom_phase(parsed, e.line)
+    b12x = any(ev.kind == "b12x_moe_workspace" for ev in parsed.events)
+    if b12x and phase == "load" and _first(parsed.events, "oom_load") is None:
+        # vLLM builds FlashInfer's b12x MoE wrapper, and its workspaces, on the layer's first forward (0.32
+        # fused_moe/experts/flashinfer_b12x_moe.py _ensure_wrapper: "Lazily create B12xMoEWrapper on first use"):
+        # the profile run, not the weight loading (vllm#49476: "inside GPUModelRunner.profile_run()")
+        phase = "profiling"
     tp = f.tensor_parallel_size or 1
     util = f.gpu_memory_utilization
     # the post-sizing phases' fix: 0.05 less of the GPU for vLLM's budget, leaving that much to what runs after it
@@ -641,7 +647,7 @@ def _cuda_oom(parsed: ParsedLog) -> list[Diagnosis]:
                             source="estimated")]
     if phase not in ("graph-capture", "profiling", "sampler-warmup", "kernel-warmup"):
         alts = []
-    if any(ev.kind == "b12x_moe_workspace" for ev in parsed.events):
+    if b12x:
         # FlashInfer's b12x MoE workspaces in the OOM's traceback. vllm#49476: the same server with --moe-backend
         # marlin started (184,141 KV tokens on two RTX 5070 Ti) where flashinfer_b12x ran out in the profile run,
         # and on an RTX PRO 6000 left 11.47 GiB more for the KV cache

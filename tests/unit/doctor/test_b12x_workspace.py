@@ -37,11 +37,14 @@ def test_the_public_b12x_oom_is_told_the_marlin_backend() -> None:
     row = next(r for r in map(json.loads, DATA.read_text().splitlines()) if r["id"] == ROW)
     d = _oom(row["quote"])
     assert d.alternatives and d.alternatives[0].flags == ["--moe-backend", "marlin"]
+    # vLLM builds the b12x wrapper on the MoE layer's first forward: the profile run, as the report says
+    assert d.details["phase"] == "profiling" and "profiling run" in d.title
 
 
 def test_a_b12x_traceback_is_told_the_marlin_backend_first() -> None:
     d = _oom(B12X_LOG)
     assert d.alternatives[0].flags == ["--moe-backend", "marlin"]
+    assert d.details["phase"] == "profiling"
     assert "b12x" in d.alternatives[0].effect
 
 
