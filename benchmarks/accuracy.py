@@ -194,7 +194,7 @@ HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.js
                   "collected-startup-logs-51.jsonl", "collected-startup-logs-52.jsonl",
                   "collected-startup-logs-53.jsonl", "collected-startup-logs-54.jsonl",
                   "collected-startup-logs-55.jsonl", "collected-startup-logs-56.jsonl",
-                  "collected-startup-logs-57.jsonl")
+                  "collected-startup-logs-57.jsonl", "collected-startup-logs-58.jsonl")
 
 
 @dataclass

@@ -187,6 +187,8 @@ EXPECTED = {
     "r56-vllm42049-rtx4090-gemma4-31b-it-tp1-defaults-v0201-torch211-cu130-oom-before-load-fail": "cuda-oom",
     # round 51 (collected-startup-logs-57): the sampler warm-up's OOM after sizing and graph capture, quoted whole
     "r57-idx29156490496-4xrtxpro6000-maxq-glm47-nvfp4-tp4-util090-v0151-sampler-warmup-oom-fail": "cuda-oom",
+    # collected-startup-logs-58: a negative KV budget at utilization 0.45 ("Available KV cache memory: -1.1 GiB")
+    "r58-idx53295442762-a100pcie-qwen35-35b-a3b-fp8-len2048-util045-v0190-negative-kv-fail": "no-kv-memory",
 }
 
 NO_ERROR_TEXT = {
