@@ -222,7 +222,8 @@ def test_agrees_with_vllms_own_benchmark(served, tmp_path: Path) -> None:
     94.5 ms) and e2e likewise. The cause is the engine core's polling loop taking the API server's core
     (`_lower_engine_core_priority`, which the `served` fixture applies, so that most answers stream).
     Each request is still classed by how it was delivered, and the clients are compared within a class
-    both saw in the same round: streamed answers (>= 10 per client, required) on the TTFT itself; burst answers only on TTFT as a share of e2e, because a burst's absolute TTFT
+    both saw in the same round, where each client has at least 10 of them (one class at least): streamed answers on the
+    TTFT itself; burst answers only on TTFT as a share of e2e, because a burst's absolute TTFT
     is the server's speed at that moment and that swings between the runs of one round (CI on dc83dd8:
     86.1 vs 63.5 ms in the burst class while the streamed class agreed at 11.9 vs 11.9 ms).
 
@@ -310,16 +311,22 @@ def test_agrees_with_vllms_own_benchmark(served, tmp_path: Path) -> None:
     report = "; ".join(lines)
     print(report)
     assert abs(our_share - their_share) <= 0.05, report
+    # which delivery mode a run gets is the box's, not the client's (CI on 4f2c4d4: vllmkit 14 streamed / 226 burst,
+    # vLLM 2 / 116 in the same rounds, burst shares 0.99 / 1.00): each mode is compared where both clients have at
+    # least 10 answers of it, and at least one mode must be. The TTFT clock itself (first token, not the last) is
+    # checked against a server whose timings are known in tests/integration/test_bench_fake.py
+    streamed = len(our_ttft["streamed"]) >= 10 and len(their_ttft["streamed"]) >= 10
+    burst = len(our_ttft["burst"]) >= 10 and len(their_ttft["burst"]) >= 10
+    assert streamed or burst, "fewer than 10 answers of one delivery mode from a client: " + report
     # streamed: the TTFT itself (queue + prefill + first chunk), the client's clock
-    assert len(our_ttft["streamed"]) >= 10 and len(their_ttft["streamed"]) >= 10, \
-        "fewer than 10 streamed answers from a client: " + report
-    diff = ttft(our_ttft["streamed"]) - ttft(their_ttft["streamed"])
-    assert abs(diff) <= max(15.0, 0.3 * ttft(their_ttft["streamed"])), "streamed: " + report
+    if streamed:
+        diff = ttft(our_ttft["streamed"]) - ttft(their_ttft["streamed"])
+        assert abs(diff) <= max(15.0, 0.3 * ttft(their_ttft["streamed"])), "streamed: " + report
     # burst: TTFT ~ e2e, i.e. the server's speed at that moment, which swings between the runs of one round
     # (CI: 86.1 ms for vllmkit against vLLM's 63.5 ms in the same round, streamed 11.9 vs 11.9 ms), so the
     # absolute value compares the box's load, not the clients. What is the client's own is where in the
     # request the first token lands: TTFT as a share of the same request's e2e (the load cancels)
-    if len(our_ttft["burst"]) >= 10 and len(their_ttft["burst"]) >= 10:
+    if burst:
         assert abs(share(our_ttft["burst"]) - share(their_ttft["burst"])) <= 0.1, "burst: " + report
 
 
