@@ -560,6 +560,11 @@ def _oom_phase(parsed: ParsedLog, oom_line: int) -> str:
         return "graph-capture"
     if "weights_loaded" in before:
         return "profiling"
+    if any(ev.kind == "b12x_moe_workspace" for ev in events):
+        # vLLM builds FlashInfer's b12x MoE wrapper, and its workspaces, on the layer's first forward (0.32
+        # fused_moe/experts/flashinfer_b12x_moe.py _ensure_wrapper: "Lazily create B12xMoEWrapper on first use"):
+        # the profile run, not the weight loading (vllm#49476: "inside GPUModelRunner.profile_run()")
+        return "profiling"
     return "load"
 
 
@@ -573,11 +578,6 @@ def _cuda_oom(parsed: ParsedLog) -> list[Diagnosis]:
             return []
         phase = _oom_phase(parsed, e.line)
     b12x = any(ev.kind == "b12x_moe_workspace" for ev in parsed.events)
-    if b12x and phase == "load" and _first(parsed.events, "oom_load") is None:
-        # vLLM builds FlashInfer's b12x MoE wrapper, and its workspaces, on the layer's first forward (0.32
-        # fused_moe/experts/flashinfer_b12x_moe.py _ensure_wrapper: "Lazily create B12xMoEWrapper on first use"):
-        # the profile run, not the weight loading (vllm#49476: "inside GPUModelRunner.profile_run()")
-        phase = "profiling"
     tp = f.tensor_parallel_size or 1
     util = f.gpu_memory_utilization
     # the post-sizing phases' fix: 0.05 less of the GPU for vLLM's budget, leaving that much to what runs after it
