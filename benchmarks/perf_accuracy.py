@@ -86,7 +86,8 @@ HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "coll
                   DATA_DIR / "collected-bench-results-49.jsonl", DATA_DIR / "collected-bench-results-50.jsonl",
                   DATA_DIR / "collected-bench-results-51.jsonl", DATA_DIR / "collected-bench-results-52.jsonl",
                   DATA_DIR / "collected-bench-results-53.jsonl", DATA_DIR / "collected-bench-results-54.jsonl",
-                  DATA_DIR / "collected-bench-results-55.jsonl", DATA_DIR / "collected-bench-results-56.jsonl")
+                  DATA_DIR / "collected-bench-results-55.jsonl", DATA_DIR / "collected-bench-results-56.jsonl",
+                  DATA_DIR / "collected-bench-results-57.jsonl", DATA_DIR / "collected-bench-results-58.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;
@@ -302,6 +303,17 @@ def _version(row: dict[str, Any]) -> str:
     return m.group(1) if m else DEFAULT_VERSION
 
 
+_NOT_IDENTICAL = re.compile(r"\bnot (?:one |an? )?identical|identical output")
+
+
+def identical_prompts(dataset: str) -> bool:
+    """Whether a row's dataset text says every request sends the same prompt ("identical prompt for every
+    request", "identical for all 10,000 requests"), not where it says the opposite ("distinct prompts per
+    request (not one identical prompt)") or speaks of identical outputs (TheBuccaneer's "confirmed by
+    identical output starts": its prompts repeat across runs, which `prompts_cached_by_earlier_run` says)."""
+    return "identical" in _NOT_IDENTICAL.sub("", dataset.lower())
+
+
 def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     mapped = MODEL_MAP.get(row["model"], (row["model"], None))
     gpu_name = gpu_profile_name(row, profiles)
@@ -454,9 +466,11 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
         # random-token prompts stop at EOS (no --ignore-eos) at random points below the cap: give the
         # cap, and serving.request_lengths spreads the lengths when the mean is below it. Not the sonnet
         # prompts: they ask for a fixed number of lines, so their completions stop at similar lengths
-        # (dstack: ~60 of 150, every run)
-        if "random" in dataset and row.get("output_len"):
-            output_cap = int(row["output_len"])
+        # (dstack: ~60 of 150, every run). A row whose output_len is the measured mean names the cap its
+        # client asked for in `max_tokens` (Sequrity's random-1k profile: max_tokens 1024, no ignore_eos,
+        # 120 - 300 tokens on average)
+        if "random" in dataset and (row.get("max_tokens") or row.get("output_len")):
+            output_cap = int(row.get("max_tokens") or row["output_len"])
     rate = row.get("request_rate")
     rate_f = None if rate in (None, "inf") else float(rate)
     conc = row.get("concurrency")
@@ -472,7 +486,7 @@ def build_case(row: dict[str, Any], profiles: list[Any]) -> Case | None:
     # (and their outputs' blocks) larger than the KV cache, sent again in the same order, finds each one
     # evicted before it comes round (tsho's 1,000-prompt sweeps against a 175K-token cache)
     still_cached = int(n) * (mean_in + mean_out) <= ev.capacity.tokens
-    shared = int(mean_in) if "identical" in dataset or (row.get("prompts_cached_by_earlier_run") and still_cached) else 0
+    shared = int(mean_in) if identical_prompts(dataset) or (row.get("prompts_cached_by_earlier_run") and still_cached) else 0
     # vLLM's random prompts are allowed_tokens[(offset_i + i + arange(input_len)) % n] with the offsets drawn
     # after the lengths (vllm/benchmarks/datasets: RandomDataset.generate_token_sequence, get_sampling_params):
     # same seed, longer input_len, so request i of a run begins with request i of a shorter run before it on
@@ -1128,8 +1142,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.rows:
         print_rows(scored)
         print()
-    print(f"{len(cases)} public runs from {len(sources)} publishers, each scored with parameters fitted without "
-          f"any run of its publisher (leave-one-source-out); skipped {len(skipped)} (model not in the catalog, "
+    how = ("scored with the shipped parameters, which were fitted on these runs (in-sample: --no-fit; drop it for "
+           "leave-one-source-out)" if args.no_fit else
+           "each scored with parameters fitted without any run of its publisher (leave-one-source-out)")
+    print(f"{len(cases)} public runs from {len(sources)} publishers, {how}; skipped {len(skipped)} (model not in the catalog, "
           f"no GPU profile, speculative decoding, data parallel or multi-turn): {', '.join(skipped) or '-'}\n")
     for case in cases:
         if case.ttft_unphysical:

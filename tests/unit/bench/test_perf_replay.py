@@ -977,3 +977,44 @@ def test_a_request_rate_its_gpus_cannot_prefill_is_not_scored(held, held_out_sco
     # with prefix caching on, an identical prompt is a cache hit after the first: nothing to check
     c8b = pa.build_case(held["b52-sequrity-1xh100sxm-llama31-8b-fp8-tp1-v0170-pc-short1282-128-c120"], profiles)
     assert c8b is not None and c8b.workload.shared_prefix == 1282 and c8b.unphysical == ""
+
+
+def test_identical_prompts_are_read_only_where_the_row_says_every_request_sends_one() -> None:
+    """The replay reads "identical" in a row's dataset text as one prompt for every request (prefix-cache hits after
+    the first). Sequrity's random-1k rows say the opposite ("distinct prompts per request (not one identical
+    prompt)") and TheBuccaneer's speak of identical outputs; both were replayed as cached prompts, their TTFT at
+    one client planned at a quarter of the measured (round 52, collected-bench-results-57 and -30)."""
+    assert pa.identical_prompts("identical prompt for every request (profiles.py: one file prompt)")
+    assert pa.identical_prompts('synthetic: prompt "hello " x 1000 (identical for every request)')
+    assert not pa.identical_prompts("random token ids ...: distinct prompts per request (not one identical prompt)")
+    assert not pa.identical_prompts("all 30 runs on one server send the same 20 prompts, confirmed by identical "
+                                    "output starts under temperature 0")
+
+
+def test_an_early_stopping_runs_max_tokens_spreads_its_completions(held) -> None:
+    """Sequrity's random-1k profile asks for 1,024 tokens without ignore_eos, and completions stop at EOS after
+    ~120 (Qwen2.5-72B) to ~300 (Llama) tokens on average: the row's output_len is that mean, its max_tokens the
+    cap. With the mean as the cap every completion had one length, the 20 closed-loop clients of a 72B TP 4 run
+    stayed in lockstep waves and the replay's mean TTFT was 1.3 s where the publisher measured 93 ms."""
+    profiles = load_profiles(include_user_config=False)
+    rid = "b57-sequrity-4xh100sxm-qwen25-72b-bf16-tp4-v0190-gmu090-pc-0407-random1k1266-124-c20-n200"
+    case = pa.build_case(held[rid], profiles)
+    assert case is not None and case.workload.output_cap == 1024 and case.workload.output_len == pytest.approx(124.2)
+    lockstep = pa.build_case({**held[rid], "max_tokens": None}, profiles)
+    assert lockstep.workload.output_cap == 124
+    spread = pa.model_prediction(case, pa.FITTED_EFFICIENCY)["ttft_ms_mean"]
+    waves = pa.model_prediction(lockstep, pa.FITTED_EFFICIENCY)["ttft_ms_mean"]
+    assert spread < waves / 2
+
+
+def test_buccaneers_first_runs_are_cold_and_the_later_ones_cached(held) -> None:
+    """TheBuccaneer's write-up (collected-bench-results-30.md, "Run1 vs later runs"): one server per setting, the
+    same 20 prompts in every run, concurrency 1 first: its run1 at one client is the only cold one, 3.66x the TTFT of
+    the warm runs; the rows say which (prompts_cached_by_earlier_run)."""
+    profiles = load_profiles(include_user_config=False)
+    base = "thebuccaneer-rtx3090x1-llama31-8b-instruct-bf16-tp1-len8192-v0171-cpuoffload0-random256-64-c{}-n20-run1"
+    cold, warm = pa.build_case(held[base.format(1)], profiles), pa.build_case(held[base.format(2)], profiles)
+    assert cold.workload.shared_prefix == 0
+    assert warm.workload.shared_prefix == int(warm.workload.input_len)
+    ttft = pa.model_prediction(cold, pa.FITTED_EFFICIENCY)["ttft_ms_mean"]
+    assert ttft == pytest.approx(cold.measured["ttft_ms_mean"], rel=0.25)
