@@ -194,7 +194,8 @@ HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.js
                   "collected-startup-logs-51.jsonl", "collected-startup-logs-52.jsonl",
                   "collected-startup-logs-53.jsonl", "collected-startup-logs-54.jsonl",
                   "collected-startup-logs-55.jsonl", "collected-startup-logs-56.jsonl",
-                  "collected-startup-logs-57.jsonl", "collected-startup-logs-58.jsonl")
+                  "collected-startup-logs-57.jsonl", "collected-startup-logs-58.jsonl",
+                  "collected-startup-logs-59.jsonl", "collected-startup-logs-60.jsonl")
 
 
 @dataclass
@@ -212,6 +213,9 @@ class Row:
     kv_meas: float | None = None
     tokens_pred: int | None = None
     tokens_meas: int | None = None
+    # vLLM's "Estimated CUDA graph memory", where the log prints it and the plan charges it (CUDA, vLLM >= 0.20)
+    graphs_pred: float | None = None
+    graphs_meas: float | None = None
     note: str = ""
 
     @staticmethod
@@ -355,6 +359,8 @@ def evaluate_row(row: dict) -> Row | None:
     out.weights_meas = _weights_measured(row)
     out.kv_pred = plan.memory.kv_cache_bytes / GIB
     out.kv_meas = row.get("available_kv_gib")
+    if row.get("cudagraph_estimate_gib") and plan.memory.cudagraph_bytes and plan.device == "cuda":
+        out.graphs_pred, out.graphs_meas = plan.memory.cudagraph_bytes / GIB, float(row["cudagraph_estimate_gib"])
     out.tokens_meas = row.get("kv_cache_tokens") or row.get("kv_cache_tokens_derived")
     out.tokens_pred = tokens_from_measured_kv(req, row)
     out.note = f"vLLM {version}, TP={req.tensor_parallel_size}, {gpu['gpu']}"
@@ -498,12 +504,14 @@ def summarise(rows: list[Row]) -> dict:
     tok = [e for r in rows if (e := Row.err(r.tokens_pred, r.tokens_meas)) is not None]
     w_out = [e for r in rows if r.id not in WEIGHT_FIT_ROWS and (e := Row.err(r.weights_pred, r.weights_meas)) is not None]
     held = [e for r in rows if r.held_out and (e := Row.err(r.kv_pred, r.kv_meas)) is not None]
+    graphs = [e for r in rows if (e := Row.err(r.graphs_pred, r.graphs_meas)) is not None]
     verdicts = [r for r in rows if r.started is not None and r.fits_pred is not None]
     wrong = sorted(r.id for r in verdicts if r.started != r.fits_pred)
     return {"start_fail_verdicts": {"n": len(verdicts), "wrong": wrong},
             "weights": stats(w), "weights_not_fitted": stats(w_out), "available_kv_v1": stats(kv_v1),
             "available_kv_v1_loso": stats(loso_kv_errors(rows)), "available_kv_all": stats(kv_all),
-            "available_kv_held_out_files": stats(held), "tokens_from_measured_kv": stats(tok)}
+            "available_kv_held_out_files": stats(held), "tokens_from_measured_kv": stats(tok),
+            "cudagraph_estimate_cuda": stats(graphs)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -333,13 +333,55 @@ def unbudgeted_graph_capture(*, pieces: int, max_num_batched_tokens: int) -> Mem
 HIPGRAPH_PINNED_PER_GRAPH = 4 * MIB
 
 
-def default_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, *, decode_query_len: int = 1) -> list[int]:
+def default_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, *, decode_query_len: int = 1,
+                          ceiling: int = 512) -> list[int]:
     """vLLM's default CUDA-graph capture sizes from 0.11 (config/vllm.py _set_cudagraph_sizes, read in
-    0.32): 1, 2, 4, multiples of 8 below 256, then of 16, up to min(2 x max_num_seqs x decode query
-    length, 512), none above max_num_batched_tokens."""
-    top = min(2 * max_num_seqs * decode_query_len, 512)
+    0.19.1 and 0.32): 1, 2, 4, multiples of 8 below 256, then of 16, up to min(2 x max_num_seqs x decode
+    query length, 512 -- `ceiling`: 1,024 on compute capability 10.x from 0.32 --), none above
+    max_num_batched_tokens."""
+    top = min(2 * max_num_seqs * decode_query_len, ceiling)
     sizes = [1, 2, 4, *range(8, 256, 8), *range(256, top + 1, 16)]
     return [s for s in sizes if s <= min(top, max_num_batched_tokens)]
+
+
+# vLLM's CUDA-graph memory estimate (v1/worker/gpu_model_runner.py profile_cudagraph_memory; the same in the
+# 0.19.1, 0.22.0, 0.26.0 and 0.32 wheels), printed as "Estimated CUDA graph memory" and, from 0.20, taken off
+# the KV budget: per graph mode, the free-memory drop of its first (largest) capture plus that of the second
+# largest, at least 1 MiB, times the other sizes. Under the default FULL_AND_PIECEWISE mode the piecewise graphs
+# cover every capture size and the full graphs the uniform-decode sizes up to max_num_seqs
+# (v1/cudagraph_dispatcher.py), so the estimate grows with the number of sizes -- twice max_num_seqs, up to 512
+# -- and with what each graph holds: graph nodes for every layer, and at the second-largest size its tokens x
+# the layers x the hidden size (activations between the pieces; tensor parallelism divides about 70 % of it), and
+# for MoE layers the fused-MoE workspace (tokens x experts per token x the expert width, split by TP). Fitted
+# (least squares on the log ratio) on the 87 public starts of vLLM 0.19 - 0.31 that print the estimate (not
+# eager, not ROCm, not hybrid, not Gemma-4, no LoRA or drafter; benchmarks/data/*startup-logs*.jsonl
+# `cudagraph_estimate_gib`: 0.13 GiB for Qwen2.5-Coder-7B at --max-num-seqs 32 up to 2.39 GiB for Qwen2.5-72B at
+# 1,024): median error 11 % (dense 75 starts 11 %, MoE 12 starts 30 %), 9.5 % leaving each publisher out in
+# turn; the constant-plus-per-layer figure before it (estimate_cudagraph, kept for ROCm, whose pinned hipGraph
+# memory was fitted beside it) was 68 % off them.
+GRAPH_ESTIMATE_BASE = int(0.0885 * GIB)
+GRAPH_ESTIMATE_PER_GRAPH_LAYER = int(0.0838 * MIB)
+GRAPH_ESTIMATE_RESIDUAL = 0.0631  # bytes per token x layer x hidden unit of the second-largest size, per graph
+GRAPH_ESTIMATE_RESIDUAL_TP_SPLIT = 0.7  # the share of it tensor parallelism divides
+GRAPH_ESTIMATE_MOE = 1.07  # bytes per token x expert per token x expert width (per TP rank), per graph
+
+
+def profiled_cudagraph(*, hidden_size: int, layers_on_rank: int, tp: int, max_num_seqs: int,
+                       max_num_batched_tokens: int, moe_topk: int = 0, moe_width: int = 0,
+                       ceiling: int = 512) -> MemoryTerm:
+    """vLLM's profiled CUDA-graph estimate for the default capture sizes and FULL_AND_PIECEWISE mode."""
+    piecewise = default_capture_sizes(max_num_seqs, max_num_batched_tokens, ceiling=ceiling)
+    full = [s for s in piecewise if s <= max_num_seqs]
+    rest = sum((len(sizes) - 1) * sizes[-2] for sizes in (piecewise, full) if len(sizes) > 1)
+    tp = max(tp, 1)
+    split = 1 - GRAPH_ESTIMATE_RESIDUAL_TP_SPLIT + GRAPH_ESTIMATE_RESIDUAL_TP_SPLIT / tp
+    total = (GRAPH_ESTIMATE_BASE + GRAPH_ESTIMATE_PER_GRAPH_LAYER * (len(piecewise) + len(full)) * layers_on_rank
+             + GRAPH_ESTIMATE_RESIDUAL * rest * layers_on_rank * hidden_size * split
+             + GRAPH_ESTIMATE_MOE * rest * moe_topk * moe_width / tp)
+    top = piecewise[-1] if piecewise else 0
+    return MemoryTerm(bytes=int(total), source="estimated",
+                      note=f"vLLM's CUDA-graph estimate: {len(piecewise)} piecewise + {len(full)} full graphs "
+                           f"(capture sizes up to {top}, set by --max-num-seqs {max_num_seqs})")
 
 
 def rocm_hipgraph_pinned(*, pieces: int, max_num_seqs: int, max_num_batched_tokens: int) -> MemoryTerm:

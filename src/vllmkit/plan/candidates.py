@@ -56,6 +56,8 @@ class Candidate:
     rank: tuple[float, ...]
     settings: EngineSettings
     listed: bool = True  # shown among the alternatives (not: fits only at a context nobody would use)
+    # vLLM's default max_num_seqs and the context it left (0: none), where the plan lowered it (fewer_sequences)
+    seqs_lowered_from: tuple[int, int] | None = None
 
 
 def batch_defaults(profile, rules: VersionRules, world_size: int) -> tuple[int, int]:
@@ -487,17 +489,29 @@ def _variant_candidates(req: PlanRequest, variant: Variant, base: Variant, profi
         if extra_after_fit < 0:
             break
         settings = engine_settings(req, profile, rules, kv_dtype, variant.arch, tp, pp, calibration, env, draft)
-        prep = prepare_candidate(variant, tp, pp, settings, rules)
-        if auto_fit:
-            ev = at_length(prep, min(target_len, native), True)
-        elif min_conc_for_fit > 0:
-            ev = fit_context(prep, native, min_conc_for_fit, min_len)
-        else:
-            ev = at_length(prep, target_len)
+
+        def evaluate(settings: EngineSettings, tp: int = tp, pp: int = pp) -> Evaluation:
+            prep = prepare_candidate(variant, tp, pp, settings, rules)
+            if auto_fit:
+                return at_length(prep, min(target_len, native), True)
+            if min_conc_for_fit > 0:
+                return fit_context(prep, native, min_conc_for_fit, min_len)
+            return at_length(prep, target_len)
+
+        ev = evaluate(settings)
         # useful: fits, and when the planner chooses the context, a context of at least
         # min(native, 16K) with min_concurrency requests of that length
         floor = min(native, CONTEXT_FLOOR) if min_conc_for_fit > 0 else 0
         useful = ev.fits and ev.max_model_len >= floor
+        lowered_from = None
+        if not useful and req.max_num_seqs is None and floor > 0:
+            # only where the plan chooses the context: a context (or KV size) the user fixed is checked as vLLM
+            # would start it, with its default sequences
+            fewer = fewer_sequences(settings, evaluate, floor, ev)
+            if fewer is not None:
+                lowered_from = (settings.max_num_seqs, ev.max_model_len if ev.fits else 0)
+                settings, ev = fewer
+                useful = ev.fits and ev.max_model_len >= floor
         key = rank(useful=useful, fits=ev.fits, label=variant.label, base_weight_bytes=base.weight_bytes,
                    gpus=tp * pp, max_model_len=ev.max_model_len, profile=profile,
                    gpu_count_given=bool(req.gpu_count), short_bytes=-ev.budget.kv_cache.bytes)
@@ -506,10 +520,41 @@ def _variant_candidates(req: PlanRequest, variant: Variant, base: Variant, profi
             # alternatives); the precision order only chooses among siblings of a 16-bit model
             key = (key[0], 0 if variant is base else 1, *key[1:])
         # a row that fits only at a context below the floor is noise in the alternatives table
-        candidates.append(Candidate(variant, ev, allowed, why, key, settings, listed=useful or not ev.fits))
+        candidates.append(Candidate(variant, ev, allowed, why, key, settings, listed=useful or not ev.fits,
+                                    seqs_lowered_from=lowered_from))
         if useful and not req.gpu_count:
             extra_after_fit -= 1
     return candidates
+
+
+# --max-num-seqs values the plan tries, largest first, where vLLM's default leaves no usable context: the default
+# (256, or 1,024 on GPUs of 70 GiB and more) sets how many CUDA graphs vLLM captures -- and, from 0.20, charges
+# to the KV budget (estimate/memory.py profiled_cudagraph) -- and how many rows the profile's dummy sampler holds
+FEWER_SEQS = (256, 128, 64)
+
+
+def fewer_sequences(settings: EngineSettings, evaluate: Callable[[EngineSettings], Evaluation], floor: int,
+                    current: Evaluation) -> tuple[EngineSettings, Evaluation] | None:
+    """The largest of FEWER_SEQS below vLLM's default max_num_seqs at which the candidate fits a context of at least
+    `floor`, else the smallest if it fits a longer context than `current` (the default's), with its evaluation;
+    None otherwise, or where the sequences do not change the budget (a CPU, a fixed KV size)."""
+    if settings.device not in ("cuda", "rocm") or settings.kv_cache_memory_bytes is not None:
+        return None
+    budget = current.budget
+    if not current.fits and -budget.kv_cache.bytes > budget.activation.bytes + budget.cudagraph.bytes:
+        return None  # short by more than fewer sequences can free
+    last = None
+    for seqs in FEWER_SEQS:
+        if seqs >= settings.max_num_seqs:
+            continue
+        fewer = replace(settings, max_num_seqs=seqs)
+        ev = evaluate(fewer)
+        if ev.fits and ev.max_model_len >= floor:
+            return fewer, ev
+        last = (fewer, ev)
+    if last is not None and last[1].fits and (not current.fits or last[1].max_model_len > current.max_model_len):
+        return last
+    return None
 
 
 def choose(candidates: list[Candidate]) -> Candidate:
@@ -565,14 +610,14 @@ ROCM_LISTED_TARGETS = ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1101", "gfx1
 
 
 # Public starts on unified-memory GPUs got less KV cache than the plan's terms leave: by 1.32, 1.68, 1.73, 1.80,
-# 2.62, 3.09 and 6.38 GiB (GB10 on vLLM 0.11 - 0.27 and a Jetson AGX Thor on 0.10.2; benchmarks/accuracy.py rows
+# 2.62, 3.09 and 5.60 GiB (GB10 on vLLM 0.11 - 0.27 and a Jetson AGX Thor on 0.10.2; benchmarks/accuracy.py rows
 # arm-dgxspark-mistral7b-gptq, dgx-spark-notes-..., gb10-gpt-oss-20b-..., gb10-qwen3-30b-a3b-fp8-..., jetson-thor-...,
 # r45-adadrag-... and gb10-qwen38-27b-bf16-...), and by 0.54 GiB on one 1.5B model run eager. There vLLM's memory
 # snapshot reads free memory system-wide (psutil's available memory on an integrated GPU, 0.32 vllm/utils/
 # mem_utils.py MemorySnapshot.measure), so host memory the engine's processes take while it loads and profiles
-# counts as non-torch memory. The size varies too much from log to log (0.5 - 6.4 GiB) for a term of the plan, so
+# counts as non-torch memory. The size varies too much from log to log (0.5 - 5.6 GiB) for a term of the plan, so
 # the plan says so instead (round 43).
-UNIFIED_MEMORY_SHORTFALL_GIB = (1.3, 6.4, 1.8)  # (low, high, median) of the seven logs above
+UNIFIED_MEMORY_SHORTFALL_GIB = (1.3, 5.6, 1.8)  # (low, high, median) of the seven logs above
 
 
 def unified_memory_warning(profile) -> str | None:

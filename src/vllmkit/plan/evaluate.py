@@ -30,6 +30,7 @@ from vllmkit.estimate.memory import (
     gdn_graph_profile_transient,
     graph_capture_headroom,
     kv_budget,
+    profiled_cudagraph,
     rocm_hipgraph_pinned,
     sampler_peak_non_torch_credit,
     unbudgeted_graph_capture,
@@ -608,7 +609,19 @@ def stage_budget(
                                note=f"vLLM {rules.version} counts CUDA-graph memory on CUDA only (ROCm from 0.24)")
     else:
         layers = splitting_layers(arch, layers_on_stage)
-        cudagraph = settings.calibrated.get("cudagraph") or estimate_cudagraph(layers)
+        if settings.device == "cuda":
+            moe = arch.moe
+            # 1,024 on compute capability 10.x from 0.32 (estimate/perf.py max_graph_tokens)
+            sm100 = settings.compute_capability is not None and 10.0 <= settings.compute_capability < 11.0
+            estimate = profiled_cudagraph(
+                hidden_size=arch.hidden_size, layers_on_rank=layers_on_stage, tp=tp,
+                max_num_seqs=settings.max_num_seqs, max_num_batched_tokens=settings.max_num_batched_tokens,
+                moe_topk=moe.experts_per_token if moe is not None else 0,
+                moe_width=(moe.moe_intermediate_size or arch.intermediate_size or 0) if moe is not None else 0,
+                ceiling=1024 if sm100 and rules.key >= (0, 32, 0) else 512)
+        else:
+            estimate = estimate_cudagraph(layers)
+        cudagraph = settings.calibrated.get("cudagraph") or estimate
         if settings.extensible_kv_cache and "cudagraph" not in settings.calibrated:
             cudagraph = MemoryTerm(bytes=cudagraph.bytes, source=cudagraph.source,
                                    note="CUDA graph pool, captured before the extensible KV cache is sized")

@@ -46,6 +46,11 @@ def _reasons(chosen: Candidate, profile, candidates: list[Candidate]) -> list[st
                    f"context; TP={ev.tp} PP={ev.pp} is the smallest that gives a usable one")
     if profile.vendor == "amd" and chosen.variant.label == "fp8":
         out.append("MI300-class GPUs run FP8 natively (e4m3fnuz); AWQ/GPTQ kernels are CUDA-first")
+    if chosen.seqs_lowered_from is not None:
+        default, short = chosen.seqs_lowered_from
+        left = f"leaves only a {short:,}-token context" if short else "leaves no room for the KV cache"
+        out.append(f"--max-num-seqs {chosen.settings.max_num_seqs}: at vLLM's default ({default}) the memory the "
+                   f"CUDA graphs and the sampler's profile take for that many sequences {left}")
     out.append(f"context {ev.max_model_len:,} tokens leaves {ev.capacity.max_concurrency:.2f} concurrent requests of that length")
     return out
 

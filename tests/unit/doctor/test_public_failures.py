@@ -189,6 +189,11 @@ EXPECTED = {
     "r57-idx29156490496-4xrtxpro6000-maxq-glm47-nvfp4-tp4-util090-v0151-sampler-warmup-oom-fail": "cuda-oom",
     # collected-startup-logs-58: a negative KV budget at utilization 0.45 ("Available KV cache memory: -1.1 GiB")
     "r58-idx53295442762-a100pcie-qwen35-35b-a3b-fp8-len2048-util045-v0190-negative-kv-fail": "no-kv-memory",
+    # collected-startup-logs-59: one hybrid model on an L40S, first too little KV for 131,072 tokens, then 184 Mamba
+    # cache blocks for the default 256 sequences
+    "r59-idx61942353725-l40s-qwen38-27b-fp8-len131072-util086-v0260-kv704-fail": "kv-cache-too-small",
+    "r59-idx61942353725-l40s-qwen38-27b-fp8-len131072-util090-seqs256-v0260-kv882-mamba-blocks-fail":
+    "mamba-cache-blocks",
 }
 
 NO_ERROR_TEXT = {
@@ -272,6 +277,9 @@ NO_ERROR_TEXT = {
     "in the reporter's words",
     "r57-idx59827454839-rtx5080-wsl2-qwen25-3b-instruct-default-util092-v0260-free-mem-refusal-fail": "the refusal "
     "for free memory in the author's words ('the server refuses to start'), vLLM's message not quoted",
+    "r59-idx53648447805-rtx4070super-mistral7b-v03-fp8-len32768-util085-v0151-kv241-fail": "a table cell in the "
+    "author's words ('ERROR: ValueError — Insufficient KV cache. Required 4.0 GiB, available 2.41 GiB'), not vLLM's "
+    "message",
 }
 
 

@@ -26,7 +26,9 @@ def test_closest_is_the_least_short_option() -> None:
     assert plan.parallel.tensor_parallel_size == 2
     assert plan.model.quantization == "awq"
     short = -plan.memory.kv_cache_bytes
-    assert 0 < short < 1 * GIB  # AWQ on two L4s: within a GiB, the others are tens of GiB short
+    # AWQ on two L4s: within 1.5 GiB (vLLM >= 0.20 charges its CUDA-graph estimate, ~1.4 GiB for 80 layers of
+    # 8,192 at 256 sequences), the others are tens of GiB short
+    assert 0 < short < 1.5 * GIB
     err = does_not_fit_error(plan)
     assert err is not None
     # already quantized: the hint does not offer a quantized variant, and asks for twice the GPUs given

@@ -59,7 +59,7 @@ def test_each_candidate_is_prepared_once(monkeypatch: pytest.MonkeyPatch) -> Non
     real_prepare, real_eval = cand_module.prepare_candidate, cand_module.evaluate_candidates
 
     def counting_prepare(variant, tp, pp, settings, rules):
-        prepared.append((tp, pp))
+        prepared.append((variant.label, tp, pp, settings.max_num_seqs))
         return real_prepare(variant, tp, pp, settings, rules)
 
     def counting_eval(*args, **kwargs):
@@ -71,7 +71,9 @@ def test_each_candidate_is_prepared_once(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr("vllmkit.plan.service.evaluate_candidates", counting_eval)
     plan = build_plan(PlanRequest(model="Qwen/Qwen3-32B", source="catalog", gpu="l40s"), ENV)
     assert plan.fits
-    assert evaluated and len(prepared) == evaluated[0]
+    # once per candidate, and once per lower --max-num-seqs tried where the default leaves no usable context
+    # (candidates.fewer_sequences): never twice the same
+    assert evaluated and len(prepared) >= evaluated[0] and len(set(prepared)) == len(prepared)
 
 
 @pytest.mark.parametrize(("model", "gpu_name"), [("Qwen/Qwen3-32B", "l40s"), ("meta-llama/Llama-3.1-70B-Instruct", "h100")])
