@@ -83,6 +83,7 @@ class LogFacts(BaseModel):
     max_concurrency: float | None = None
     concurrency_tokens_per_request: int | None = None
     graph_memory_bytes: int | None = None
+    graph_estimate_bytes: int | None = None  # "Estimated CUDA graph memory: X GiB total" (0.19+)
     graph_capture_seconds: float | None = None
     init_engine_seconds: float | None = None
     auto_fit_max_model_len: int | None = None
@@ -401,6 +402,7 @@ SETTERS: dict[str, _Setter] = {
     "max_concurrency": _max_concurrency,
     "gpu_blocks": _set("num_gpu_blocks", "blocks", to_int),
     "graph_captured": _graphs,
+    "cudagraph_profiled": _first("graph_estimate_bytes", "gib", gib_to_bytes),
     "init_engine": _set("init_engine_seconds", "secs", to_float),
     "server_started": _server_started,
     "listen": _first("port", "port", to_int),

@@ -152,6 +152,9 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("cudagraph_estimate", rf"CUDA graph pool memory: (?P<actual>{FLT}) GiB \(actual\), (?P<est>{FLT}) GiB \(estimated\)",
        "v1/worker/gpu_worker.py: 'CUDA graph pool memory: %s GiB (actual), %s GiB (estimated), difference: ...'",
        "0.2x+ (GPU)"),
+    _p("cudagraph_profiled", rf"Estimated CUDA graph memory: (?P<gib>{FLT}) GiB(?: total)?",
+       "v1/worker/gpu_model_runner.py profile_cudagraph_memory: 'Estimated CUDA graph memory: %.2f GiB total' "
+       "(taken off the KV budget from 0.20; printed, not taken, in 0.19)", "0.19+ (GPU)"),
     _p("kv_capacity",
        rf"(?P<pool>[A-Z]+(?: \+ host)?) KV cache size: (?P<tokens>{NUM}) tokens, Maximum concurrency for "
        rf"(?P<per_req>{NUM}) tokens per request: (?P<x>{FLT})x",
@@ -456,6 +459,7 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "memory_summary": ("on startup. Desired",),
     "extensible_kv_disabled": ("extensible KV cache",),
     "cudagraph_estimate": ("CUDA graph pool memory",),
+    "cudagraph_profiled": ("Estimated CUDA graph memory",),
     "kv_capacity": ("KV cache size",),
     "kv_tokens": ("KV cache size",),
     "max_concurrency": ("Maximum concurrency",),
