@@ -66,7 +66,10 @@ def held() -> dict[str, dict]:
 # the file's .md), left out of the tests that check a rule on its own evidence. collected-bench-results-44 (ids
 # "b44-"): one publisher's four MI100s running GPTQ checkpoints on a community 0.20 dev build, decoding 43.5 % slower
 # than modelled at the median, a fixed per-step cost of that machine the model lacks
-LATER_FILES = {"collected-bench-results-44.jsonl": "b44-"}
+# ... collected-bench-results-59 ("b59-", round 52): Sequrity's gpt-oss-20b on one H100 through a client that times only
+# the answer's chunks; blind, the fitted MXFP4 upcast rate replays it better than the dense rate on every metric, by less
+# on TTFT (30.4 -> 29.3 %) than on the runs the rate was chosen on
+LATER_FILES = {"collected-bench-results-44.jsonl": "b44-", "collected-bench-results-59.jsonl": "b59-"}
 
 
 def chosen_on(cases: list) -> list:
@@ -254,7 +257,8 @@ def test_held_out_hopper_mxfp4_runs_prefill_at_the_fitted_upcast_rate(held_out_s
     it Anyscale's long prompts interleaved with decodes that the model already makes too slow, moves 18.0 -> 20.4 %."""
     from dataclasses import replace
 
-    runs = [c for c, _, _ in held_out_scored[0] if pa.mxfp4_upcast(c.perf.model)]
+    every = [c for c, _, _ in held_out_scored[0] if pa.mxfp4_upcast(c.perf.model)]
+    runs = chosen_on(every)
     assert len(runs) >= 30 and len({c.source for c in runs}) >= 2
     dense = replace(pa.FITTED_EFFICIENCY, mxfp4_upcast_compute=1.0)
     assert pa.FITTED_EFFICIENCY.mxfp4_upcast_compute < 0.8
@@ -264,6 +268,11 @@ def test_held_out_hopper_mxfp4_runs_prefill_at_the_fitted_upcast_rate(held_out_s
     assert fitted["ttft"] < 0.85 * without["ttft"]
     assert fitted["throughput"] <= without["throughput"]
     assert fitted["tpot"] < without["tpot"] + 0.03
+    # the runs collected after it (LATER_FILES), blind: no metric worse at the fitted rate
+    later = [c for c in every if c not in runs]
+    assert later
+    without, fitted = median_errors(later, dense), median_errors(later)
+    assert all(fitted[m] <= without[m] for m in ("ttft", "throughput", "tpot"))
 
 
 def test_held_out_rocm_fp8_runs_prefill_slower_than_the_h200_fp8_rate(held_out_scored, monkeypatch) -> None:
