@@ -169,6 +169,12 @@ def _gpu(m: Measurement, parsed: ParsedLog) -> None:
         m.total_bytes = m.total_bytes or _gib(_g(budget, "total"))
     estimate = parsed.first("cudagraph_estimate")
     cg_estimate = _gib(_g(estimate, "est")) if estimate else None
+    if cg_estimate is None and facts.graph_estimate_bytes is not None:
+        # "Estimated CUDA graph memory: X GiB total" (gpu_model_runner.py profile_cudagraph_memory): what the budget
+        # took from 0.20 (0.19 prints it without taking it)
+        key = _version_key(facts.vllm_version)
+        if key is not None and key >= (0, 20, 0):
+            cg_estimate = facts.graph_estimate_bytes
     summary = parsed.first("memory_summary")
     profile = parsed.first("v1_profile")
     v0_results = parsed.first("v0_profile_results", _v0_results)

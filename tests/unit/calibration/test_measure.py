@@ -68,6 +68,26 @@ def test_032_summary_without_estimate_line_uses_the_capture() -> None:
     assert m.activation_bytes == g(2.98) - g(0.52)
 
 
+def test_the_profiled_estimate_line_gives_the_graph_term_from_0_20() -> None:
+    """Without the pool line, the "Estimated CUDA graph memory: X GiB total" line (gpu_model_runner.py
+    profile_cudagraph_memory) is the figure the 0.20+ budget took, the one the printed peak holds; 0.19 prints it
+    without taking it, so the capture stays the graph term there."""
+    estimate = ("(Worker pid=7) INFO 11-29 10:00:00 [gpu_model_runner.py:6475] Estimated CUDA graph memory: 0.48 GiB "
+                "total\n")
+    banner = "(APIServer pid=1) INFO 11-29 09:58:00 [api_server.py:1351] vLLM API server version {}\n"
+    rest = SUMMARY_032.split("\n", 1)[1]
+    m = run(banner.format("0.32.0") + WEIGHTS_LINE + estimate + rest)
+    assert m.cudagraph_bytes == g(0.48) and m.activation_bytes == g(2.98) - g(0.48)
+    # the profiling line of 0.19 (utils/mem_utils.py MemoryProfilingResult.__repr__): the estimate is not a term there
+    profile = ("(Worker pid=7) INFO 11-29 10:00:00 [gpu_worker.py:300] Memory profiling takes 5.01 seconds. Total non KV "
+               "cache memory: 19.50GiB; torch peak memory increase: 2.98GiB; non-torch forward increase memory: 1.26GiB; "
+               "weights memory: 15.26GiB.\n")
+    m = run(banner.format("0.19.1") + WEIGHTS_LINE + estimate + profile)
+    assert m.cudagraph_bytes is None and m.activation_bytes == g(19.50) - g(15.26) - g(1.26)
+    m = run(banner.format("0.20.0") + WEIGHTS_LINE + estimate + profile)
+    assert m.cudagraph_bytes == g(0.48)
+
+
 def test_v0_split_line_from_a_public_log() -> None:
     m = run(quote("blog-a800-qwen25vl-7b-tp4-lora"))
     # "model weights take 4.03GiB; non_torch_memory takes 1.39GiB; PyTorch activation peak memory takes 0.32GiB"
