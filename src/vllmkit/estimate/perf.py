@@ -695,8 +695,14 @@ def max_graph_tokens(max_num_seqs: int, max_num_batched_tokens: int, *, sm100: b
     max_num_batched_tokens). 0 for the V0 engine (< 0.8), whose batch effects the fit carries."""
     if vllm_version is not None and vllm_version < (0, 8, 0):
         return 0
-    top = 1024 if sm100 and (vllm_version is None or vllm_version >= (0, 32, 0)) else 512
+    top = graph_capture_ceiling(sm100=sm100, vllm_version=vllm_version)
     return max(min(2 * max_num_seqs, top, max_num_batched_tokens), 1)
+
+
+def graph_capture_ceiling(*, sm100: bool, vllm_version: tuple[int, int, int] | None) -> int:
+    """The most tokens vLLM's default CUDA-graph sizes reach (config/vllm.py _set_cudagraph_sizes): 512, 1,024 on
+    compute capability 10.x from 0.32 (no version: the newest)."""
+    return 1024 if sm100 and (vllm_version is None or vllm_version >= (0, 32, 0)) else 512
 
 
 def eager_stage_seconds(stage_s: float, layers: int, dispatch_s: float) -> float:

@@ -42,6 +42,7 @@ from vllmkit.estimate.multimodal import (
     tower_modalities,
     v0_multimodal_profile,
 )
+from vllmkit.estimate.perf import graph_capture_ceiling
 from vllmkit.estimate.specs import ModelSpecs, build_specs, mamba_state_bytes, pp_layer_ranges
 from vllmkit.estimate.speculative import draft_token_count
 from vllmkit.estimate.weights import LoadGrowth, WeightSplit, split_weights
@@ -611,14 +612,13 @@ def stage_budget(
         layers = splitting_layers(arch, layers_on_stage)
         if settings.device == "cuda":
             moe = arch.moe
-            # 1,024 on compute capability 10.x from 0.32 (estimate/perf.py max_graph_tokens)
             sm100 = settings.compute_capability is not None and 10.0 <= settings.compute_capability < 11.0
             estimate = profiled_cudagraph(
                 hidden_size=arch.hidden_size, layers_on_rank=layers_on_stage, tp=tp,
                 max_num_seqs=settings.max_num_seqs, max_num_batched_tokens=settings.max_num_batched_tokens,
                 moe_topk=moe.experts_per_token if moe is not None else 0,
                 moe_width=(moe.moe_intermediate_size or arch.intermediate_size or 0) if moe is not None else 0,
-                ceiling=1024 if sm100 and rules.key >= (0, 32, 0) else 512)
+                ceiling=graph_capture_ceiling(sm100=sm100, vllm_version=rules.key))
         else:
             estimate = estimate_cudagraph(layers)
         cudagraph = settings.calibrated.get("cudagraph") or estimate
