@@ -187,7 +187,7 @@ BENCH_FILES = ("collected-bench-results.jsonl", "collected-bench-results-2.jsonl
                "collected-bench-results-53.jsonl", "collected-bench-results-54.jsonl",
                "collected-bench-results-55.jsonl", "collected-bench-results-56.jsonl",
                "collected-bench-results-57.jsonl", "collected-bench-results-58.jsonl",
-               "collected-bench-results-59.jsonl")
+               "collected-bench-results-59.jsonl", "collected-bench-results-60.jsonl")
 STARTUP_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jsonl", "collected-startup-logs-4.jsonl",
                  "collected-startup-logs-5.jsonl", "collected-startup-logs-6.jsonl", "collected-startup-logs-7.jsonl",
                  "collected-startup-logs-8.jsonl", "collected-startup-logs-9.jsonl", "collected-startup-logs-10.jsonl",
@@ -215,7 +215,7 @@ STARTUP_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jso
                  "collected-startup-logs-54.jsonl", "collected-startup-logs-55.jsonl",
                  "collected-startup-logs-56.jsonl", "collected-startup-logs-57.jsonl",
                  "collected-startup-logs-58.jsonl", "collected-startup-logs-59.jsonl",
-                 "collected-startup-logs-60.jsonl")
+                 "collected-startup-logs-60.jsonl", "collected-startup-logs-61.jsonl")
 
 
 def main() -> int:

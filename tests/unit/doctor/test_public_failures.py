@@ -194,6 +194,13 @@ EXPECTED = {
     "r59-idx61942353725-l40s-qwen38-27b-fp8-len131072-util086-v0260-kv704-fail": "kv-cache-too-small",
     "r59-idx61942353725-l40s-qwen38-27b-fp8-len131072-util090-seqs256-v0260-kv882-mamba-blocks-fail":
     "mamba-cache-blocks",
+    # collected-startup-logs-61 (round 53): vLLM's negative KV line (quoted as printed, with the author's arrows);
+    # a Red Hat report's table cell quoting vLLM's "-1.49 GiB" and "No available memory for the cache blocks";
+    # a sleep-mode start whose cumem allocator ran out of memory after sizing ("torch.OutOfMemoryError")
+    "r61-idx55890839373-t4-timesliced-llama32-3b-fp16-util044-est048-kvneg093-fail": "no-kv-memory",
+    "r61-idx66923849123-4xl40s-nebius-qwen35-122b-a10b-fp8dyn-tp4-len1010000-util090-seqs4-mnbt65536-eager-lmonly-"
+    "rhai341-kvneg149-fail": "no-kv-memory",
+    "r61-idx62020956495-a10-modal-gemma4-12b-qat-sleepmode-len16384-util092-kv1377-cumem-oom-fail": "cuda-oom",
 }
 
 NO_ERROR_TEXT = {
