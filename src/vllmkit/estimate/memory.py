@@ -35,8 +35,28 @@ NON_TORCH_ROCM_EXTRA = 256 * MIB  # HIP runtime / hipBLASLt workspaces
 # same for every model and TP size (the workspace's three buffers at 512 MiB each, sglang#18341's
 # address stride for this API, plus what 0.18 added to the profiling window: CUDA-graph capture).
 # 0.17 itself: the three buffers (1.5 GiB). Older logs have no such term (0.10.2 H200 TP=2, 0.11-era H100).
-FUSION_WORKSPACE_NON_TORCH = int(1.85 * 1024) * MIB  # vLLM >= 0.18, measured
+FUSION_WORKSPACE_NON_TORCH = int(1.85 * 1024) * MIB  # vLLM 0.18 - 0.21, measured
 FUSION_WORKSPACE_0_17 = 3 * 512 * MIB  # vLLM 0.17: three buffers at the multicast granularity
+# What the 0.18 - 0.21 figure holds besides the three 512 MiB buffers (measured 1.85 GiB, above): kept from 0.22
+# on, where the buffers themselves shrink (below); no public log of 0.22+ on an NVSwitch fabric prints its
+# non-torch memory to say otherwise.
+FUSION_REST_NON_TORCH = FUSION_WORKSPACE_NON_TORCH - FUSION_WORKSPACE_0_17
+# From vLLM 0.22 the pinned FlashInfer (0.6.11.post2; 0.6.12 in 0.23 - 0.24, 0.6.13 in 0.25, read in the wheels'
+# METADATA) allocates the workspace through PyTorch's symmetric memory (flashinfer/comm/torch_symmetric_memory.py
+# _alloc_symm_buffer_bytes -> torch symm_mem.empty), which rounds an allocation up to the CUDA allocation
+# granularity (CUDASymmetricMemoryAllocator::alloc, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED: 2 MiB), not to the
+# 512 MiB multicast granularity FlashInfer's own SymmDeviceMemory used (flashinfer 0.6.6 - 0.6.8 comm/mnnvl.py).
+# The buffers are sized by the largest message the fusion takes (vllm compilation/passes/fusion/
+# allreduce_rms_fusion.py: max_token_num = min(FI_ALLREDUCE_FUSION_MAX_SIZE_MB[cc][tp] / (hidden x dtype),
+# max_num_batched_tokens)); from 0.25 vLLM picks FlashInfer's MNNVL backend on a single node
+# (device_communicators/flashinfer_all_reduce.py _resolve_fi_ar_backend), one buffer of three Lamport slots.
+FUSION_SYMM_GRANULE = 2 * MIB
+FUSION_MAX_SIZE_MIB = {  # vllm allreduce_rms_fusion.py FI_ALLREDUCE_FUSION_MAX_SIZE_MB (0.19.1 - 0.27.1)
+    9.0: {2: 64, 4: 2, 8: 0.5},
+    10.0: {2: 64, 4: 32, 8: 1},
+    10.3: {2: 64, 4: 64, 8: 2},
+}
+MNNVL_ONE_SHOT_BYTES = 64 * 1024 * 8 * 2  # flashinfer comm/trtllm_mnnvl_ar.py MNNVL_ONE_SHOT_THRESHOLD
 
 ACT_HIDDEN_FACTOR = 4  # live hidden-size bf16 buffers (residual, norm out, attn out …) per token
 ACT_INTER_FACTOR = 3  # gate_up output (2 x intermediate) + activation output (1 x) per token, bf16
@@ -174,16 +194,61 @@ def estimate_non_torch(tp: int, pp: int, vendor: str, *, v0: bool = False, conte
 
 
 def allreduce_fusion_non_torch(*, tp: int, pp: int, dp: int, compute_capability: float | None,
-                               version: tuple[int, int, int], multicast: bool) -> int:
+                               version: tuple[int, int, int], multicast: bool, hidden_size: int = 0,
+                               dtype_bytes: int = 2, max_num_batched_tokens: int = 8192) -> int:
     """Bytes the all-reduce + RMSNorm fusion workspace costs a TP rank outside PyTorch (0 where vLLM
-    does not build it). The caller rules out --enforce-eager and a missing FlashInfer."""
-    if tp < 2 or pp != 1 or dp != 1 or not multicast or compute_capability is None or version < (0, 17, 0):
+    does not build it). The caller rules out --enforce-eager and a missing FlashInfer. From 0.21 the fusion
+    is on with PP or DP > 1 too (vllm/config/vllm.py enable_allreduce_rms_fusion: the 0.20 wheel's TP-PP / TP-DP
+    exclusions are gone in 0.21's); each TP group builds its own workspace."""
+    if tp < 2 or not multicast or compute_capability is None or version < (0, 17, 0):
+        return 0
+    if version < (0, 21, 0) and (pp != 1 or dp != 1):
         return 0
     cc = round(compute_capability, 1)
     # 0.17 checks is_device_capability(100); 0.19 the whole 10.x family (B200, GB200, B300)
     if not (cc == 9.0 or cc == 10.0 or (10.0 < cc < 11.0 and version >= (0, 19, 0))):
         return 0
-    return FUSION_WORKSPACE_0_17 if version < (0, 18, 0) else FUSION_WORKSPACE_NON_TORCH
+    if _fusion_max_mib(cc, tp) is None:
+        return 0  # no message size for this TP size: vLLM skips the fusion ("not supported for world size")
+    if version < (0, 18, 0):
+        return FUSION_WORKSPACE_0_17
+    if version < (0, 22, 0) or hidden_size <= 0:
+        return FUSION_WORKSPACE_NON_TORCH
+    return FUSION_REST_NON_TORCH + fusion_symm_workspace(
+        tp=tp, compute_capability=cc, version=version, hidden_size=hidden_size, dtype_bytes=dtype_bytes,
+        max_num_batched_tokens=max_num_batched_tokens)
+
+
+def _fusion_max_mib(compute_capability: float, tp: int) -> float | None:
+    """The largest all-reduce message (MiB) the fusion takes at this TP size, None where vLLM has no size."""
+    family = 10.0 if 10.0 <= compute_capability < 10.3 else compute_capability
+    return FUSION_MAX_SIZE_MIB.get(round(family, 1), {}).get(tp)
+
+
+def fusion_symm_workspace(*, tp: int, compute_capability: float, version: tuple[int, int, int], hidden_size: int,
+                          dtype_bytes: int, max_num_batched_tokens: int) -> int:
+    """The fusion workspace from vLLM 0.22 (FlashInfer's buffers in PyTorch symmetric memory, 2 MiB granules): the
+    TRT-LLM backend's three buffers (0.22 - 0.24: flashinfer comm/trtllm_ar.py
+    trtllm_create_ipc_workspace_for_all_reduce_fusion: tp x tokens x hidden x 2 B, the barrier flags, three
+    Lamport copies of the message), the MNNVL backend's one (0.25+: comm/trtllm_mnnvl_ar.py
+    MNNVLAllReduceFusionWorkspace, three Lamport slots of the larger of the one-shot and two-shot message)."""
+    max_mib = _fusion_max_mib(compute_capability, tp)
+    if max_mib is None:
+        return 0
+    tokens = min(int(max_mib * MIB) // (hidden_size * dtype_bytes), max_num_batched_tokens)
+
+    def granules(size: int) -> int:
+        return -(-size // FUSION_SYMM_GRANULE) * FUSION_SYMM_GRANULE
+
+    lamport_elem = 4 if dtype_bytes == 4 else 2  # use_fp32_lamport for float32 models
+    if version < (0, 25, 0):
+        message = tp * tokens * hidden_size * 2
+        lamport = 3 * min(tp * tokens * hidden_size * lamport_elem, 2147483647 & ~((1 << 21) - 1))
+        return granules(message) + granules(tp * 256 * 4) + granules(lamport)
+    one_shot_tokens = min(MNNVL_ONE_SHOT_BYTES // (tp * dtype_bytes * hidden_size), tokens)
+    one_shot = one_shot_tokens * hidden_size * tp * dtype_bytes
+    two_shot = 2 * -(-tokens // tp) * tp * hidden_size * dtype_bytes
+    return granules(3 * max(one_shot, two_shot))
 
 
 def sampler_bytes_per_element(path: str) -> int:

@@ -509,11 +509,13 @@ def stage_budget(
         tp, pp, settings.vendor, v0=settings.v0_engine, context_charged=device_wide, nvlink=settings.nvlink_peers)
     fusion = allreduce_fusion_non_torch(
         tp=tp, pp=pp, dp=settings.data_parallel_size, compute_capability=settings.compute_capability,
-        version=rules.key, multicast=settings.allreduce_fusion)
+        version=rules.key, multicast=settings.allreduce_fusion, hidden_size=arch.hidden_size,
+        dtype_bytes=arch.dtype_bytes, max_num_batched_tokens=settings.max_num_batched_tokens)
     if fusion and "non_torch" not in settings.calibrated:
         non_torch = MemoryTerm(bytes=non_torch.bytes + fusion, source="estimated",
                                note=f"{non_torch.note} + {fusion / GIB:.2f} GiB of FlashInfer all-reduce fusion "
-                                    "workspace (TP on an NVSwitch fabric, vLLM >= 0.17)")
+                                    "workspace (TP on an NVSwitch fabric, vLLM >= 0.17; 2 MiB symmetric-memory "
+                                    "granules from 0.22)")
     # only the last pipeline stage samples (profile_run: _dummy_sampler_run on get_pp_group().is_last_rank)
     sampler = sampler_path(settings, rules) if last_stage else "none"
     if sampler != "none" and settings.model_runner_v2:

@@ -14,6 +14,7 @@ import pytest
 
 from vllmkit.errors import VllmkitError
 from vllmkit.estimate.memory import (
+    FUSION_REST_NON_TORCH,
     FUSION_WORKSPACE_0_17,
     FUSION_WORKSPACE_NON_TORCH,
     allreduce_fusion_non_torch,
@@ -50,6 +51,9 @@ def test_the_term_is_the_logged_difference_between_tp2_and_tp1() -> None:
         (1, 1, 1, 9.0, (0, 19, 0), True, 0),  # no TP group
         (2, 2, 1, 9.0, (0, 19, 0), True, 0),  # TP with PP: the fusion is disabled (vllm#35426)
         (2, 1, 2, 9.0, (0, 19, 0), True, 0),  # TP with DP: disabled (vllm#34458)
+        (2, 2, 1, 9.0, (0, 20, 0), True, 0),  # the 0.20 wheel still excludes both
+        (2, 2, 1, 9.0, (0, 21, 0), True, FUSION_WORKSPACE_NON_TORCH),  # 0.21's enable_allreduce_rms_fusion: no
+        (2, 1, 2, 9.0, (0, 21, 0), True, FUSION_WORKSPACE_NON_TORCH),  # PP / DP exclusion any more
         (2, 1, 1, 9.0, (0, 19, 0), False, 0),  # PCIe / NVLink-bridge pairs: no multicast, no workspace
         (2, 1, 1, 8.9, (0, 19, 0), True, 0),  # L40S / RTX 4090: capability outside the rule
         (2, 1, 1, 12.0, (0, 32, 0), True, 0),  # RTX PRO 6000 / RTX 5090
@@ -60,6 +64,57 @@ def test_the_term_is_the_logged_difference_between_tp2_and_tp1() -> None:
 def test_where_vllm_builds_the_fusion_workspace(tp, pp, dp, cc, version, multicast, charged) -> None:
     assert allreduce_fusion_non_torch(tp=tp, pp=pp, dp=dp, compute_capability=cc, version=version,
                                       multicast=multicast) == charged
+
+
+MIB = 1 << 20
+
+
+def test_the_workspace_in_symmetric_memory_from_0_22_worked_by_hand() -> None:
+    """From vLLM 0.22 the pinned FlashInfer (0.6.11.post2 / 0.6.12 / 0.6.13, the wheels' METADATA) allocates the
+    fusion workspace with PyTorch's symmetric memory, rounded to the 2 MiB allocation granule
+    (CUDASymmetricMemoryAllocator::alloc), not FlashInfer's own 512 MiB multicast granules (0.6.6 - 0.6.8). Sizes
+    from the sources, for Llama-3.1-8B (hidden 4,096, bf16) on H100s at TP 2 with 8,192 batched tokens:
+    - message cap: FI_ALLREDUCE_FUSION_MAX_SIZE_MB[90][2] = 64 MiB -> 64 MiB / (4,096 x 2 B) = 8,192 tokens,
+      min(8,192, max_num_batched_tokens 8,192) = 8,192;
+    - 0.22 - 0.24, TRT-LLM backend (trtllm_create_ipc_workspace_for_all_reduce_fusion): message buffer 2 x 8,192
+      x 4,096 x 2 B = 128 MiB, flags 2 x 256 x 4 B -> one 2 MiB granule, Lamport 3 x 128 MiB = 384 MiB: 514 MiB;
+    - 0.25+, MNNVL backend (_resolve_fi_ar_backend picks it on one node): one-shot min(1 MiB // (2 x 2 x 4,096)
+      = 64, 8,192) tokens x 4,096 x 2 x 2 B = 1 MiB, two-shot 2 x ceil(8,192 / 2) x 2 x 4,096 x 2 B = 128 MiB;
+      three Lamport slots of the larger: 384 MiB.
+    Beside it the rest of the 0.18 - 0.21 measurement (1.85 GiB - 3 x 512 MiB = 358 MiB) stays."""
+    kw = dict(tp=2, pp=1, dp=1, compute_capability=9.0, multicast=True, hidden_size=4096, dtype_bytes=2,
+              max_num_batched_tokens=8192)
+    assert FUSION_REST_NON_TORCH == 358 * MIB
+    assert allreduce_fusion_non_torch(version=(0, 21, 0), **kw) == FUSION_WORKSPACE_NON_TORCH
+    assert allreduce_fusion_non_torch(version=(0, 22, 0), **kw) == (358 + 514) * MIB
+    assert allreduce_fusion_non_torch(version=(0, 25, 0), **kw) == (358 + 384) * MIB
+    # fewer batched tokens cap the message: 2,048 tokens -> 32 + 2 + 96 MiB (TRT-LLM), 3 x 32 MiB (MNNVL)
+    small = {**kw, "max_num_batched_tokens": 2048}
+    assert allreduce_fusion_non_torch(version=(0, 23, 0), **small) == (358 + 130) * MIB
+    assert allreduce_fusion_non_torch(version=(0, 32, 0), **small) == (358 + 96) * MIB
+
+
+def test_the_workspace_at_tp4_on_hopper_is_a_few_granules() -> None:
+    """Qwen3.6-27B (hidden 5,120, bf16) at TP 4 on H100s: FI_ALLREDUCE_FUSION_MAX_SIZE_MB[90][4] = 2 MiB ->
+    2 MiB / 10,240 B = 204 tokens. MNNVL: one-shot min(1 MiB // (4 x 2 x 5,120) = 25, 204) x 5,120 x 4 x 2 B =
+    1,024,000 B, two-shot 2 x ceil(204 / 4) = 51 x 4 x 5,120 x 2 B = 4,177,920 B; 3 x 4,177,920 = 12,533,760 B ->
+    six 2 MiB granules. TRT-LLM (0.22 - 0.24): 4 x 204 x 5,120 x 2 = 8,355,840 B -> 4 granules, flags 1,
+    Lamport 3 x 8,355,840 = 25,067,520 B -> 12 granules. TP 16 has no size on Hopper (vLLM skips the fusion)."""
+    kw = dict(tp=4, pp=1, dp=1, compute_capability=9.0, multicast=True, hidden_size=5120, dtype_bytes=2,
+              max_num_batched_tokens=8192)
+    assert allreduce_fusion_non_torch(version=(0, 29, 0), **kw) == 358 * MIB + 6 * 2 * MIB
+    assert allreduce_fusion_non_torch(version=(0, 24, 0), **kw) == 358 * MIB + 17 * 2 * MIB
+    assert allreduce_fusion_non_torch(version=(0, 29, 0), **{**kw, "tp": 16}) == 0
+    assert allreduce_fusion_non_torch(version=(0, 19, 0), **{**kw, "tp": 6}) == 0
+
+
+def test_a_tp2_plan_of_0_22_gets_back_what_the_symmetric_memory_saves() -> None:
+    """The same TP-2 H100 plan at 0.21 and 0.22: non-torch memory falls by 1,894 - 872 = 1,022 MiB (above), and
+    the KV cache grows by as much (the two releases charge the other terms alike for this model)."""
+    old = build_plan(_llama(tensor_parallel_size=2, vllm_version="0.21.0", max_num_batched_tokens=8192), ENV)
+    new = build_plan(_llama(tensor_parallel_size=2, vllm_version="0.22.0", max_num_batched_tokens=8192), ENV)
+    assert old.memory.non_torch_bytes - new.memory.non_torch_bytes == 1022 * MIB
+    assert "2 MiB symmetric-memory granules" in new.memory.notes["non_torch"]
 
 
 def test_h100_tp2_available_kv_matches_the_log() -> None:
