@@ -88,7 +88,8 @@ HELD_OUT_FILES = (DATA_DIR / "collected-bench-results-2.jsonl", DATA_DIR / "coll
                   DATA_DIR / "collected-bench-results-53.jsonl", DATA_DIR / "collected-bench-results-54.jsonl",
                   DATA_DIR / "collected-bench-results-55.jsonl", DATA_DIR / "collected-bench-results-56.jsonl",
                   DATA_DIR / "collected-bench-results-57.jsonl", DATA_DIR / "collected-bench-results-58.jsonl",
-                  DATA_DIR / "collected-bench-results-59.jsonl", DATA_DIR / "collected-bench-results-60.jsonl")
+                  DATA_DIR / "collected-bench-results-59.jsonl", DATA_DIR / "collected-bench-results-60.jsonl",
+                  DATA_DIR / "collected-bench-results-61.jsonl")
 
 # model in the run -> catalog entry with the same architecture (same shapes), and how the run's
 # weights differ from it (None: as in the catalog; "fp8-online": 16-bit checkpoint quantized to FP8;

@@ -187,7 +187,8 @@ BENCH_FILES = ("collected-bench-results.jsonl", "collected-bench-results-2.jsonl
                "collected-bench-results-53.jsonl", "collected-bench-results-54.jsonl",
                "collected-bench-results-55.jsonl", "collected-bench-results-56.jsonl",
                "collected-bench-results-57.jsonl", "collected-bench-results-58.jsonl",
-               "collected-bench-results-59.jsonl", "collected-bench-results-60.jsonl")
+               "collected-bench-results-59.jsonl", "collected-bench-results-60.jsonl",
+               "collected-bench-results-61.jsonl")
 STARTUP_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jsonl", "collected-startup-logs-4.jsonl",
                  "collected-startup-logs-5.jsonl", "collected-startup-logs-6.jsonl", "collected-startup-logs-7.jsonl",
                  "collected-startup-logs-8.jsonl", "collected-startup-logs-9.jsonl", "collected-startup-logs-10.jsonl",
