@@ -196,7 +196,7 @@ HELD_OUT_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.js
                   "collected-startup-logs-55.jsonl", "collected-startup-logs-56.jsonl",
                   "collected-startup-logs-57.jsonl", "collected-startup-logs-58.jsonl",
                   "collected-startup-logs-59.jsonl", "collected-startup-logs-60.jsonl",
-                  "collected-startup-logs-61.jsonl")
+                  "collected-startup-logs-61.jsonl", "collected-startup-logs-62.jsonl")
 
 
 @dataclass

@@ -216,7 +216,8 @@ STARTUP_FILES = ("collected-startup-logs-2.jsonl", "collected-startup-logs-3.jso
                  "collected-startup-logs-54.jsonl", "collected-startup-logs-55.jsonl",
                  "collected-startup-logs-56.jsonl", "collected-startup-logs-57.jsonl",
                  "collected-startup-logs-58.jsonl", "collected-startup-logs-59.jsonl",
-                 "collected-startup-logs-60.jsonl", "collected-startup-logs-61.jsonl")
+                 "collected-startup-logs-60.jsonl", "collected-startup-logs-61.jsonl",
+                 "collected-startup-logs-62.jsonl")
 
 
 def main() -> int:

@@ -201,6 +201,13 @@ EXPECTED = {
     "r61-idx66923849123-4xl40s-nebius-qwen35-122b-a10b-fp8dyn-tp4-len1010000-util090-seqs4-mnbt65536-eager-lmonly-"
     "rhai341-kvneg149-fail": "no-kv-memory",
     "r61-idx62020956495-a10-modal-gemma4-12b-qat-sleepmode-len16384-util092-kv1377-cumem-oom-fail": "cuda-oom",
+    # collected-startup-logs-62 (round 53): three negative KV budgets ("Available KV cache memory: -1.75 / -3.05 /
+    # -3.93 GiB" quoted as printed or in backticks)
+    "r62-idx59857492256-gb10-dgxspark-qwen36-35b-a3b-nvfp4-fp8kv-mtp3-len262144-util040-v0280-kvneg175-fail":
+        "no-kv-memory",
+    "r62-idx16479753280-2xh100-e2e-qwen25-72b-bf16-tp2-util090assumed-kvneg305-fail": "no-kv-memory",
+    "r62-idx52727416083-2xgb10-dgxspark-ray-qwen35-397b-a17b-int4-autoround-fp8kv-tp2-len262144-memgb100-v0181rc1-"
+    "kvneg393-fail": "no-kv-memory",
 }
 
 NO_ERROR_TEXT = {
