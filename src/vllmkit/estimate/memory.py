@@ -231,7 +231,8 @@ def fusion_symm_workspace(*, tp: int, compute_capability: float, version: tuple[
     TRT-LLM backend's three buffers (0.22 - 0.24: flashinfer comm/trtllm_ar.py
     trtllm_create_ipc_workspace_for_all_reduce_fusion: tp x tokens x hidden x 2 B, the barrier flags, three
     Lamport copies of the message), the MNNVL backend's one (0.25+: comm/trtllm_mnnvl_ar.py
-    MNNVLAllReduceFusionWorkspace, three Lamport slots of the larger of the one-shot and two-shot message)."""
+    MNNVLAllReduceFusionWorkspace, three Lamport slots of the larger of the one-shot and two-shot message; 0.25
+    keeps a TRT-LLM one beside it for the quantizing patterns)."""
     max_mib = _fusion_max_mib(compute_capability, tp)
     if max_mib is None:
         return 0
@@ -241,14 +242,19 @@ def fusion_symm_workspace(*, tp: int, compute_capability: float, version: tuple[
         return -(-size // FUSION_SYMM_GRANULE) * FUSION_SYMM_GRANULE
 
     lamport_elem = 4 if dtype_bytes == 4 else 2  # use_fp32_lamport for float32 models
+    message = tp * tokens * hidden_size * 2
+    lamport = 3 * min(tp * tokens * hidden_size * lamport_elem, 2147483647 & ~((1 << 21) - 1))
+    trtllm = granules(message) + granules(tp * 256 * 4) + granules(lamport)
     if version < (0, 25, 0):
-        message = tp * tokens * hidden_size * 2
-        lamport = 3 * min(tp * tokens * hidden_size * lamport_elem, 2147483647 & ~((1 << 21) - 1))
-        return granules(message) + granules(tp * 256 * 4) + granules(lamport)
+        return trtllm
     one_shot_tokens = min(MNNVL_ONE_SHOT_BYTES // (tp * dtype_bytes * hidden_size), tokens)
     one_shot = one_shot_tokens * hidden_size * tp * dtype_bytes
     two_shot = 2 * -(-tokens // tp) * tp * hidden_size * dtype_bytes
-    return granules(3 * max(one_shot, two_shot))
+    mnnvl = granules(3 * max(one_shot, two_shot))
+    # 0.25 builds the quant-pattern workspace apart with the TRT-LLM backend (get_fi_ar_quant_workspace: "Always
+    # uses trtllm backend", reusing only a TRT-LLM main workspace; the pass asks for it whatever the model);
+    # from 0.26 it reuses the main workspace when the backends match
+    return mnnvl + trtllm if version < (0, 26, 0) else mnnvl
 
 
 def sampler_bytes_per_element(path: str) -> int:

@@ -78,7 +78,7 @@ def test_the_workspace_in_symmetric_memory_from_0_22_worked_by_hand() -> None:
       min(8,192, max_num_batched_tokens 8,192) = 8,192;
     - 0.22 - 0.24, TRT-LLM backend (trtllm_create_ipc_workspace_for_all_reduce_fusion): message buffer 2 x 8,192
       x 4,096 x 2 B = 128 MiB, flags 2 x 256 x 4 B -> one 2 MiB granule, Lamport 3 x 128 MiB = 384 MiB: 514 MiB;
-    - 0.25+, MNNVL backend (_resolve_fi_ar_backend picks it on one node): one-shot min(1 MiB // (2 x 2 x 4,096)
+    - 0.26+, MNNVL backend (_resolve_fi_ar_backend picks it on one node from 0.25): one-shot min(1 MiB // (2 x 2 x 4,096)
       = 64, 8,192) tokens x 4,096 x 2 x 2 B = 1 MiB, two-shot 2 x ceil(8,192 / 2) x 2 x 4,096 x 2 B = 128 MiB;
       three Lamport slots of the larger: 384 MiB.
     Beside it the rest of the 0.18 - 0.21 measurement (1.85 GiB - 3 x 512 MiB = 358 MiB) stays."""
@@ -87,7 +87,10 @@ def test_the_workspace_in_symmetric_memory_from_0_22_worked_by_hand() -> None:
     assert FUSION_REST_NON_TORCH == 358 * MIB
     assert allreduce_fusion_non_torch(version=(0, 21, 0), **kw) == FUSION_WORKSPACE_NON_TORCH
     assert allreduce_fusion_non_torch(version=(0, 22, 0), **kw) == (358 + 514) * MIB
-    assert allreduce_fusion_non_torch(version=(0, 25, 0), **kw) == (358 + 384) * MIB
+    assert allreduce_fusion_non_torch(version=(0, 26, 0), **kw) == (358 + 384) * MIB
+    # 0.25 alone builds the quant-pattern workspace apart, with the TRT-LLM backend (get_fi_ar_quant_workspace:
+    # "Always uses trtllm backend"; 0.26 reuses the main one): both
+    assert allreduce_fusion_non_torch(version=(0, 25, 0), **kw) == (358 + 384 + 514) * MIB
     # fewer batched tokens cap the message: 2,048 tokens -> 32 + 2 + 96 MiB (TRT-LLM), 3 x 32 MiB (MNNVL)
     small = {**kw, "max_num_batched_tokens": 2048}
     assert allreduce_fusion_non_torch(version=(0, 23, 0), **small) == (358 + 130) * MIB
