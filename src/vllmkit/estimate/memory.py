@@ -16,6 +16,7 @@ import math
 from pydantic import BaseModel, Field
 
 from vllmkit.arch.model import ModelArch
+from vllmkit.estimate.kv import cdiv
 from vllmkit.units import GIB, MIB
 
 NON_TORCH_BASE = 1152 * MIB  # CUDA context, cuBLAS workspaces, allocator slack; fitted on public V1 logs (benchmarks/accuracy.py)
@@ -57,6 +58,7 @@ FUSION_MAX_SIZE_MIB = {  # vllm allreduce_rms_fusion.py FI_ALLREDUCE_FUSION_MAX_
     10.3: {2: 64, 4: 64, 8: 2},
 }
 MNNVL_ONE_SHOT_BYTES = 64 * 1024 * 8 * 2  # flashinfer comm/trtllm_mnnvl_ar.py MNNVL_ONE_SHOT_THRESHOLD
+TRTLLM_MAX_COMM_BYTES = 2147483647 & ~((1 << 21) - 1)  # flashinfer comm/trtllm_ar.py MAX_COMM_SIZE (Lamport cap)
 
 ACT_HIDDEN_FACTOR = 4  # live hidden-size bf16 buffers (residual, norm out, attn out …) per token
 ACT_INTER_FACTOR = 3  # gate_up output (2 x intermediate) + activation output (1 x) per token, bf16
@@ -208,14 +210,15 @@ def allreduce_fusion_non_torch(*, tp: int, pp: int, dp: int, compute_capability:
     # 0.17 checks is_device_capability(100); 0.19 the whole 10.x family (B200, GB200, B300)
     if not (cc == 9.0 or cc == 10.0 or (10.0 < cc < 11.0 and version >= (0, 19, 0))):
         return 0
-    if _fusion_max_mib(cc, tp) is None:
+    max_mib = _fusion_max_mib(cc, tp)
+    if max_mib is None:
         return 0  # no message size for this TP size: vLLM skips the fusion ("not supported for world size")
     if version < (0, 18, 0):
         return FUSION_WORKSPACE_0_17
     if version < (0, 22, 0) or hidden_size <= 0:
         return FUSION_WORKSPACE_NON_TORCH
     return FUSION_REST_NON_TORCH + fusion_symm_workspace(
-        tp=tp, compute_capability=cc, version=version, hidden_size=hidden_size, dtype_bytes=dtype_bytes,
+        tp=tp, max_mib=max_mib, version=version, hidden_size=hidden_size, dtype_bytes=dtype_bytes,
         max_num_batched_tokens=max_num_batched_tokens)
 
 
@@ -225,31 +228,29 @@ def _fusion_max_mib(compute_capability: float, tp: int) -> float | None:
     return FUSION_MAX_SIZE_MIB.get(round(family, 1), {}).get(tp)
 
 
-def fusion_symm_workspace(*, tp: int, compute_capability: float, version: tuple[int, int, int], hidden_size: int,
+def fusion_symm_workspace(*, tp: int, max_mib: float, version: tuple[int, int, int], hidden_size: int,
                           dtype_bytes: int, max_num_batched_tokens: int) -> int:
     """The fusion workspace from vLLM 0.22 (FlashInfer's buffers in PyTorch symmetric memory, 2 MiB granules): the
     TRT-LLM backend's three buffers (0.22 - 0.24: flashinfer comm/trtllm_ar.py
     trtllm_create_ipc_workspace_for_all_reduce_fusion: tp x tokens x hidden x 2 B, the barrier flags, three
     Lamport copies of the message), the MNNVL backend's one (0.25+: comm/trtllm_mnnvl_ar.py
     MNNVLAllReduceFusionWorkspace, three Lamport slots of the larger of the one-shot and two-shot message; 0.25
-    keeps a TRT-LLM one beside it for the quantizing patterns)."""
-    max_mib = _fusion_max_mib(compute_capability, tp)
-    if max_mib is None:
-        return 0
+    keeps a TRT-LLM one beside it for the quantizing patterns). max_mib: the largest message the fusion takes at
+    this TP size (FUSION_MAX_SIZE_MIB)."""
     tokens = min(int(max_mib * MIB) // (hidden_size * dtype_bytes), max_num_batched_tokens)
 
     def granules(size: int) -> int:
-        return -(-size // FUSION_SYMM_GRANULE) * FUSION_SYMM_GRANULE
+        return cdiv(size, FUSION_SYMM_GRANULE) * FUSION_SYMM_GRANULE
 
     lamport_elem = 4 if dtype_bytes == 4 else 2  # use_fp32_lamport for float32 models
     message = tp * tokens * hidden_size * 2
-    lamport = 3 * min(tp * tokens * hidden_size * lamport_elem, 2147483647 & ~((1 << 21) - 1))
+    lamport = 3 * min(tp * tokens * hidden_size * lamport_elem, TRTLLM_MAX_COMM_BYTES)
     trtllm = granules(message) + granules(tp * 256 * 4) + granules(lamport)
     if version < (0, 25, 0):
         return trtllm
     one_shot_tokens = min(MNNVL_ONE_SHOT_BYTES // (tp * dtype_bytes * hidden_size), tokens)
     one_shot = one_shot_tokens * hidden_size * tp * dtype_bytes
-    two_shot = 2 * -(-tokens // tp) * tp * hidden_size * dtype_bytes
+    two_shot = 2 * cdiv(tokens, tp) * tp * hidden_size * dtype_bytes
     mnnvl = granules(3 * max(one_shot, two_shot))
     # 0.25 builds the quant-pattern workspace apart with the TRT-LLM backend (get_fi_ar_quant_workspace: "Always
     # uses trtllm backend", reusing only a TRT-LLM main workspace; the pass asks for it whatever the model);
